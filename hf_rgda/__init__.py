@@ -1,0 +1,54 @@
+"""hf_rgda: reflective guidance data augmentation for NER, on the Hugging Face stack.
+
+Example:
+    >>> from hf_rgda import RGDAAugmenter
+    >>> # aug = RGDAAugmenter.from_dataset(ds["train"], method="rgda")
+    >>> # augmented = ds["train"].map(aug, batched=True, batch_size=8)
+"""
+
+__version__ = "0.1.0"
+
+from ._exceptions import (  # noqa: E402
+    AuthenticationError,
+    BackendError,
+    ConfigError,
+    InputError,
+    ParseError,
+    ProvisionError,
+    RateLimitError,
+    RGDAError,
+    SchemaError,
+    TimeoutError,
+)
+from .augmenter import META_COLUMNS, RGDAAugmenter, entity_length_limits  # noqa: E402
+from .cache import ResponseCache  # noqa: E402
+from .config import DEFAULT_LLM, METHODS, AugmentConfig  # noqa: E402
+from .llm import LLM, Completion, ScriptedLLM, Usage, load_llm  # noqa: E402
+from .summary import RunSummary  # noqa: E402
+
+__all__ = [
+    "DEFAULT_LLM",
+    "LLM",
+    "METHODS",
+    "META_COLUMNS",
+    "AugmentConfig",
+    "AuthenticationError",
+    "BackendError",
+    "Completion",
+    "ConfigError",
+    "InputError",
+    "ParseError",
+    "ProvisionError",
+    "RGDAAugmenter",
+    "RGDAError",
+    "RateLimitError",
+    "ResponseCache",
+    "RunSummary",
+    "SchemaError",
+    "ScriptedLLM",
+    "TimeoutError",
+    "Usage",
+    "__version__",
+    "entity_length_limits",
+    "load_llm",
+]

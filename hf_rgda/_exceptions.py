@@ -1,0 +1,89 @@
+"""Exceptions raised by hf_rgda.
+
+The tree::
+
+    RGDAError
+    ├── ConfigError          bad configuration value (names the field and the accepted forms)
+    ├── InputError           bad input row (names the row and the problem)
+    ├── SchemaError          tags outside the label set or an invalid tag scheme
+    ├── ProvisionError       a model file could not be assembled or failed its hash check
+    ├── ParseError           an LLM answer could not be parsed (keeps the raw text)
+    └── BackendError         an LLM backend failed
+        ├── AuthenticationError
+        ├── RateLimitError
+        └── TimeoutError
+
+Only these are caught per example inside the pipeline; anything else is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "BackendError",
+    "ConfigError",
+    "InputError",
+    "ParseError",
+    "ProvisionError",
+    "RGDAError",
+    "RateLimitError",
+    "SchemaError",
+    "TimeoutError",
+]
+
+
+class RGDAError(Exception):
+    """Base class of every error hf_rgda raises on purpose."""
+
+
+class ConfigError(RGDAError, ValueError):
+    """A configuration value is invalid."""
+
+
+class SchemaError(RGDAError, ValueError):
+    """A tag sequence violates the label set or the tagging scheme."""
+
+
+class InputError(RGDAError, ValueError):
+    """An input row is malformed.
+
+    Attributes:
+        row: index (or description) of the offending row.
+    """
+
+    def __init__(self, message: str, *, row: int | str | None = None) -> None:
+        self.row = row
+        prefix = f"row {row}: " if row is not None else ""
+        super().__init__(prefix + message)
+
+
+class ProvisionError(RGDAError, RuntimeError):
+    """A model file could not be provisioned."""
+
+
+class ParseError(RGDAError, ValueError):
+    """An LLM answer could not be parsed into the expected structure.
+
+    Attributes:
+        raw: the raw text the model produced.
+    """
+
+    def __init__(self, message: str, *, raw: str = "") -> None:
+        self.raw = raw
+        super().__init__(message)
+
+
+class BackendError(RGDAError, RuntimeError):
+    """An LLM backend call failed."""
+
+
+class AuthenticationError(BackendError):
+    """The backend rejected the credentials."""
+
+
+class RateLimitError(BackendError):
+    """The backend refused the call for rate reasons."""
+
+
+class TimeoutError(BackendError):  # noqa: A001 - library-specific timeout
+    """The backend did not answer in time."""

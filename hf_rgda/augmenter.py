@@ -1,0 +1,256 @@
+"""``RGDAAugmenter``: the ``datasets.map`` entry point.
+
+Example:
+    >>> from datasets import Dataset
+    >>> from hf_rgda import RGDAAugmenter, ScriptedLLM
+    >>> ds = Dataset.from_dict({"tokens": [["Aspirin", "treats", "fever", "."]],
+    ...                         "ner_tags": [["O", "O", "B-Disease", "O"]]})
+    >>> aug = RGDAAugmenter(llm=ScriptedLLM([]), label_names=["O", "B-Disease", "I-Disease"], cache=False)
+    >>> out = ds.map(aug, batched=True)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from . import __version__, prompts
+from ._exceptions import ConfigError, InputError, SchemaError
+from .cache import ResponseCache
+from .config import DEFAULT_LLM, AugmentConfig
+from .llm import LLM, load_llm
+from .pipeline import Pipeline, SeedResult
+from .sentences import Checker, Seed
+from .summary import RunSummary
+from .tags import SCHEMES, convert_tags, entity_types, tags_to_spans, validate_tags
+
+__all__ = ["META_COLUMNS", "RGDAAugmenter", "entity_length_limits"]
+
+log = logging.getLogger(__name__)
+
+#: metadata columns added to every output row
+META_COLUMNS: dict[str, pa.DataType] = {
+    "rgda_status": pa.string(),  # original | accepted | rejected | failed
+    "rgda_method": pa.string(),
+    "rgda_source": pa.string(),  # key of the seed row
+    "rgda_reason": pa.string(),  # why rejected or failed; "" otherwise
+    "rgda_gr_scores": pa.list_(pa.int64()),
+    "rgda_ac_scores": pa.list_(pa.int64()),
+    "rgda_trace": pa.string(),  # JSON: the seed's full record, on its first row; "" elsewhere
+}
+
+
+def entity_length_limits(tag_rows: Sequence[Sequence[str]], scheme: str = "IOB2") -> dict[str, int]:
+    """Longest entity (in tokens) per type over a split: the checker rejects longer generated entities."""
+    limits: dict[str, int] = {}
+    for tags in tag_rows:
+        for s in tags_to_spans(list(tags), scheme, strict=False):
+            limits[s.label] = max(limits.get(s.label, 0), s.end - s.start)
+    return limits
+
+
+def _run_sync(coro: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside a loop (e.g. Jupyter)
+        return pool.submit(asyncio.run, coro).result()
+
+
+class RGDAAugmenter:
+    """Augments NER batches; use with ``ds.map(aug, batched=True)``.
+
+    Returns every input column (values of the seed row copied to its augmented rows), the tokens and tags in
+    the input's own form (``ClassLabel`` ids stay ids) and the :data:`META_COLUMNS`.
+
+    Args:
+        llm: ``"<backend>:<model>"`` or an :class:`~hf_rgda.llm.LLM`; the embedded local model by default.
+        label_names: the tag names (``["O", "B-PER", ...]``); required unless built with :meth:`from_dataset`.
+        scheme: tag scheme of the input (and output) tags.
+        tokens_column, tags_column: column names.
+        cache: True for the default response cache, a path, or False for none.
+        max_entity_len: per-type entity length limit (see :func:`entity_length_limits`).
+        type_descriptions: optional ``{type: description}`` shown to the generating stages.
+        llm_options: passed to :func:`~hf_rgda.llm.load_llm` (``base_url``, ``n_ctx``, ...).
+        **config: fields of :class:`~hf_rgda.config.AugmentConfig` (``method``, ``num_augmented``, ...).
+
+    Attributes:
+        summary: totals of every batch this process augmented.
+    """
+
+    def __init__(self, llm: str | LLM = DEFAULT_LLM, *, label_names: Sequence[str] | None = None,
+                 scheme: str = "IOB2", tokens_column: str = "tokens", tags_column: str = "ner_tags",
+                 cache: bool | str | Path = True, max_entity_len: Mapping[str, int] | None = None,
+                 type_descriptions: Mapping[str, str] | None = None, llm_options: Mapping[str, Any] | None = None,
+                 config: AugmentConfig | None = None, **config_fields: Any) -> None:
+        if scheme not in SCHEMES:
+            raise ConfigError(f"scheme={scheme!r}; choose one of {', '.join(SCHEMES)}")
+        if not label_names:
+            raise ConfigError("label_names is required (or build the augmenter with RGDAAugmenter.from_dataset)")
+        unknown = set(config_fields) - {f.name for f in dataclasses.fields(AugmentConfig)}
+        if unknown:
+            raise ConfigError(f"unknown option(s) {sorted(unknown)}; see hf_rgda.AugmentConfig")
+        self.config = dataclasses.replace(config, **config_fields) if config else AugmentConfig(**config_fields)
+        self.llm = load_llm(llm, **dict(llm_options or {}))
+        self.label_names = list(label_names)
+        self.types = entity_types(self.label_names)
+        if not self.types:
+            raise ConfigError(f"label_names {self.label_names} contain no entity type")
+        self.scheme = scheme
+        self.tokens_column, self.tags_column = tokens_column, tags_column
+        self.cache_path = "" if cache is False else str(cache) if not isinstance(cache, bool) else "default"
+        self.max_entity_len = dict(max_entity_len or {})
+        self.type_descriptions = dict(type_descriptions or {})
+        self.summary = RunSummary()
+
+    @classmethod
+    def from_dataset(cls, ds: Any, *, tokens_column: str = "tokens", tags_column: str = "ner_tags",
+                     scheme: str = "IOB2", **kwargs: Any) -> RGDAAugmenter:
+        """Build an augmenter whose label set and entity length limits come from dataset split ``ds``."""
+        feature = getattr(ds.features[tags_column], "feature", None)
+        names = getattr(feature, "names", None)
+        rows = ds[tags_column]
+        if names:
+            rows = [[names[i] for i in r] for r in rows]
+        else:
+            seen = {t for r in rows for t in r}
+            names = ["O"] + sorted(seen - {"O"})
+        kwargs.setdefault("max_entity_len", entity_length_limits(rows, scheme))
+        return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
+
+    # ---------------------------------------------------------------- hashing and pickling
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k != "summary"}
+        state["_hash_extras"] = {"version": __version__, "prompts": prompts.templates_hash()}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        state.pop("_hash_extras", None)
+        self.__dict__.update(state)
+        self.summary = RunSummary()
+
+    def _pipeline(self) -> Pipeline:
+        notes = "\n".join(f"- {t}: {d}" for t, d in self.type_descriptions.items())
+        checker = Checker(tuple(self.types), self.max_entity_len, self.config.near_copy_ratio)
+        cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
+        return Pipeline(self.config, self.llm, checker, cache=cache, type_notes=notes)
+
+    # ---------------------------------------------------------------- input
+    def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:
+        for col in (self.tokens_column, self.tags_column):
+            if col not in batch:
+                raise InputError(f"column {col!r} is missing; columns are {sorted(batch)}")
+        seeds = []
+        for k, (tokens, tags) in enumerate(zip(batch[self.tokens_column], batch[self.tags_column])):
+            row = indices[k] if indices is not None else f"{k} of this batch"
+            try:
+                names = [self._tag_name(t) for t in tags]
+                validate_tags(tokens, names, self.types, self.scheme)
+            except SchemaError as err:
+                raise InputError(f"{err} (tokens: {' '.join(map(str, tokens[:12]))!r})", row=row) from None
+            iob2 = convert_tags(names, self.scheme, "IOB2") if self.scheme != "IOB2" else names
+            key = hashlib.sha256(json.dumps([list(tokens), iob2]).encode()).hexdigest()[:16]
+            seeds.append(Seed(key, tuple(tokens), tuple(iob2)))
+        return seeds
+
+    def _tag_name(self, tag: Any) -> str:
+        if isinstance(tag, str):
+            if tag not in self.label_names:
+                raise SchemaError(f"tag {tag!r} is not in the label set {self.label_names}")
+            return tag
+        if isinstance(tag, int) and 0 <= tag < len(self.label_names):
+            return self.label_names[tag]
+        raise SchemaError(f"tag id {tag!r} is outside the label set of {len(self.label_names)} labels")
+
+    # ---------------------------------------------------------------- output
+    def _out_tags(self, iob2: Sequence[str], as_ids: bool) -> list[Any]:
+        tags = convert_tags(iob2, "IOB2", self.scheme) if self.scheme != "IOB2" else list(iob2)
+        missing = [t for t in tags if t not in self.label_names]
+        if missing:  # e.g. BIOES output but the label set lacks S-/E- labels
+            raise SchemaError(f"label set has no {missing[0]!r}")
+        return [self.label_names.index(t) for t in tags] if as_ids else tags
+
+    def _emit(self, batch: Mapping[str, list[Any]], results: list[SeedResult]) -> pa.Table:
+        as_ids = any(isinstance(t, int) for tags in batch[self.tags_column] for t in tags)
+        others = [c for c in batch if c not in (self.tokens_column, self.tags_column) and c not in META_COLUMNS]
+        cols: dict[str, list[Any]] = {c: [] for c in [*others, self.tokens_column, self.tags_column, *META_COLUMNS]}
+
+        def add(k: int, tokens: Sequence[str], tags: list[Any], status: str, reason: str, r: SeedResult, trace: str) -> None:
+            for c in others:
+                cols[c].append(batch[c][k])
+            cols[self.tokens_column].append(list(tokens))
+            cols[self.tags_column].append(tags)
+            cols["rgda_status"].append(status)
+            cols["rgda_method"].append(self.config.method)
+            cols["rgda_source"].append(r.seed.key)
+            cols["rgda_reason"].append(reason)
+            cols["rgda_gr_scores"].append([j.score for j in r.judgements["gr"]])
+            cols["rgda_ac_scores"].append([j.score for j in r.judgements["ac"]])
+            cols["rgda_trace"].append(trace)
+
+        for k, r in enumerate(results):
+            trace = json.dumps(_trace(r, self.config.method), ensure_ascii=False)
+            if self.config.keep_originals:
+                add(k, r.seed.tokens, batch[self.tags_column][k], "original", "", r, trace)
+                trace = ""
+            for c in r.accepted:
+                add(k, c.tokens, self._out_tags(c.tags, as_ids), "accepted", "", r, trace)
+                trace = ""
+            if self.config.keep_rejected:
+                for stage, c in r.rejected:
+                    add(k, [], [], "rejected", f"{stage}/{c.reason}", r, json.dumps({"raw": c.raw, "detail": c.detail}))
+                if r.failure:
+                    add(k, [], [], "failed", r.failure, r, trace)
+        types = {self.tokens_column: pa.list_(pa.string()),
+                 self.tags_column: pa.list_(pa.int64() if as_ids else pa.string()), **META_COLUMNS}
+        arrays = {c: pa.array(v, type=types.get(c)) if c in types else _passthrough(v, batch[c]) for c, v in cols.items()}
+        return pa.table(arrays)
+
+    # ---------------------------------------------------------------- entry points
+    async def acall(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None = None) -> pa.Table:
+        """Async form of :meth:`__call__`, for ``ds.map(aug.acall, batched=True)``."""
+        seeds = self._seeds(batch, indices)
+        start = time.perf_counter()
+        results = await self._pipeline().run(seeds)
+        self.summary.wall_seconds += time.perf_counter() - start
+        for r in results:
+            self.summary.add(_trace(r, self.config.method))
+            if r.failure:
+                log.warning("seed %s failed: %s", r.seed.key, r.failure)
+        return self._emit(batch, results)
+
+    def __call__(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None = None) -> pa.Table:
+        """Augment one batch (a dict of columns). Pass ``with_indices=True`` to ``map`` for row numbers in errors."""
+        return _run_sync(self.acall(batch, indices))
+
+
+def _passthrough(values: list[Any], source: list[Any]) -> pa.Array:
+    try:
+        return pa.array(values, type=pa.array(source).type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array(values)
+
+
+def _trace(r: SeedResult, method: str) -> dict[str, Any]:
+    return {
+        "seed": r.seed.key, "method": method, "failure": r.failure, "notes": r.notes, "accepted": len(r.accepted),
+        "superseded": r.superseded, "guidance": r.guidance,
+        "rejected": [{"stage": s, "reason": c.reason, "detail": c.detail} for s, c in r.rejected],
+        "gr": [dataclasses.asdict(j) for j in r.judgements["gr"]],
+        "ac": [dataclasses.asdict(j) for j in r.judgements["ac"]],
+        "calls": r.calls, "cached_calls": r.cached_calls, "prompt_tokens": r.prompt_tokens,
+        "completion_tokens": r.completion_tokens, "llm_seconds": round(r.llm_seconds, 3),
+        "stage_calls": dict(r.stage_calls),
+    }

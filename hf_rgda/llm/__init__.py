@@ -1,0 +1,52 @@
+"""LLM backends and the string selector.
+
+Example:
+    >>> llm = load_llm("openai:gpt-4o-mini", base_url="http://127.0.0.1:8000/v1")
+    >>> llm.identity()["backend"]
+    'openai'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .._exceptions import ConfigError
+from .base import LLM, Completion, Message, Usage
+from .fake import ScriptedLLM
+
+__all__ = ["BACKENDS", "LLM", "Completion", "Message", "ScriptedLLM", "Usage", "load_llm"]
+
+
+def _local(model: str, **kw: Any) -> LLM:
+    from .local import LocalLLM
+
+    return LocalLLM(model, **kw)
+
+
+def _openai(model: str, **kw: Any) -> LLM:
+    from .openai import OpenAILLM
+
+    return OpenAILLM(model, **kw)
+
+
+#: backend name -> factory(model, **options)
+BACKENDS: dict[str, Callable[..., LLM]] = {"local": _local, "openai": _openai}
+
+
+def load_llm(spec: str | LLM, **options: Any) -> LLM:
+    """Build a backend from ``"<backend>:<model>"`` (an :class:`LLM` instance is returned unchanged).
+
+    Args:
+        spec: e.g. ``"local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"``,
+            ``"local:/models/x.gguf"`` or ``"openai:gpt-4o-mini"``.
+        **options: passed to the backend (``base_url``, ``n_ctx``, ...).
+    """
+    if isinstance(spec, LLM):
+        return spec
+    backend, sep, model = spec.partition(":")
+    if not sep or not model:
+        raise ConfigError(f"LLM {spec!r}: expected '<backend>:<model>' with backend one of {', '.join(BACKENDS)}")
+    if backend not in BACKENDS:
+        raise ConfigError(f"LLM {spec!r}: unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    return BACKENDS[backend](model, **{k: v for k, v in options.items() if v is not None})

@@ -1,0 +1,116 @@
+"""Local GGUF models through llama-cpp-python, with JSON-schema-constrained decoding.
+
+The model is named the way users online name it, ``ORG/REPO/FILE.gguf``, and resolved through
+``huggingface_hub`` (which finds it in the local cache offline, see :mod:`hf_rgda.provision`), or given
+as a path to a ``.gguf`` file. llama.cpp keeps the KV state of the previous prompt and reuses the
+longest shared prefix, so prompts are written static-first and the pipeline runs stage by stage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import BackendError, ConfigError
+from .base import LLM, Completion, Message, Usage
+
+__all__ = ["LocalLLM", "resolve_gguf"]
+
+
+def resolve_gguf(model: str) -> Path:
+    """Path of a GGUF file given as a path or as ``ORG/REPO/FILE.gguf`` on the Hub (or its local cache)."""
+    path = Path(model).expanduser()
+    if path.suffix == ".gguf" and path.is_file():
+        return path
+    parts = model.split("/")
+    if len(parts) < 3 or not model.endswith(".gguf"):
+        raise ConfigError(f"local model {model!r}: give a path to a .gguf file or 'ORG/REPO/FILE.gguf'")
+    from huggingface_hub import hf_hub_download
+
+    repo_id, filename = "/".join(parts[:2]), "/".join(parts[2:])
+    try:
+        return Path(hf_hub_download(repo_id=repo_id, filename=filename))
+    except Exception as err:  # huggingface_hub raises many types; all mean "not available"
+        raise ConfigError(
+            f"local model {model!r} is not in the Hugging Face cache and could not be downloaded "
+            f"({type(err).__name__}). Offline, provision it first: `hf-rgda provision`."
+        ) from err
+
+
+class LocalLLM(LLM):
+    """A llama.cpp model running in this process.
+
+    Args:
+        model: path to a ``.gguf`` file or ``ORG/REPO/FILE.gguf``.
+        n_ctx: context window in tokens.
+        n_threads: CPU threads (default: all cores).
+    """
+
+    max_concurrency = 1
+
+    def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None) -> None:
+        self.model = model
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self._llama: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._llama is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as err:
+                raise ImportError("the local backend needs llama-cpp-python: pip install 'hf_rgda[local]'") from err
+            self._llama = Llama(
+                model_path=str(resolve_gguf(self.model)),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads or os.cpu_count() or 1,
+                verbose=False,
+            )
+        return self._llama
+
+    def _run(self, messages: list[dict[str, str]], schema: Mapping[str, Any] | None, params: Mapping[str, Any]) -> Completion:
+        with self._lock:
+            llama = self._load()
+            fmt = {"type": "json_object", "schema": dict(schema)} if schema is not None else None
+            start = time.perf_counter()
+            try:
+                out = llama.create_chat_completion(
+                    messages=messages,
+                    response_format=fmt,
+                    temperature=float(params.get("temperature", 1.0)),
+                    max_tokens=int(params.get("max_tokens", 768)),
+                    seed=int(params.get("seed", 0)),
+                )
+            except (RuntimeError, ValueError) as err:
+                raise BackendError(f"llama.cpp failed: {err}") from err
+            seconds = time.perf_counter() - start
+        usage = out.get("usage") or {}
+        return Completion(
+            text=out["choices"][0]["message"]["content"] or "",
+            usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
+            seconds=seconds,
+        )
+
+    async def complete(
+        self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None, params: Mapping[str, Any]
+    ) -> Completion:
+        return await asyncio.to_thread(self._run, [dict(m) for m in messages], schema, params)
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "local", "model": self.model, "n_ctx": self.n_ctx}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_llama"] = None
+        state.pop("_lock")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()

@@ -1,0 +1,327 @@
+"""The R-GDA pipeline: seed generation, guidance, Guidance Refiner loop, composer, Augmentation Calibrator loop.
+
+Each stage is build-messages -> call -> parse. Stages run *stage-major* by default: one stage for every seed
+of the batch before the next stage, so consecutive calls share their static prompt prefix (llama.cpp reuses
+its KV state; API providers cache it). Every call goes through the on-disk response cache. A library error
+on one seed (bad JSON, backend failure) is recorded on that seed and never stops the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from . import prompts
+from ._exceptions import ParseError, RGDAError
+from .cache import ResponseCache, cache_key
+from .config import AugmentConfig
+from .llm.base import LLM, Completion
+from .schemas import AC_RUBRIC, GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
+from .sentences import Candidate, Checker, Seed, decode_sentence, parse_json
+
+__all__ = ["Judgement", "Pipeline", "SeedResult", "derive_seed"]
+
+log = logging.getLogger(__name__)
+
+
+def derive_seed(base: int, *parts: object) -> int:
+    """A per-call seed that depends only on the run seed and the call's identity, not on scheduling."""
+    digest = hashlib.sha256(json.dumps([base, *map(str, parts)]).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A judge verdict: total score, per-criterion scores and fixes."""
+
+    score: int
+    criteria: dict[str, int]
+    feedback: dict[str, str]
+
+    @classmethod
+    def parse(cls, data: Any, rubric: dict[str, int]) -> Judgement:
+        """Parse a verdict; scores are clamped to each criterion's maximum.
+
+        Raises:
+            ParseError: a criterion is missing or its score is not a number.
+        """
+        if not isinstance(data, dict):
+            raise ParseError("verdict is not an object", raw=json.dumps(data))
+        crit, fb = {}, {}
+        for name, top in rubric.items():
+            entry = data.get(name)
+            if not isinstance(entry, dict) or not isinstance(entry.get("score"), (int, float)):
+                raise ParseError(f"verdict lacks a numeric score for {name!r}", raw=json.dumps(data))
+            crit[name] = max(0, min(top, int(entry["score"])))
+            fb[name] = str(entry.get("feedback", ""))
+        return cls(sum(crit.values()), crit, fb)
+
+    def feedback_text(self, rubric: dict[str, int]) -> str:
+        return "\n".join(f"- {k} ({self.criteria[k]}/{top}): {self.feedback[k]}" for k, top in rubric.items())
+
+
+@dataclass
+class SeedResult:
+    """Everything that happened to one seed sentence."""
+
+    seed: Seed
+    accepted: list[Candidate] = field(default_factory=list)
+    rejected: list[tuple[str, Candidate]] = field(default_factory=list)  # (stage, candidate with reason)
+    failure: str = ""
+    notes: list[str] = field(default_factory=list)
+    variants: list[Candidate] = field(default_factory=list)
+    guidance: dict[str, Any] | None = None
+    judgements: dict[str, list[Judgement]] = field(default_factory=lambda: {"gr": [], "ac": []})
+    stage_calls: Counter[str] = field(default_factory=Counter)
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_seconds: float = 0.0
+    superseded: int = 0
+    _context: dict[str, tuple[list[dict[str, str]], str]] = field(default_factory=dict, repr=False)
+    _stopped: set[str] = field(default_factory=set, repr=False)
+
+    @property
+    def alive(self) -> bool:
+        return not self.failure
+
+    def account(self, stage: str, comp: Completion) -> None:
+        self.stage_calls[stage] += 1
+        self.calls += 1
+        self.cached_calls += comp.cached
+        if not comp.cached:
+            self.prompt_tokens += comp.usage.prompt_tokens
+            self.completion_tokens += comp.usage.completion_tokens
+            self.llm_seconds += comp.seconds
+
+
+class Pipeline:
+    """Runs one augmentation method over a batch of seeds.
+
+    Args:
+        config: the run configuration.
+        llm: the backend used for every stage (as in the paper).
+        checker: the deterministic quality floor.
+        cache: response cache, or None to call the backend every time.
+        type_notes: optional text describing the entity types, shown to generating stages.
+    """
+
+    def __init__(self, config: AugmentConfig, llm: LLM, checker: Checker, *, cache: ResponseCache | None = None,
+                 type_notes: str = "") -> None:
+        self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
+        types = checker.types
+        common = {"domain": config.domain or "the domain of the given sentence", "types": ", ".join(types),
+                  "type_notes": type_notes, "output_format": prompts.template(f"{config.representation}_format")}
+        self.system = {name: prompts.render(name, **common) for name in (
+            "seed_generation", "guidance", "guidance_refine", "composer", "composition_refine")}
+        self.system["guidance_judge"] = prompts.render("guidance_judge", types=common["types"])
+        self.system["composition_judge"] = prompts.render("composition_judge", types=common["types"])
+        self._sem: asyncio.Semaphore | None = None
+
+    # ---------------------------------------------------------------- orchestration
+    async def run(self, seeds: Sequence[Seed], examples: Sequence[Seed] = ()) -> list[SeedResult]:
+        """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds)."""
+        self._sem = asyncio.Semaphore(max(1, self.llm.max_concurrency))  # one per running loop
+        self._examples = [s for s in (examples or seeds) if s.spans] or list(examples or seeds)
+        results = [SeedResult(s) for s in seeds]
+        groups = [results] if self.cfg.schedule == "stage" else [[r] for r in results]
+        for group in groups:
+            await self._run_group(group)
+        return results
+
+    async def _run_group(self, rs: list[SeedResult]) -> None:
+        cfg = self.cfg
+        await self._each(rs, self._seed_generation)
+        await self._each(rs, partial(self._repair, stage="seed_generation"))
+        if not cfg.uses_guidance:
+            for r in rs:
+                r.accepted = r.variants
+            return
+        await self._each(rs, self._guidance)
+        if cfg.uses_gr:
+            await self._loop(rs, "gr")
+        await self._each(rs, self._compose)
+        await self._each(rs, partial(self._repair, stage="composer"))
+        if cfg.uses_ac:
+            await self._loop(rs, "ac")
+        for r in rs:
+            self._finish(r)
+
+    async def _each(self, rs: Sequence[SeedResult], fn: Callable[[SeedResult], Awaitable[None]], *,
+                    soft: str = "") -> None:
+        """Run ``fn`` on every live seed. Errors fail the seed, or with ``soft`` only stop that loop."""
+
+        async def guarded(r: SeedResult) -> None:
+            try:
+                await fn(r)
+            except RGDAError as err:
+                where = getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", "stage")
+                msg = f"{where}: {type(err).__name__}: {err}"
+                if soft:
+                    r.notes.append(msg)
+                    r._stopped.add(soft)
+                else:
+                    r.failure = msg
+
+        await asyncio.gather(*(guarded(r) for r in rs if r.alive and (not soft or soft not in r._stopped)))
+
+    async def _loop(self, rs: list[SeedResult], kind: str) -> None:
+        """Algorithm 1: judge; refine while below threshold and rounds remain."""
+        active = [r for r in rs if r.alive and (kind == "gr" or self._valid(r))]
+        for rnd in range(1, self.cfg.max_rounds + 1):
+            await self._each(active, partial(self._judge, kind=kind, rnd=rnd), soft=kind)
+            below = [r for r in active if kind not in r._stopped and r.alive
+                     and r.judgements[kind] and r.judgements[kind][-1].score < self.cfg.threshold]
+            if rnd == self.cfg.max_rounds or not below:
+                return
+            await self._each(below, partial(self._refine, kind=kind, rnd=rnd), soft=kind)
+            active = [r for r in below if kind not in r._stopped]
+
+    def _finish(self, r: SeedResult) -> None:
+        final = self._valid(r)
+        ac = r.judgements["ac"]
+        if self.cfg.reject_below_threshold and self.cfg.uses_ac and ac and ac[-1].score < self.cfg.threshold:
+            for c in final:
+                r.rejected.append(("composition_judge", c.reject("below_threshold", f"final AC score {ac[-1].score}")))
+            final = []
+        r.accepted = final
+
+    # ---------------------------------------------------------------- calls
+    async def _call(self, r: SeedResult, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], *,
+                    judge: bool = False, salt: object = "") -> tuple[Any, str]:
+        params = {"temperature": self.cfg.judge_temperature if judge else self.cfg.temperature,
+                  "max_tokens": self.cfg.max_tokens, "seed": derive_seed(self.cfg.seed, r.seed.key, stage, salt)}
+        key = cache_key(self.llm.identity(), messages, schema, params)
+        comp = self.cache.get(key) if self.cache is not None else None
+        if comp is None:
+            assert self._sem is not None
+            async with self._sem:
+                start = time.perf_counter()
+                comp = await self.llm.complete(messages, schema=schema, params=params)
+            if not comp.seconds:
+                comp = Completion(comp.text, comp.usage, time.perf_counter() - start)
+            if self.cache is not None:
+                self.cache.put(key, comp)
+            log.debug("%s %s: %.1f s, %d+%d tokens", r.seed.key, stage, comp.seconds, comp.usage.prompt_tokens,
+                      comp.usage.completion_tokens)
+        r.account(stage, comp)
+        return parse_json(comp.text), comp.text
+
+    def _messages(self, stage: str, **sections: Any) -> list[dict[str, str]]:
+        body = "\n\n".join(f"{k.replace('_', ' ').capitalize()}:\n{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+                           for k, v in sections.items())
+        return [{"role": "system", "content": self.system[stage]}, {"role": "user", "content": body}]
+
+    # ---------------------------------------------------------------- generation + deterministic floor
+    def _decode_all(self, r: SeedResult, stage: str, data: Any, n: int, *, keep: Sequence[Candidate] = ()) -> list[Candidate]:
+        items = data.get("sentences") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise ParseError("answer has no 'sentences' list", raw=json.dumps(data)[:2000])
+        kept: list[Candidate] = list(keep)
+        out: list[Candidate] = []
+        for item in items[:n]:
+            cand = decode_sentence(item, self.checker.types, self.cfg.representation)
+            self.checker.check(cand, r.seed, kept, forbid_seed_entities=stage != "seed_generation")
+            (kept if cand.ok else out).append(cand)
+            if not cand.ok:
+                r.rejected.append((stage, cand))
+        return kept[len(keep):] + out
+
+    async def _generate(self, r: SeedResult, stage: str, messages: list[dict[str, str]], n: int, salt: object = "",
+                        keep: Sequence[Candidate] = ()) -> list[Candidate]:
+        schema = sentences_schema(self.checker.types, n, self.cfg.representation)
+        data, raw = await self._call(r, stage, messages, schema, salt=salt)
+        r._context[stage] = (messages, raw)
+        return self._decode_all(r, stage, data, n, keep=keep)
+
+    async def _seed_generation(self, r: SeedResult) -> None:
+        msgs = self._messages("seed_generation", sentence=r.seed.text, entities=r.seed.entities,
+                              task=f"Write {self.cfg.num_augmented} new versions.")
+        r.variants = [c for c in await self._generate(r, "seed_generation", msgs, self.cfg.num_augmented) if c.ok]
+
+    async def _repair(self, r: SeedResult, stage: str) -> None:
+        """Targeted re-ask for the sentences the checks rejected (bounded by ``max_repairs``)."""
+        target = r.variants if stage == "seed_generation" else r.accepted
+        for attempt in range(self.cfg.max_repairs):
+            missing = self.cfg.num_augmented - len(target)
+            bad = [c for s, c in r.rejected if s == stage and not getattr(c, "_repaired", False)]
+            if missing <= 0 or not bad or stage not in r._context:
+                return
+            for c in bad:
+                c._repaired = True  # type: ignore[attr-defined]
+            messages, raw = r._context[stage]
+            problems = [{"sentence": c.raw, "rejected because": f"{c.reason}: {c.detail}"} for c in bad]
+            msgs = [*messages, {"role": "assistant", "content": raw},
+                    {"role": "user", "content": prompts.template("repair") + "\n\n" + json.dumps(problems, ensure_ascii=False)
+                     + f"\n\nWrite {missing} sentence(s)."}]
+            new = await self._generate(r, stage, msgs, missing, salt=f"repair{attempt}", keep=target)
+            target.extend(c for c in new if c.ok)
+
+    async def _guidance(self, r: SeedResult) -> None:
+        msgs = self._messages("guidance", sentence=r.seed.text, entities=r.seed.entities,
+                              other_phrasings=[c.raw.get("text", c.raw) for c in r.variants] or "none")
+        data, _ = await self._call(r, "guidance", msgs, guidance_schema(self.checker.types))
+        r.guidance = _check_guidance(data)
+
+    async def _compose(self, r: SeedResult) -> None:
+        example = next((s for s in self._examples if s.key != r.seed.key), None)
+        sections: dict[str, Any] = {"guide": r.guidance,
+                                    "original entity texts (never reuse)": [e["text"] for e in r.seed.entities] or "none"}
+        if example is not None:
+            sections["example item from this dataset"] = example.as_item(self.cfg.representation)
+        sections["task"] = f"Write {self.cfg.num_augmented} new sentences."
+        msgs = self._messages("composer", **sections)
+        r.accepted = [c for c in await self._generate(r, "composer", msgs, self.cfg.num_augmented) if c.ok]
+
+    def _valid(self, r: SeedResult) -> list[Candidate]:
+        return [c for c in r.accepted if c.ok]
+
+    # ---------------------------------------------------------------- judges and refinement
+    async def _judge(self, r: SeedResult, kind: str, rnd: int) -> None:
+        if kind == "gr":
+            stage, rubric = "guidance_judge", GR_RUBRIC
+            msgs = self._messages(stage, sentence=r.seed.text, entities=r.seed.entities, guide=r.guidance)
+        else:
+            stage, rubric = "composition_judge", AC_RUBRIC
+            msgs = self._messages(stage, original=r.seed.as_item(self.cfg.representation), guide=r.guidance,
+                                  new_sentences=[c.raw for c in self._valid(r)])
+        data, _ = await self._call(r, stage, msgs, judge_schema(rubric), judge=True, salt=rnd)
+        r.judgements[kind].append(Judgement.parse(data, rubric))
+
+    async def _refine(self, r: SeedResult, kind: str, rnd: int) -> None:
+        verdict = r.judgements[kind][-1]
+        if kind == "gr":
+            msgs = self._messages("guidance_refine", sentence=r.seed.text, entities=r.seed.entities,
+                                  guide=r.guidance, reviewer_feedback=verdict.feedback_text(GR_RUBRIC))
+            data, _ = await self._call(r, "guidance_refine", msgs, guidance_schema(self.checker.types), salt=rnd)
+            r.guidance = _check_guidance(data)
+            return
+        current = self._valid(r)
+        msgs = self._messages("composition_refine", original=r.seed.as_item(self.cfg.representation), guide=r.guidance,
+                              **{"original entity texts (never reuse)": [e["text"] for e in r.seed.entities] or "none",
+                                 "current sentences": [c.raw for c in current],
+                                 "reviewer feedback": verdict.feedback_text(AC_RUBRIC),
+                                 "task": f"Write {self.cfg.num_augmented} revised sentences."})
+        new = [c for c in await self._generate(r, "composition_refine", msgs, self.cfg.num_augmented, salt=rnd) if c.ok]
+        if len(new) >= len(current):
+            r.superseded += len(current)
+            r.accepted = new
+        else:
+            r.notes.append(f"AC refinement round {rnd} kept: {len(new)} valid < {len(current)} current")
+            r.superseded += len(new)
+            r._stopped.add("ac")
+
+
+def _check_guidance(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict) or not all(k in data for k in ("context", "structure", "entity_roles")):
+        raise ParseError("guidance lacks context, structure or entity_roles", raw=json.dumps(data)[:2000])
+    return data

@@ -1,0 +1,223 @@
+"""Tagged sentences in and out of the LLM: rendering seeds, decoding answers, deterministic checks.
+
+Two output forms are supported (chosen by measurement, see ``benchmarks/representation.py``):
+
+- ``entities``: ``{"text": "...", "entities": [{"text": "...", "type": "..."}]}``; entity strings are matched
+  back into the tokenized sentence (every occurrence is tagged; an unmatched entity rejects the sentence);
+- ``segments``: ``{"segments": [{"text": "...", "type": "O" | type}]}``, concatenated in order.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._exceptions import ParseError, SchemaError
+from .tags import Span, spans_to_tags, tags_to_spans, tokenize
+
+__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "parse_json"]
+
+_NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "}", "%", "'s"}
+_NO_SPACE_AFTER = {"(", "[", "{"}
+
+
+def detokenize(tokens: Sequence[str]) -> str:
+    """Join tokens into readable text: ``["a", "(", "b", ")", "."] -> "a (b)."``."""
+    out = ""
+    for i, tok in enumerate(tokens):
+        if i and tok not in _NO_SPACE_BEFORE and tokens[i - 1] not in _NO_SPACE_AFTER:
+            out += " "
+        out += tok
+    return out
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A validated seed sentence (IOB2 tags)."""
+
+    key: str
+    tokens: tuple[str, ...]
+    tags: tuple[str, ...]
+
+    @property
+    def spans(self) -> list[Span]:
+        return tags_to_spans(self.tags)
+
+    @property
+    def text(self) -> str:
+        return detokenize(self.tokens)
+
+    @property
+    def entities(self) -> list[dict[str, str]]:
+        return [{"text": detokenize(self.tokens[s.start : s.end]), "type": s.label} for s in self.spans]
+
+    def as_item(self, representation: str = "entities") -> dict[str, Any]:
+        """The seed written the way the LLM is asked to write sentences."""
+        if representation == "segments":
+            return {"segments": _segments(self.tokens, self.spans)}
+        return {"text": self.text, "entities": self.entities}
+
+
+def _segments(tokens: Sequence[str], spans: list[Span]) -> list[dict[str, str]]:
+    out, pos = [], 0
+    for s in spans:
+        if s.start > pos:
+            out.append({"text": detokenize(tokens[pos : s.start]), "type": "O"})
+        out.append({"text": detokenize(tokens[s.start : s.end]), "type": s.label})
+        pos = s.end
+    if pos < len(tokens):
+        out.append({"text": detokenize(tokens[pos:]), "type": "O"})
+    return out
+
+
+@dataclass
+class Candidate:
+    """One sentence an LLM wrote: decoded tokens and IOB2 tags, or the reason it was rejected."""
+
+    raw: Any
+    tokens: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    reason: str = ""
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+    def reject(self, reason: str, detail: str = "") -> Candidate:
+        self.reason, self.detail = reason, detail
+        return self
+
+
+def parse_json(text: str) -> Any:
+    """Parse a JSON answer, tolerating a code fence around it.
+
+    Raises:
+        ParseError: the text is not JSON.
+    """
+    body = text.strip()
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", body, re.S)
+    if fence:
+        body = fence.group(1)
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as err:
+        raise ParseError(f"answer is not valid JSON ({err.msg} at char {err.pos})", raw=text) from None
+
+
+def _find(tokens: list[str], needle: list[str], taken: list[bool]) -> list[int]:
+    n = len(needle)
+    return [i for i in range(len(tokens) - n + 1)
+            if tokens[i : i + n] == needle and not any(taken[i : i + n])]
+
+
+def _decode_entities(item: Mapping[str, Any], types: Sequence[str]) -> Candidate:
+    cand = Candidate(raw=item)
+    text, entities = item.get("text"), item.get("entities")
+    if not isinstance(text, str) or not isinstance(entities, list):
+        return cand.reject("malformed", "item needs 'text' (string) and 'entities' (list)")
+    tokens = tokenize(text)
+    taken = [False] * len(tokens)
+    spans: list[Span] = []
+    for ent in sorted(entities, key=lambda e: -len(tokenize(str(e.get("text", ""))))):
+        etoks, etype = tokenize(str(ent.get("text", ""))), ent.get("type")
+        if etype not in types:
+            return cand.reject("unknown_type", f"type {etype!r} is not in {list(types)}")
+        if not etoks:
+            return cand.reject("empty_entity", f"entity {ent!r} has no text")
+        starts = _find(tokens, etoks, taken)
+        if not starts:
+            if any(s.label == etype and tokens[s.start : s.end] == etoks for s in spans):
+                continue  # listed twice: already tagged
+            return cand.reject("entity_not_in_sentence", f"{ent.get('text')!r} does not occur in the sentence")
+        for st in starts:
+            spans.append(Span(st, st + len(etoks), etype))
+            taken[st : st + len(etoks)] = [True] * len(etoks)
+    cand.tokens, cand.tags = tokens, spans_to_tags(spans, len(tokens))
+    return cand
+
+
+def _decode_segments(item: Mapping[str, Any], types: Sequence[str]) -> Candidate:
+    cand = Candidate(raw=item)
+    segs = item.get("segments")
+    if not isinstance(segs, list):
+        return cand.reject("malformed", "item needs 'segments' (list)")
+    tokens: list[str] = []
+    spans: list[Span] = []
+    for seg in segs:
+        stoks, stype = tokenize(str(seg.get("text", ""))), seg.get("type")
+        if stype != "O" and stype not in types:
+            return cand.reject("unknown_type", f"type {stype!r} is not in {list(types)}")
+        if stype != "O" and stoks:
+            spans.append(Span(len(tokens), len(tokens) + len(stoks), stype))
+        tokens.extend(stoks)
+    cand.tokens, cand.tags = tokens, spans_to_tags(spans, len(tokens))
+    return cand
+
+
+def decode_sentence(item: Any, types: Sequence[str], representation: str = "entities") -> Candidate:
+    """Turn one answer item into tokens and IOB2 tags (or a rejected :class:`Candidate`)."""
+    if not isinstance(item, Mapping):
+        return Candidate(raw=item).reject("malformed", f"expected an object, got {type(item).__name__}")
+    try:
+        if representation == "segments":
+            return _decode_segments(item, types)
+        return _decode_entities(item, types)
+    except SchemaError as err:  # overlapping spans etc.
+        return Candidate(raw=item).reject("invalid_tags", str(err))
+
+
+def _ngram_loop(tokens: Sequence[str], n: int = 4) -> bool:
+    words = [t.lower() for t in tokens if any(c.isalnum() for c in t)]
+    grams = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+    return any(c > 1 for c in grams.values())
+
+
+@dataclass(frozen=True)
+class Checker:
+    """The deterministic quality floor every generated sentence must pass before any judge sees it.
+
+    Args:
+        types: the dataset's entity types.
+        max_entity_len: per type, the longest entity (in tokens) the seed split shows; longer ones are rejected.
+        near_copy_ratio: token-sequence similarity to the seed at or above which a sentence is a near copy.
+        min_tokens: shortest acceptable sentence.
+    """
+
+    types: tuple[str, ...]
+    max_entity_len: Mapping[str, int] = field(default_factory=dict)
+    near_copy_ratio: float = 0.85
+    min_tokens: int = 4
+
+    def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *, forbid_seed_entities: bool) -> Candidate:
+        """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings."""
+        if not cand.ok:
+            return cand
+        toks, low = cand.tokens, [t.lower() for t in cand.tokens]
+        spans = tags_to_spans(cand.tags)
+        if len(toks) < self.min_tokens:
+            return cand.reject("too_short", f"{len(toks)} tokens")
+        if seed.spans and not spans:
+            return cand.reject("no_entity", "the seed has entities but this sentence tags none")
+        for s in spans:
+            limit = self.max_entity_len.get(s.label)
+            if limit and s.end - s.start > limit:
+                return cand.reject("entity_too_long", f"{s.label} of {s.end - s.start} tokens (seed split max {limit})")
+        if forbid_seed_entities:
+            seed_ents = {tuple(t.lower() for t in seed.tokens[s.start : s.end]) for s in seed.spans}
+            reused = [" ".join(low[s.start : s.end]) for s in spans if tuple(low[s.start : s.end]) in seed_ents]
+            if reused:
+                return cand.reject("seed_entity_reused", f"reuses {reused[0]!r}")
+        seed_low = [t.lower() for t in seed.tokens]
+        if low == seed_low or difflib.SequenceMatcher(a=seed_low, b=low).ratio() >= self.near_copy_ratio:
+            return cand.reject("near_copy_of_seed", "too similar to the seed sentence")
+        if _ngram_loop(toks):
+            return cand.reject("looping", "a 4-word phrase repeats")
+        if any(low == [t.lower() for t in other.tokens] for other in accepted):
+            return cand.reject("duplicate", "same as another output for this seed")
+        return cand

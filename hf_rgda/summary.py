@@ -1,0 +1,101 @@
+"""Run summaries, built from the per-seed traces the augmenter records.
+
+The same :class:`RunSummary` is filled in-process by the augmenter and rebuilt from a written dataset's
+``rgda_trace`` column (which works whatever ``num_proc`` was).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["RunSummary"]
+
+
+@dataclass
+class RunSummary:
+    """Totals of one or more augmentation batches."""
+
+    seeds: int = 0
+    accepted: int = 0
+    failed_seeds: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    stage_calls: Counter[str] = field(default_factory=Counter)
+    rounds: dict[str, Counter[int]] = field(default_factory=lambda: {"gr": Counter(), "ac": Counter()})
+    scores: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, trace: Mapping[str, Any]) -> None:
+        """Fold one seed's trace in."""
+        self.seeds += 1
+        self.accepted += trace["accepted"]
+        if trace["failure"]:
+            self.failed_seeds += 1
+            self.failures[trace["failure"].split(":")[0]] += 1
+        self.rejected.update(r["reason"] for r in trace["rejected"])
+        for key in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
+            setattr(self, key, getattr(self, key) + trace[key])
+        self.llm_seconds += trace["llm_seconds"]
+        self.stage_calls.update(trace["stage_calls"])
+        for kind in ("gr", "ac"):
+            if trace[kind]:
+                self.rounds[kind][len(trace[kind])] += 1
+            for rnd, verdict in enumerate(trace[kind], 1):
+                self.scores[f"{kind}_round{rnd}"].append(verdict["score"])
+
+    @classmethod
+    def from_traces(cls, traces: Iterable[str]) -> RunSummary:
+        """Rebuild from the non-empty values of an ``rgda_trace`` column."""
+        summary = cls()
+        for t in traces:
+            if t:
+                data = json.loads(t)
+                if "stage_calls" in data:
+                    summary.add(data)
+        return summary
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready figures, including score distributions per stage and round."""
+        dist = {k: {"n": len(v), "mean": round(statistics.fmean(v), 1), "min": min(v), "max": max(v),
+                    "histogram": dict(sorted(Counter(v).items()))} for k, v in sorted(self.scores.items()) if v}
+        return {
+            "seeds": self.seeds, "accepted": self.accepted,
+            "accepted_per_seed": round(self.accepted / self.seeds, 3) if self.seeds else 0.0,
+            "failed_seeds": self.failed_seeds, "failures_by_stage": dict(self.failures),
+            "rejected_by_reason": dict(self.rejected.most_common()), "rejected": sum(self.rejected.values()),
+            "llm_calls": self.calls, "cached_calls": self.cached_calls, "stage_calls": dict(self.stage_calls),
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "llm_seconds": round(self.llm_seconds, 1), "wall_seconds": round(self.wall_seconds, 1),
+            "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.rounds.items()},
+            "judge_scores": dist,
+        }
+
+    def format(self) -> str:
+        """A human-readable block for the terminal."""
+        d = self.to_dict()
+        lines = [
+            f"seeds in: {d['seeds']}   accepted: {d['accepted']} ({d['accepted_per_seed']}/seed)   "
+            f"rejected: {d['rejected']}   failed seeds: {d['failed_seeds']}",
+            f"LLM calls: {d['llm_calls']} ({d['cached_calls']} from cache)   tokens: {d['prompt_tokens']} prompt + "
+            f"{d['completion_tokens']} completion   LLM time: {d['llm_seconds']} s   wall: {d['wall_seconds']} s",
+        ]
+        if d["rejected_by_reason"]:
+            lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in d["rejected_by_reason"].items()))
+        if d["failures_by_stage"]:
+            lines.append("failed seeds by stage: " + ", ".join(f"{k} {v}" for k, v in d["failures_by_stage"].items()))
+        for kind, hist in d["judge_rounds"].items():
+            if hist:
+                lines.append(f"{kind.upper()} rounds per seed: " + ", ".join(f"{k}: {v}" for k, v in hist.items()))
+        for k, v in d["judge_scores"].items():
+            lines.append(f"{k} scores: mean {v['mean']} (min {v['min']}, max {v['max']}, n {v['n']})")
+        return "\n".join(lines)

@@ -1,0 +1,214 @@
+"""Tag schemes, spans, label sets and the sentence tokenizer.
+
+Spans are ``(start, end, label)`` with ``end`` exclusive, over token positions. Every scheme converts
+through spans, so ``convert_tags(tags, "IOB2", "BILOU")`` is ``spans_to_tags(tags_to_spans(...))``.
+
+Example:
+    >>> tags_to_spans(["B-Disease", "I-Disease", "O"])
+    [Span(start=0, end=2, label='Disease')]
+    >>> spans_to_tags([Span(0, 2, "Disease")], 3, scheme="BILOU")
+    ['B-Disease', 'L-Disease', 'O']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from ._exceptions import SchemaError
+
+__all__ = [
+    "SCHEMES",
+    "Span",
+    "convert_tags",
+    "entity_types",
+    "label_names",
+    "spans_to_tags",
+    "tags_to_spans",
+    "tokenize",
+    "validate_tags",
+]
+
+SCHEMES = ("IOB1", "IOB2", "BIOES", "BILOU", "IO")
+_PREFIXES = {
+    "IOB1": ("B", "I"),
+    "IOB2": ("B", "I"),
+    "BIOES": ("B", "I", "E", "S"),
+    "BILOU": ("B", "I", "L", "U"),
+    "IO": ("I",),
+}
+_TOKEN_RE = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
+
+
+class Span(NamedTuple):
+    """An entity over token positions ``[start, end)``."""
+
+    start: int
+    end: int
+    label: str
+
+
+def _check_scheme(scheme: str) -> str:
+    if scheme not in SCHEMES:
+        raise SchemaError(f"unknown tag scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
+    return scheme
+
+
+def _split(tag: str, pos: int) -> tuple[str, str]:
+    if tag == "O":
+        return "O", ""
+    prefix, sep, label = tag.partition("-")
+    if not sep or not label or len(prefix) != 1:
+        raise SchemaError(f"token {pos}: malformed tag {tag!r} (expected 'O' or '<prefix>-<type>')")
+    return prefix, label
+
+
+def tags_to_spans(tags: Sequence[str], scheme: str = "IOB2", *, strict: bool = True) -> list[Span]:
+    """Decode a tag sequence into spans.
+
+    Args:
+        tags: one tag per token, e.g. ``["B-PER", "I-PER", "O"]``.
+        scheme: one of :data:`SCHEMES`.
+        strict: raise :class:`SchemaError` on an ill-formed sequence (e.g. IOB2 ``I-X`` without ``B-X``);
+            when False, such a tag opens a new entity instead.
+
+    Returns:
+        The spans, in order.
+    """
+    allowed = _PREFIXES[_check_scheme(scheme)]
+    spans: list[Span] = []
+    start, label = -1, ""
+
+    def close(end: int) -> None:
+        nonlocal start, label
+        if start >= 0:
+            spans.append(Span(start, end, label))
+        start, label = -1, ""
+
+    for i, tag in enumerate(tags):
+        prefix, lab = _split(tag, i)
+        if prefix != "O" and prefix not in allowed:
+            raise SchemaError(f"token {i}: prefix {prefix!r} of {tag!r} is not part of {scheme}")
+        inside = start >= 0 and lab == label
+        if prefix == "O":
+            if strict and scheme in ("BIOES", "BILOU") and start >= 0:
+                raise SchemaError(f"token {i}: entity {label!r} opened at {start} is never closed")
+            close(i)
+        elif prefix in ("S", "U"):
+            if strict and start >= 0 and scheme in ("BIOES", "BILOU"):
+                raise SchemaError(f"token {i}: entity {label!r} opened at {start} is never closed")
+            close(i)
+            spans.append(Span(i, i + 1, lab))
+        elif prefix == "B":
+            if strict and scheme == "IOB1" and not inside:
+                raise SchemaError(f"token {i}: IOB1 {tag!r} must directly follow an entity of the same type")
+            if strict and start >= 0 and scheme in ("BIOES", "BILOU"):
+                raise SchemaError(f"token {i}: entity {label!r} opened at {start} is never closed")
+            close(i)
+            start, label = i, lab
+        elif prefix == "I":
+            if not inside:
+                if strict and scheme in ("IOB2", "BIOES", "BILOU"):
+                    raise SchemaError(f"token {i}: {tag!r} does not continue an entity of type {lab!r}")
+                close(i)
+                start, label = i, lab
+        else:  # E or L: last token of a multi-token entity
+            if not inside:
+                if strict:
+                    raise SchemaError(f"token {i}: {tag!r} closes no open entity of type {lab!r}")
+                close(i)
+                start, label = i, lab
+            close(i + 1)
+    if strict and start >= 0 and scheme in ("BIOES", "BILOU"):
+        raise SchemaError(f"token {len(tags)}: entity {label!r} opened at {start} is never closed")
+    close(len(tags))
+    return spans
+
+
+def spans_to_tags(spans: Iterable[Span], length: int, scheme: str = "IOB2") -> list[str]:
+    """Encode spans as tags.
+
+    Args:
+        spans: non-overlapping spans within ``[0, length)``.
+        length: number of tokens.
+        scheme: one of :data:`SCHEMES`.
+
+    Raises:
+        SchemaError: on overlapping, empty or out-of-range spans.
+    """
+    _check_scheme(scheme)
+    tags = ["O"] * length
+    prev_end, prev_label = -1, ""
+    for sp in sorted(spans):
+        if not 0 <= sp.start < sp.end <= length:
+            raise SchemaError(f"span {tuple(sp)} is empty or outside a sentence of {length} tokens")
+        if sp.start < prev_end:
+            raise SchemaError(f"span {tuple(sp)} overlaps the previous span")
+        n = sp.end - sp.start
+        if scheme == "IO":
+            body = ["I"] * n
+        elif scheme == "IOB1":
+            first = "B" if (sp.start == prev_end and sp.label == prev_label) else "I"
+            body = [first] + ["I"] * (n - 1)
+        elif scheme == "IOB2":
+            body = ["B"] + ["I"] * (n - 1)
+        else:
+            single, last = ("S", "E") if scheme == "BIOES" else ("U", "L")
+            body = [single] if n == 1 else ["B"] + ["I"] * (n - 2) + [last]
+        tags[sp.start : sp.end] = [f"{p}-{sp.label}" for p in body]
+        prev_end, prev_label = sp.end, sp.label
+    return tags
+
+
+def convert_tags(tags: Sequence[str], source: str, target: str) -> list[str]:
+    """Re-encode ``tags`` from scheme ``source`` to scheme ``target``."""
+    return spans_to_tags(tags_to_spans(tags, source), len(tags), target)
+
+
+def entity_types(labels: Iterable[str]) -> list[str]:
+    """The entity types of a label list, in first-seen order: ``["O","B-PER","I-PER"] -> ["PER"]``."""
+    seen: dict[str, None] = {}
+    for lab in labels:
+        if lab != "O":
+            seen.setdefault(_split(lab, -1)[1], None)
+    return list(seen)
+
+
+def label_names(types: Iterable[str], scheme: str = "IOB2") -> list[str]:
+    """The full label list of a scheme: ``["PER"] -> ["O", "B-PER", "I-PER"]``."""
+    prefixes = _PREFIXES[_check_scheme(scheme)]
+    return ["O"] + [f"{p}-{t}" for t in types for p in prefixes]
+
+
+def validate_tags(
+    tokens: Sequence[str], tags: Sequence[str], types: Iterable[str], scheme: str = "IOB2"
+) -> list[Span]:
+    """Check one tagged sentence and return its spans.
+
+    Raises:
+        SchemaError: empty sentence, length mismatch, empty token, unknown entity type or invalid scheme.
+    """
+    if len(tokens) == 0:
+        raise SchemaError("empty sentence (no tokens)")
+    if len(tokens) != len(tags):
+        raise SchemaError(f"{len(tokens)} tokens but {len(tags)} tags")
+    for i, tok in enumerate(tokens):
+        if not isinstance(tok, str) or not tok.strip():
+            raise SchemaError(f"token {i} is empty or not a string: {tok!r}")
+    spans = tags_to_spans(tags, scheme)
+    known = set(types)
+    for sp in spans:
+        if sp.label not in known:
+            raise SchemaError(f"token {sp.start}: entity type {sp.label!r} is not in the label set {sorted(known)}")
+    return spans
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into word and punctuation tokens (hyphenated words stay whole).
+
+    Example:
+        >>> tokenize("BRCA1-linked breast cancer (BC).")
+        ['BRCA1-linked', 'breast', 'cancer', '(', 'BC', ')', '.']
+    """
+    return _TOKEN_RE.findall(text)

@@ -1,0 +1,14 @@
+import hf_rgda
+
+EXPECTED = [
+    "DEFAULT_LLM", "LLM", "METHODS", "META_COLUMNS", "AugmentConfig", "AuthenticationError", "BackendError",
+    "Completion", "ConfigError", "InputError", "ParseError", "ProvisionError", "RGDAAugmenter", "RGDAError",
+    "RateLimitError", "ResponseCache", "RunSummary", "SchemaError", "ScriptedLLM", "TimeoutError", "Usage",
+    "__version__", "entity_length_limits", "load_llm",
+]
+
+
+def test_exported_members() -> None:
+    assert hf_rgda.__all__ == EXPECTED
+    for name in hf_rgda.__all__:
+        assert hasattr(hf_rgda, name), name

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hf_rgda import AugmentConfig, ScriptedLLM
+from hf_rgda.cache import ResponseCache
+from hf_rgda.pipeline import Judgement, Pipeline
+from hf_rgda.schemas import GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
+from hf_rgda.sentences import Checker, Seed
+
+from .conftest import SEED_ROWS, FakeWorld, stage_of
+
+SEEDS = [Seed(f"s{i}", tuple(t), tuple(g)) for i, (t, g) in enumerate(zip(SEED_ROWS["tokens"], SEED_ROWS["ner_tags"]))]
+
+
+def run(world: FakeWorld, seeds: list[Seed] = SEEDS, cache: ResponseCache | None = None, **cfg: object):
+    pipe = Pipeline(AugmentConfig(**cfg), ScriptedLLM(world), Checker(("Disease",)), cache=cache)
+    return asyncio.run(pipe.run(seeds))
+
+
+def test_rgda_stage_order_is_stage_major() -> None:
+    world = FakeWorld()
+    results = run(world)
+    n = len(SEEDS)
+    assert world.stages == ["seed_generation"] * n + ["guidance"] * n + ["gr_judge"] * n + ["composer"] * n + ["ac_judge"] * n
+    assert all(len(r.accepted) == 3 and not r.rejected and not r.failure for r in results)
+
+
+def test_row_schedule_runs_each_seed_through_all_stages() -> None:
+    world = FakeWorld()
+    run(world, schedule="row")
+    assert world.stages[:5] == ["seed_generation", "guidance", "gr_judge", "composer", "ac_judge"]
+
+
+@pytest.mark.parametrize(("scores", "rounds"), [([95], 1), ([60, 92], 2), ([10, 20, 30, 40], 3), ([90], 1)])
+def test_refine_loop_stops_at_threshold_or_max_rounds(scores: list[int], rounds: int) -> None:
+    world = FakeWorld(gr_scores=scores, ac_scores=scores)
+    [r] = run(world, seeds=SEEDS[:1])
+    assert [j.score for j in r.judgements["gr"]] == scores[:rounds]
+    assert len(r.judgements["ac"]) == rounds
+    assert world.stages.count("gr_refine") == rounds - 1 and world.stages.count("ac_refine") == rounds - 1
+
+
+@pytest.mark.parametrize(("method", "gr", "ac", "guided"), [
+    ("naive", False, False, False), ("gda", False, False, True), ("rgda-no-gr", False, True, True),
+    ("rgda-no-ac", True, False, True), ("rgda", True, True, True)])
+def test_methods_select_stages(method: str, gr: bool, ac: bool, guided: bool) -> None:
+    world = FakeWorld()
+    [r] = run(world, seeds=SEEDS[:1], method=method)
+    assert ("gr_judge" in world.stages) is gr and ("ac_judge" in world.stages) is ac
+    assert ("composer" in world.stages) is guided
+    assert len(r.accepted) == 3
+
+
+def test_garbage_output_fails_that_seed_only() -> None:
+    world = FakeWorld(broken=("guidance",))
+    results = run(world)
+    assert all(r.failure.startswith("_guidance: ParseError") for r in results)
+    assert all(not r.accepted for r in results)
+
+
+def test_judge_garbage_keeps_unrefined_output() -> None:
+    world = FakeWorld(broken=("ac_judge",))
+    [r] = run(world, seeds=SEEDS[:1])
+    assert not r.failure and len(r.accepted) == 3
+    assert any("ParseError" in n for n in r.notes)
+
+
+def test_invalid_sentences_are_repaired_once_then_rejected() -> None:
+    calls = {"composer": 0}
+
+    def handler(messages, schema, params):
+        stage = stage_of(list(messages))
+        if stage in ("composer", "repair") and "original entity texts" in messages[1]["content"].lower():
+            calls["composer"] += 1
+            n = schema["properties"]["sentences"]["minItems"]
+            bad = {"text": "Germline mutations in BRCA1 cause breast cancer .", "entities": [{"text": "breast cancer", "type": "Disease"}]}
+            good = {"text": "Inherited PTEN variants raise the risk of glioma in adults .", "entities": [{"text": "glioma", "type": "Disease"}]}
+            return {"sentences": ([good] + [bad] * (n - 1)) if calls["composer"] == 1 else [bad] * n}
+        return FakeWorld()(messages, schema, params)
+
+    pipe = Pipeline(AugmentConfig(method="gda"), ScriptedLLM(handler), Checker(("Disease",)))
+    [r] = asyncio.run(pipe.run(SEEDS[:1]))
+    assert calls["composer"] == 2  # one composer call, one targeted re-ask
+    assert len(r.accepted) == 1
+    reasons = [c.reason for s, c in r.rejected if s == "composer"]
+    assert reasons == ["seed_entity_reused"] * 4
+
+
+def test_cache_makes_second_run_free(tmp_path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite3")
+    first = run(FakeWorld(), cache=cache)
+    world = FakeWorld()
+    second = run(world, cache=cache)
+    assert world.stages == []
+    assert [len(r.accepted) for r in second] == [len(r.accepted) for r in first]
+    assert all(r.cached_calls == r.calls for r in second)
+
+
+def test_judgement_parse_clamps_and_requires_every_criterion() -> None:
+    data = FakeWorld.verdict(100, GR_RUBRIC)
+    data["context_abstraction"]["score"] = 999
+    assert Judgement.parse(data, GR_RUBRIC).criteria["context_abstraction"] == 30
+    del data["keyword_detection"]
+    with pytest.raises(Exception, match="keyword_detection"):
+        Judgement.parse(data, GR_RUBRIC)
+
+
+def test_schemas_constrain_types_and_scores() -> None:
+    s = sentences_schema(["Disease", "Gene"], 3)
+    ent = s["properties"]["sentences"]["items"]["properties"]["entities"]["items"]
+    assert ent["properties"]["type"]["enum"] == ["Disease", "Gene"]
+    assert s["properties"]["sentences"]["minItems"] == s["properties"]["sentences"]["maxItems"] == 3
+    assert judge_schema(GR_RUBRIC)["properties"]["keyword_detection"]["properties"]["score"]["enum"] == [0, 5, 10, 15]
+    assert guidance_schema(["Disease"])["properties"]["entity_roles"]["items"]["properties"]["type"]["enum"] == ["Disease"]
+    assert sum(GR_RUBRIC.values()) == 100

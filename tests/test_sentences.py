@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import pytest
+
+from hf_rgda import ParseError
+from hf_rgda.sentences import Candidate, Checker, Seed, decode_sentence, detokenize, parse_json
+
+SEED = Seed("k", ("Germline", "mutations", "in", "BRCA1", "cause", "breast", "cancer", "."),
+            ("O", "O", "O", "O", "O", "B-Disease", "I-Disease", "O"))
+CHECK = Checker(("Disease",), {"Disease": 3})
+
+
+def decode(text: str, *ents: tuple[str, str]) -> Candidate:
+    return decode_sentence({"text": text, "entities": [{"text": t, "type": y} for t, y in ents]}, ["Disease"])
+
+
+def test_entities_are_matched_back_and_every_occurrence_tagged() -> None:
+    c = decode("Asthma and asthma attacks differ from gout .", ("asthma", "Disease"), ("gout", "Disease"))
+    assert c.ok
+    assert c.tags == ["O", "O", "B-Disease", "O", "O", "O", "B-Disease", "O"]  # match is case-sensitive on tokens
+
+
+def test_longest_entity_wins_over_contained_one() -> None:
+    c = decode("Breast cancer differs from cancer of the lung .", ("cancer", "Disease"), ("Breast cancer", "Disease"))
+    assert c.tags[:2] == ["B-Disease", "I-Disease"] and c.tags[4] == "B-Disease"
+
+
+@pytest.mark.parametrize(("item", "reason"), [
+    ({"text": "A rare disease .", "entities": [{"text": "lupus", "type": "Disease"}]}, "entity_not_in_sentence"),
+    ({"text": "A case of lupus .", "entities": [{"text": "lupus", "type": "Effect"}]}, "unknown_type"),
+    ({"text": "A case of lupus .", "entities": [{"text": "  ", "type": "Disease"}]}, "empty_entity"),
+    ({"sentence": "no text key"}, "malformed"),
+    ("just a string", "malformed"),
+])
+def test_bad_items_are_rejected_with_a_reason(item: object, reason: str) -> None:
+    assert decode_sentence(item, ["Disease"]).reason == reason
+
+
+def test_segments_representation() -> None:
+    c = decode_sentence({"segments": [{"text": "Risk of", "type": "O"}, {"text": "type 2 diabetes", "type": "Disease"},
+                                      {"text": "rises .", "type": "O"}]}, ["Disease"], "segments")
+    assert c.tokens == ["Risk", "of", "type", "2", "diabetes", "rises", "."]
+    assert c.tags == ["O", "O", "B-Disease", "I-Disease", "I-Disease", "O", "O"]
+
+
+@pytest.mark.parametrize(("text", "ents", "reason"), [
+    ("Lupus .", [("Lupus", "Disease")], "too_short"),
+    ("Mutations in PTEN are frequent in tumours .", [], "no_entity"),
+    ("Mutations in PTEN cause a very long named disease here .", [("a very long named disease", "Disease")], "entity_too_long"),
+    ("Variants in PTEN can lead to breast cancer in women .", [("breast cancer", "Disease")], "seed_entity_reused"),
+    ("Germline mutations in BRCA1 cause lung cancer .", [("lung cancer", "Disease")], "near_copy_of_seed"),
+    ("Mutations of the gene cause gout and mutations of the gene cause gout .", [("gout", "Disease")], "looping"),
+])
+def test_checker_rules(text: str, ents: list[tuple[str, str]], reason: str) -> None:
+    c = CHECK.check(decode(text, *ents), SEED, [], forbid_seed_entities=True)
+    assert c.reason == reason, c.detail
+
+
+def test_checker_accepts_good_sentence_and_rejects_duplicates() -> None:
+    good = CHECK.check(decode("Inherited PTEN variants raise the risk of glioma .", ("glioma", "Disease")), SEED, [],
+                       forbid_seed_entities=True)
+    assert good.ok
+    again = CHECK.check(decode("Inherited PTEN variants raise the risk of glioma .", ("glioma", "Disease")), SEED,
+                        [good], forbid_seed_entities=True)
+    assert again.reason == "duplicate"
+
+
+def test_seed_entity_allowed_when_not_forbidden() -> None:
+    c = decode("In carriers of BRCA1 variants , breast cancer often appears early .", ("breast cancer", "Disease"))
+    assert CHECK.check(c, SEED, [], forbid_seed_entities=False).ok
+
+
+def test_parse_json_accepts_fences_and_rejects_garbage() -> None:
+    assert parse_json('```json\n{"a": 1}\n```') == {"a": 1}
+    with pytest.raises(ParseError) as info:
+        parse_json("Sure! {not json")
+    assert info.value.raw == "Sure! {not json"
+
+
+def test_seed_rendering() -> None:
+    assert SEED.text == "Germline mutations in BRCA1 cause breast cancer."
+    assert SEED.entities == [{"text": "breast cancer", "type": "Disease"}]
+    assert detokenize(["a", "(", "b", ")", "."]) == "a (b)."
