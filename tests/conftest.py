@@ -110,3 +110,14 @@ def world() -> FakeWorld:
 @pytest.fixture
 def fake_llm(world: FakeWorld) -> Iterator[ScriptedLLM]:
     yield ScriptedLLM(world, name="fake-world")
+
+
+CALLS = {"n": 0}
+
+
+def stateless_handler(messages: Any, schema: Any, params: Any) -> Any:
+    """Like FakeWorld but a pure function of the call (its derived seed), so it hashes and forks cleanly."""
+    CALLS["n"] += 1
+    world = FakeWorld()
+    world.counter = itertools.count(params["seed"] % 997)
+    return world(messages, schema, params)

@@ -64,5 +64,9 @@ class ScriptedLLM(LLM):
         return {"backend": "scripted", "name": self.name}
 
     def __getstate__(self) -> dict[str, Any]:
-        # the handler may be a lambda: pickled by dill for datasets; identity is what matters for hashing
-        return self.__dict__.copy()
+        # the recorded calls are observations, not configuration: they must not change the datasets hash
+        return {k: v for k, v in self.__dict__.items() if k != "calls"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.calls = []

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import pytest
+from datasets import ClassLabel, Dataset, Features, List, Value
+from datasets.fingerprint import Hasher
+
+from hf_rgda import ConfigError, InputError, RGDAAugmenter, ScriptedLLM
+from hf_rgda.tags import validate_tags
+
+from . import conftest
+from .conftest import LABELS, SEED_ROWS, stateless_handler
+
+
+def make_aug(**kw: object) -> RGDAAugmenter:
+    kw.setdefault("llm", ScriptedLLM(stateless_handler, name="stateless"))
+    return RGDAAugmenter(label_names=LABELS, **kw)
+
+
+@pytest.fixture
+def ds() -> Dataset:
+    return Dataset.from_dict({**SEED_ROWS, "id": ["a", "b", "c"]})
+
+
+def test_map_returns_originals_and_valid_augmented_rows(ds: Dataset) -> None:
+    out = ds.map(make_aug(method="rgda"), batched=True, batch_size=2)
+    assert out["rgda_status"].count("original") == 3 and out["rgda_status"].count("accepted") == 9
+    for tokens, tags in zip(out["tokens"], out["ner_tags"]):
+        validate_tags(tokens, tags, ["Disease"])
+    assert set(out["id"]) == {"a", "b", "c"}  # other columns are carried to the augmented rows
+    assert all(s > 0 for s in out["rgda_gr_scores"][0])
+
+
+def test_classlabel_features_survive(ds: Dataset) -> None:
+    feats = Features({"tokens": List(Value("string")), "ner_tags": List(ClassLabel(names=LABELS)), "id": Value("string")})
+    ids = [[LABELS.index(t) for t in row] for row in SEED_ROWS["ner_tags"]]
+    ds = Dataset.from_dict({"tokens": SEED_ROWS["tokens"], "ner_tags": ids, "id": ["a", "b", "c"]}, features=feats)
+    aug = RGDAAugmenter.from_dataset(ds, llm=ScriptedLLM(stateless_handler, name="stateless"), method="gda")
+    out = ds.map(aug, batched=True)
+    assert out.features["ner_tags"] == feats["ner_tags"]
+    assert aug.label_names == LABELS and aug.max_entity_len == {"Disease": 2}
+
+
+def test_keep_flags(ds: Dataset) -> None:
+    out = ds.map(make_aug(method="naive", keep_originals=False, keep_rejected=True), batched=True)
+    assert set(out["rgda_status"]) == {"accepted"}
+    assert all(t for t in out["rgda_trace"][::3])  # each seed's trace rides on its first row
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"tokens": ["a", "b"], "ner_tags": ["O"]}, "row 1: 2 tokens but 1 tags"),
+    ({"tokens": ["a"], "ner_tags": ["B-Effect"]}, "row 1: tag 'B-Effect' is not in the label set"),
+    ({"tokens": [], "ner_tags": []}, "row 1: empty sentence"),
+    ({"tokens": ["a", "b"], "ner_tags": ["O", "I-Disease"]}, "row 1: token 1: 'I-Disease' does not continue"),
+])
+def test_bad_input_names_the_row(row: dict, message: str) -> None:
+    bad = Dataset.from_dict({"tokens": [SEED_ROWS["tokens"][0], row["tokens"]],
+                             "ner_tags": [SEED_ROWS["ner_tags"][0], row["ner_tags"]]})
+    with pytest.raises(InputError, match=message):
+        bad.map(make_aug(), batched=True, with_indices=True)
+
+
+def test_config_errors_are_clear() -> None:
+    with pytest.raises(ConfigError, match="method='best'"):
+        make_aug(method="best")
+    with pytest.raises(ConfigError, match="unknown option"):
+        make_aug(threshhold=80)
+    with pytest.raises(ConfigError, match="label_names is required"):
+        RGDAAugmenter(llm=ScriptedLLM([]))
+
+
+def test_fingerprint_depends_on_configuration_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = Hasher.hash(make_aug())
+    assert Hasher.hash(make_aug()) == base
+    assert Hasher.hash(make_aug(temperature=0.7)) != base
+    assert Hasher.hash(make_aug(seed=1)) != base
+    assert Hasher.hash(make_aug(llm=ScriptedLLM(stateless_handler, name="other-model"))) != base
+    assert Hasher.hash(make_aug(llm="openai:gpt-4o-mini")) != Hasher.hash(make_aug(llm="openai:gpt-4o"))
+    from hf_rgda import prompts
+
+    monkeypatch.setattr(prompts, "templates_hash", lambda: "changed")
+    assert Hasher.hash(make_aug()) != base
+
+
+def test_fingerprint_survives_a_run(ds: Dataset) -> None:
+    aug = make_aug()
+    before = Hasher.hash(aug)
+    ds.map(aug, batched=True)
+    assert Hasher.hash(aug) == before
+
+
+def test_second_map_is_served_from_cache_with_zero_calls(tmp_path, ds: Dataset) -> None:
+    path = tmp_path / "seeds.jsonl"
+    ds.to_json(str(path))
+    from datasets import load_dataset
+
+    disk = load_dataset("json", data_files=str(path), split="train", cache_dir=str(tmp_path / "hf"))
+    first = disk.map(make_aug(cache=tmp_path / "r.sqlite3"), batched=True)
+    conftest.CALLS["n"] = 0
+    second = disk.map(make_aug(cache=tmp_path / "r.sqlite3"), batched=True)
+    assert conftest.CALLS["n"] == 0
+    assert second._fingerprint == first._fingerprint and second.to_list() == first.to_list()
+
+
+def test_num_proc_2_gives_the_same_rows(ds: Dataset) -> None:
+    one = ds.map(make_aug(cache=False), batched=True, batch_size=1)
+    two = ds.map(make_aug(cache=False), batched=True, batch_size=1, num_proc=2)
+    # every column but the trace, which records wall-clock seconds
+    assert one.remove_columns("rgda_trace").to_list() == two.remove_columns("rgda_trace").to_list()
+
+
+def test_async_map(ds: Dataset) -> None:
+    aug = make_aug(method="gda")
+    out = ds.map(aug.acall, batched=True)
+    assert out["rgda_status"].count("accepted") == 9
+    assert aug.summary.seeds == 3 and aug.summary.accepted == 9
