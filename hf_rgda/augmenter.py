@@ -246,7 +246,7 @@ def _passthrough(values: list[Any], source: list[Any]) -> pa.Array:
 def _trace(r: SeedResult, method: str) -> dict[str, Any]:
     return {
         "seed": r.seed.key, "method": method, "failure": r.failure, "notes": r.notes, "accepted": len(r.accepted),
-        "superseded": r.superseded, "guidance": r.guidance,
+        "superseded": r.superseded, "skipped": r.skipped, "guidance": r.guidance,
         "rejected": [{"stage": s, "reason": c.reason, "detail": c.detail} for s, c in r.rejected],
         "gr": [dataclasses.asdict(j) for j in r.judgements["gr"]],
         "ac": [dataclasses.asdict(j) for j in r.judgements["ac"]],

@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("source", nargs="+", help="Hub dataset id, folder of {train,dev,test}.jsonl, or data files")
     a.add_argument("--split", default="train", help="split to draw seeds from (default: train)")
     a.add_argument("--num-seeds", type=int, default=None, help="seed sentences sampled from the split (default: all)")
+    a.add_argument("--min-entities", type=int, default=1,
+                   help="sample only seeds with at least this many entities (default: 1; 0 samples any sentence)")
     a.add_argument("--sample-seed", type=int, default=0, help="random seed of the seed sampling (default: 0)")
     a.add_argument("--llm", default=DEFAULT_LLM, help=f"'<backend>:<model>' (default: {DEFAULT_LLM})")
     a.add_argument("--base-url", default=None, help="API root for an OpenAI-compatible server")
@@ -75,7 +77,8 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
                                      tags_column=args.tags_column, scheme=args.scheme, config=cfg,
                                      cache=args.cache or True, llm_options={"base_url": args.base_url})
-    seeds = sample_rows(split, args.num_seeds, args.sample_seed)
+    seeds = sample_rows(split, args.num_seeds, args.sample_seed, tags_column=args.tags_column,
+                        min_entities=args.min_entities)
     start = time.perf_counter()
     out = seeds.map(aug, batched=True, batch_size=args.batch_size, num_proc=args.num_proc,
                     with_indices=True, desc=f"{cfg.method} augmentation")

@@ -47,6 +47,7 @@ class AugmentConfig:
     max_tokens: int = _f(768, "completion-token cap per LLM call")
     near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed at or above which a sentence is a near copy")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold")
+    skip_entityless: bool = _f(True, "leave seeds without any entity un-augmented (small models invent entities for them)")
     keep_originals: bool = _f(True, "emit each seed row before its augmented rows")
     keep_rejected: bool = _f(False, "also emit rejected and failed samples (empty tokens, reason set)")
 

@@ -41,8 +41,13 @@ def load_ner(source: str | list[str], *, cache_dir: str | None = None) -> Any:
     raise ConfigError(f"{files}: not a folder, existing files, or a Hub dataset id")
 
 
-def sample_rows(ds: Any, n: int | None, seed: int) -> Any:
-    """``n`` rows drawn at random with ``seed`` (all rows when ``n`` is None or too large)."""
+def sample_rows(ds: Any, n: int | None, seed: int, *, tags_column: str = "ner_tags", min_entities: int = 0) -> Any:
+    """``n`` rows drawn at random with ``seed`` among rows with at least ``min_entities`` B-/S-/U- tags (or
+    any non-O tag for ids); all such rows when ``n`` is None or too large."""
+    if min_entities > 0:
+        def count(tags: list[Any]) -> int:
+            return sum(1 for t in tags if (isinstance(t, str) and t[:2] in ("B-", "S-", "U-")) or (not isinstance(t, str) and t))
+        ds = ds.filter(lambda tags: count(tags) >= min_entities, input_columns=tags_column)
     if n is None or n >= len(ds):
         return ds
     return ds.shuffle(seed=seed).select(range(n))

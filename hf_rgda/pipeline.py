@@ -87,6 +87,7 @@ class SeedResult:
     completion_tokens: int = 0
     llm_seconds: float = 0.0
     superseded: int = 0
+    skipped: bool = False
     _context: dict[str, tuple[list[dict[str, str]], str]] = field(default_factory=dict, repr=False)
     _stopped: set[str] = field(default_factory=set, repr=False)
 
@@ -133,7 +134,11 @@ class Pipeline:
         self._sem = asyncio.Semaphore(max(1, self.llm.max_concurrency))  # one per running loop
         self._examples = [s for s in (examples or seeds) if s.spans] or list(examples or seeds)
         results = [SeedResult(s) for s in seeds]
-        groups = [results] if self.cfg.schedule == "stage" else [[r] for r in results]
+        todo = [r for r in results if r.seed.spans or not self.cfg.skip_entityless]
+        for r in results:
+            if r not in todo:
+                r.skipped = True
+        groups = [todo] if self.cfg.schedule == "stage" else [[r] for r in todo]
         for group in groups:
             await self._run_group(group)
         return results

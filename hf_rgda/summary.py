@@ -23,6 +23,7 @@ class RunSummary:
     seeds: int = 0
     accepted: int = 0
     failed_seeds: int = 0
+    skipped_seeds: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
     calls: int = 0
@@ -39,6 +40,7 @@ class RunSummary:
         """Fold one seed's trace in."""
         self.seeds += 1
         self.accepted += trace["accepted"]
+        self.skipped_seeds += trace.get("skipped", False)
         if trace["failure"]:
             self.failed_seeds += 1
             self.failures[trace["failure"].split(":")[0]] += 1
@@ -71,7 +73,7 @@ class RunSummary:
         return {
             "seeds": self.seeds, "accepted": self.accepted,
             "accepted_per_seed": round(self.accepted / self.seeds, 3) if self.seeds else 0.0,
-            "failed_seeds": self.failed_seeds, "failures_by_stage": dict(self.failures),
+            "failed_seeds": self.failed_seeds, "skipped_seeds_without_entities": self.skipped_seeds, "failures_by_stage": dict(self.failures),
             "rejected_by_reason": dict(self.rejected.most_common()), "rejected": sum(self.rejected.values()),
             "llm_calls": self.calls, "cached_calls": self.cached_calls, "stage_calls": dict(self.stage_calls),
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
@@ -85,7 +87,8 @@ class RunSummary:
         d = self.to_dict()
         lines = [
             f"seeds in: {d['seeds']}   accepted: {d['accepted']} ({d['accepted_per_seed']}/seed)   "
-            f"rejected: {d['rejected']}   failed seeds: {d['failed_seeds']}",
+            f"rejected: {d['rejected']}   failed seeds: {d['failed_seeds']}   "
+            f"seeds without entities (not augmented): {d['skipped_seeds_without_entities']}",
             f"LLM calls: {d['llm_calls']} ({d['cached_calls']} from cache)   tokens: {d['prompt_tokens']} prompt + "
             f"{d['completion_tokens']} completion   LLM time: {d['llm_seconds']} s   wall: {d['wall_seconds']} s",
         ]

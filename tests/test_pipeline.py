@@ -116,3 +116,12 @@ def test_schemas_constrain_types_and_scores() -> None:
     assert judge_schema(GR_RUBRIC)["properties"]["keyword_detection"]["properties"]["score"]["enum"] == [0, 5, 10, 15]
     assert guidance_schema(["Disease"])["properties"]["entity_roles"]["items"]["properties"]["type"]["enum"] == ["Disease"]
     assert sum(GR_RUBRIC.values()) == 100
+
+
+def test_seeds_without_entities_are_skipped_by_default() -> None:
+    empty = Seed("e", ("No", "entity", "here", "at", "all", "."), ("O",) * 6)
+    world = FakeWorld()
+    [r] = run(world, seeds=[empty])
+    assert r.skipped and not r.accepted and world.stages == []
+    [r] = run(FakeWorld(), seeds=[empty], skip_entityless=False, method="naive")
+    assert not r.skipped

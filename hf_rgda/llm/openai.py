@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,19 +28,23 @@ class OpenAILLM(LLM):
         timeout: seconds per request.
         max_retries: SDK-level retries on connection errors, 429 and 5xx.
         max_concurrency: calls in flight at once.
+        schema_mode: ``"json_schema"`` (OpenAI strict structured output) or ``"json_object"`` (a JSON object
+            plus ``schema``, as llama-cpp-python's server takes it). A server that rejects ``json_schema``
+            switches the backend to ``json_object`` once, automatically.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout: float = 120.0, max_retries: int = 2,
-                 max_concurrency: int = 8) -> None:
+                 max_concurrency: int = 8, schema_mode: str = "json_schema") -> None:
         self.model = model
+        self.schema_mode = schema_mode
         self.base_url = base_url
         self.timeout = timeout
         self.max_retries = max_retries
         self.max_concurrency = max_concurrency
-        self._clients: dict[int, Any] = {}
+        self._clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     def _client(self) -> Any:
-        loop = id(asyncio.get_running_loop())  # an httpx client is bound to the loop that made it
+        loop = asyncio.get_running_loop()  # an httpx client is bound to the loop that made it
         if loop not in self._clients:
             try:
                 import openai
@@ -65,14 +70,15 @@ class OpenAILLM(LLM):
             "max_tokens": int(params.get("max_tokens", 768)),
             "seed": int(params.get("seed", 0)),
         }
-        if schema is not None:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "output", "schema": dict(schema), "strict": True},
-            }
         start = time.perf_counter()
         try:
-            resp = await self._client().chat.completions.create(**kwargs)
+            try:
+                resp = await self._client().chat.completions.create(**kwargs, **self._format(schema))
+            except openai.APIStatusError as err:
+                if self.schema_mode != "json_schema" or "json_schema" not in str(err.message) or schema is None:
+                    raise
+                self.schema_mode = "json_object"  # the server speaks the older form
+                resp = await self._client().chat.completions.create(**kwargs, **self._format(schema))
         except openai.AuthenticationError as err:
             raise AuthenticationError(f"{self.model}: authentication failed (HTTP {err.status_code})") from None
         except openai.RateLimitError as err:
@@ -90,10 +96,22 @@ class OpenAILLM(LLM):
         usage = Usage(u.prompt_tokens, u.completion_tokens, cached) if u else Usage()
         return Completion(text=text, usage=usage, seconds=time.perf_counter() - start)
 
+    def _format(self, schema: Mapping[str, Any] | None) -> dict[str, Any]:
+        if schema is None:
+            return {}
+        if self.schema_mode == "json_object":
+            return {"response_format": {"type": "json_object", "schema": dict(schema)}}
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": "output", "schema": dict(schema), "strict": True}}}
+
     def identity(self) -> dict[str, Any]:
         return {"backend": "openai", "model": self.model, "base_url": self.base_url}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_clients"] = {}
+        del state["_clients"]
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._clients = weakref.WeakKeyDictionary()
