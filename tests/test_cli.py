@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from datasets import load_from_disk
+
+from hf_rgda import ScriptedLLM
+from hf_rgda.cli import main
+from hf_rgda.tags import validate_tags
+
+from .conftest import stateless_handler
+from .test_local_integration import TINY, needs_tiny
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ncbi_disease"
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is not beside the checkout")
+
+
+def _write_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    rows = [{"tokens": ["Mutations", "in", "APC", "cause", "colon", "cancer", "."],
+             "ner_tags": ["O", "O", "O", "O", "B-Disease", "I-Disease", "O"]},
+            {"tokens": ["No", "disease", "named", "here", "."], "ner_tags": ["O"] * 5}]
+    (folder / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return folder
+
+
+def test_augment_cli_writes_dataset_summary_and_rejections(tmp_path: Path, capsys) -> None:
+    folder = _write_folder(tmp_path)
+    code = main(["augment", str(folder), "--method", "rgda", "--out", str(tmp_path / "out"),
+                 "--cache", str(tmp_path / "r.sqlite3")], llm=ScriptedLLM(stateless_handler, name="stateless"))
+    assert code == 0
+    dsd = load_from_disk(str(tmp_path / "out" / "dataset"))
+    assert len(dsd["seed"]) == 1 and len(dsd["augmented"]) == 3  # --min-entities 1 skips the entity-less row
+    for tokens, tags in zip(dsd["augmented"]["tokens"], dsd["augmented"]["ner_tags"]):
+        validate_tags(tokens, tags, ["Disease"])
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["summary"]
+    assert summary["accepted"] == 3 and summary["judge_rounds"]["gr"] == {"1": 1}
+    assert "accepted: 3" in capsys.readouterr().out
+
+
+def test_cli_reports_bad_rows(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text(json.dumps({"tokens": ["a", "b"], "ner_tags": ["B-X", "I-Y"]}) + "\n")
+    code = main(["augment", str(folder), "--out", str(tmp_path / "o"), "--min-entities", "0"],
+                llm=ScriptedLLM(stateless_handler))
+    assert code == 2
+    assert "row 0" in capsys.readouterr().err
+
+
+def _cache_rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as conn:
+        try:
+            return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+
+@pytest.mark.slow
+@needs_tiny
+@needs_data
+def test_killed_cli_run_resumes_without_reissuing_calls(tmp_path: Path) -> None:
+    cache = tmp_path / "r.sqlite3"
+    cmd = [sys.executable, "-m", "hf_rgda.cli", "augment", str(DATA), "--num-seeds", "3", "--method", "gda",
+           "--llm", TINY, "--max-tokens", "256", "--out", str(tmp_path / "out"), "--cache", str(cache)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while _cache_rows(cache) < 2 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = _cache_rows(cache)
+    assert done_before >= 2
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["summary"]
+    paid = summary["llm_calls"] - summary["cached_calls"]
+    assert summary["cached_calls"] >= done_before  # every call completed before the kill was served from cache
+    assert _cache_rows(cache) == done_before + paid  # and nothing completed was asked again
