@@ -258,11 +258,11 @@ class Pipeline:
         target = r.variants if stage == "seed_generation" else r.accepted
         for attempt in range(self.cfg.max_repairs):
             missing = self.cfg.num_augmented - len(target)
-            bad = [c for s, c in r.rejected if s == stage and not getattr(c, "_repaired", False)]
+            bad = [c for s, c in r.rejected if s == stage and not c.repair_asked]
             if missing <= 0 or not bad or stage not in r._context:
                 return
             for c in bad:
-                c._repaired = True  # type: ignore[attr-defined]
+                c.repair_asked = True
             messages, raw = r._context[stage]
             problems = [{"sentence": c.raw, "rejected because": f"{c.reason}: {c.detail}"} for c in bad]
             msgs = [*messages, {"role": "assistant", "content": raw},

@@ -84,6 +84,7 @@ class Candidate:
     tags: list[str] = field(default_factory=list)
     reason: str = ""
     detail: str = ""
+    repair_asked: bool = False  # a targeted re-ask has already covered this rejection
 
     @property
     def ok(self) -> bool:
