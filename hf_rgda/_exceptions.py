@@ -8,10 +8,13 @@ The tree::
     ├── SchemaError          tags outside the label set or an invalid tag scheme
     ├── ProvisionError       a model file could not be assembled or failed its hash check
     ├── ParseError           an LLM answer could not be parsed (keeps the raw text)
-    └── BackendError         an LLM backend failed
-        ├── AuthenticationError
-        ├── RateLimitError
-        └── TimeoutError
+    └── BackendError         an LLM backend failed (``retryable`` says whether another attempt may succeed)
+        ├── AuthenticationError  bad or missing key (never retried)
+        ├── RefusalError         the model declined to answer (never retried)
+        ├── RateLimitError       HTTP 429 (retried, honouring ``retry_after``)
+        ├── ServerError          HTTP 5xx / overloaded (retried)
+        ├── ConnectionError      the connection failed or dropped (retried)
+        └── TimeoutError         no answer in time (retried)
 
 Only these are caught per example inside the pipeline; anything else is a bug and propagates.
 """
@@ -22,12 +25,15 @@ __all__ = [
     "AuthenticationError",
     "BackendError",
     "ConfigError",
+    "ConnectionError",
     "InputError",
     "ParseError",
     "ProvisionError",
     "RGDAError",
     "RateLimitError",
+    "RefusalError",
     "SchemaError",
+    "ServerError",
     "TimeoutError",
 ]
 
@@ -74,16 +80,48 @@ class ParseError(RGDAError, ValueError):
 
 
 class BackendError(RGDAError, RuntimeError):
-    """An LLM backend call failed."""
+    """An LLM backend call failed.
+
+    Attributes:
+        status: the HTTP status, when there was one.
+        retry_after: seconds the server asked to wait (``Retry-After``), when it said.
+    """
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(message)
 
 
 class AuthenticationError(BackendError):
-    """The backend rejected the credentials."""
+    """The backend rejected the credentials, or none were found."""
+
+
+class RefusalError(BackendError):
+    """The model declined to answer (a safety refusal); another attempt would not help."""
 
 
 class RateLimitError(BackendError):
-    """The backend refused the call for rate reasons."""
+    """The backend refused the call for rate reasons (HTTP 429)."""
+
+    retryable = True
+
+
+class ServerError(BackendError):
+    """The backend failed on its side (HTTP 5xx, overloaded)."""
+
+    retryable = True
+
+
+class ConnectionError(BackendError):  # noqa: A001 - library-specific connection error
+    """The connection could not be made or was dropped before an answer."""
+
+    retryable = True
 
 
 class TimeoutError(BackendError):  # noqa: A001 - library-specific timeout
     """The backend did not answer in time."""
+
+    retryable = True

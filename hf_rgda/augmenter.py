@@ -223,7 +223,10 @@ class RGDAAugmenter:
         """Async form of :meth:`__call__`, for ``ds.map(aug.acall, batched=True)``."""
         seeds = self._seeds(batch, indices)
         start = time.perf_counter()
-        results = await self._pipeline().run(seeds)
+        try:
+            results = await self._pipeline().run(seeds)
+        finally:
+            await self.llm.aclose()
         self.summary.wall_seconds += time.perf_counter() - start
         for r in results:
             self.summary.add(_trace(r, self.config.method))
@@ -252,5 +255,5 @@ def _trace(r: SeedResult, method: str) -> dict[str, Any]:
         "ac": [dataclasses.asdict(j) for j in r.judgements["ac"]],
         "calls": r.calls, "cached_calls": r.cached_calls, "prompt_tokens": r.prompt_tokens,
         "completion_tokens": r.completion_tokens, "llm_seconds": round(r.llm_seconds, 3),
-        "stage_calls": dict(r.stage_calls),
+        "stage_calls": dict(r.stage_calls), "stage_usage": r.stage_usage,
     }

@@ -49,7 +49,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="sample only seeds with at least this many entities (default: 1; 0 samples any sentence)")
     a.add_argument("--sample-seed", type=int, default=0, help="random seed of the seed sampling (default: 0)")
     a.add_argument("--llm", default=DEFAULT_LLM, help=f"'<backend>:<model>' (default: {DEFAULT_LLM})")
-    a.add_argument("--base-url", default=None, help="API root for an OpenAI-compatible server")
+    a.add_argument("--base-url", action="append", default=None,
+                   help="API root of the provider or of an OpenAI-compatible server; repeat it to spread the calls "
+                        "round-robin over several servers of one model")
+    a.add_argument("--max-concurrency", type=int, default=None, help="remote backends: requests in flight at once")
+    a.add_argument("--rpm", type=int, default=None, help="remote backends: requests-per-minute limit")
+    a.add_argument("--tpm", type=int, default=None, help="remote backends: tokens-per-minute limit")
+    a.add_argument("--prices", default=None,
+                   help="JSON price file {'backend:model': {'input', 'output', 'cached_input'}} in $ per 1M tokens")
     a.add_argument("--out", required=True, type=Path, help="output folder (DatasetDict, summary.json, rejections.jsonl)")
     a.add_argument("--tokens-column", default="tokens")
     a.add_argument("--tags-column", default="ner_tags")
@@ -66,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
 def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     from .augmenter import RGDAAugmenter
     from .data import load_ner, sample_rows
+    from .pricing import PriceTable, cost_report, format_cost, load_prices
     from .summary import RunSummary
 
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(AugmentConfig)}
@@ -76,7 +84,7 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     split = dsd[args.split]
     aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
                                      tags_column=args.tags_column, scheme=args.scheme, config=cfg,
-                                     cache=args.cache or True, llm_options={"base_url": args.base_url})
+                                     cache=args.cache or True, llm_options=_llm_options(args))
     seeds = sample_rows(split, args.num_seeds, args.sample_seed, tags_column=args.tags_column,
                         min_entities=args.min_entities)
     start = time.perf_counter()
@@ -95,12 +103,24 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     with (args.out / "rejections.jsonl").open("w") as fh:
         for row in out.filter(lambda s: s in ("rejected", "failed"), input_columns="rgda_status"):
             fh.write(json.dumps({k: row[k] for k in ("rgda_source", "rgda_status", "rgda_reason", "rgda_trace")}) + "\n")
+    table = PriceTable.default().updated(load_prices(args.prices)) if args.prices else PriceTable.default()
+    figures = summary.to_dict()
+    cost = cost_report(figures["usage_by_stage"], aug.llm.identity(), table)
     report = {"config": cfg.to_dict(), "llm": aug.llm.identity(), "source": args.source, "split": args.split,
-              "num_seeds": len(seeds), "summary": summary.to_dict()}
+              "num_seeds": len(seeds), "summary": figures, "cost": cost}
     (args.out / "summary.json").write_text(json.dumps(report, indent=2))
     print(summary.format())
+    print(format_cost(cost))
     print(f"wrote {args.out / 'dataset'} (seed: {len(result['seed'])} rows, augmented: {len(result['augmented'])} rows)")
     return 0
+
+
+def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
+    opts: dict[str, Any] = {"base_url": args.base_url if args.base_url is None or len(args.base_url) > 1
+                            else args.base_url[0]}
+    if not args.llm.startswith("local:"):
+        opts.update(max_concurrency=args.max_concurrency, rpm=args.rpm, tpm=args.tpm)
+    return opts
 
 
 def main(argv: Sequence[str] | None = None, *, llm: LLM | None = None) -> int:

@@ -81,6 +81,7 @@ class SeedResult:
     guidance: dict[str, Any] | None = None
     judgements: dict[str, list[Judgement]] = field(default_factory=lambda: {"gr": [], "ac": []})
     stage_calls: Counter[str] = field(default_factory=Counter)
+    stage_usage: dict[str, dict[str, int]] = field(default_factory=dict)
     calls: int = 0
     cached_calls: int = 0
     prompt_tokens: int = 0
@@ -95,7 +96,8 @@ class SeedResult:
     def alive(self) -> bool:
         return not self.failure
 
-    def account(self, stage: str, comp: Completion) -> None:
+    def account(self, stage: str, comp: Completion, rnd: int | None = None) -> None:
+        """Count one call; paid (not cached) usage is also kept per stage and judge round."""
         self.stage_calls[stage] += 1
         self.calls += 1
         self.cached_calls += comp.cached
@@ -103,6 +105,12 @@ class SeedResult:
             self.prompt_tokens += comp.usage.prompt_tokens
             self.completion_tokens += comp.usage.completion_tokens
             self.llm_seconds += comp.seconds
+            u = self.stage_usage.setdefault(stage if rnd is None else f"{stage}/round{rnd}", {
+                "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0})
+            u["calls"] += 1
+            u["prompt_tokens"] += comp.usage.prompt_tokens
+            u["completion_tokens"] += comp.usage.completion_tokens
+            u["cached_tokens"] += comp.usage.cached_tokens
 
 
 class Pipeline:
@@ -203,6 +211,19 @@ class Pipeline:
     # ---------------------------------------------------------------- calls
     async def _call(self, r: SeedResult, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], *,
                     judge: bool = False, salt: object = "") -> tuple[Any, str]:
+        """One stage call; an answer that is not JSON is re-asked once with the parse error, then fails the seed."""
+        rnd = salt if isinstance(salt, int) else None
+        text = await self._complete(r, stage, messages, schema, judge=judge, salt=salt, rnd=rnd)
+        try:
+            return parse_json(text), text
+        except ParseError as err:
+            reask = [*messages, {"role": "assistant", "content": text[:4000]},
+                     {"role": "user", "content": prompts.template("json_reask") + f"\n\nThe error: {err}"}]
+            text = await self._complete(r, stage, reask, schema, judge=judge, salt=f"{salt}/json", rnd=rnd)
+            return parse_json(text), text
+
+    async def _complete(self, r: SeedResult, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], *,
+                        judge: bool, salt: object, rnd: int | None) -> str:
         params = {"temperature": self.cfg.judge_temperature if judge else self.cfg.temperature,
                   "max_tokens": self.cfg.max_tokens, "seed": derive_seed(self.cfg.seed, r.seed.key, stage, salt)}
         key = cache_key(self.llm.identity(), messages, schema, params)
@@ -218,8 +239,8 @@ class Pipeline:
                 self.cache.put(key, comp)
             log.debug("%s %s: %.1f s, %d+%d tokens", r.seed.key, stage, comp.seconds, comp.usage.prompt_tokens,
                       comp.usage.completion_tokens)
-        r.account(stage, comp)
-        return parse_json(comp.text), comp.text
+        r.account(stage, comp, rnd)
+        return comp.text
 
     def _messages(self, stage: str, **sections: Any) -> list[dict[str, str]]:
         body = "\n\n".join(f"{k.replace('_', ' ').capitalize()}:\n{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"

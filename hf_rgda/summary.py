@@ -33,6 +33,7 @@ class RunSummary:
     llm_seconds: float = 0.0
     wall_seconds: float = 0.0
     stage_calls: Counter[str] = field(default_factory=Counter)
+    stage_usage: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     rounds: dict[str, Counter[int]] = field(default_factory=lambda: {"gr": Counter(), "ac": Counter()})
     scores: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
 
@@ -49,6 +50,8 @@ class RunSummary:
             setattr(self, key, getattr(self, key) + trace[key])
         self.llm_seconds += trace["llm_seconds"]
         self.stage_calls.update(trace["stage_calls"])
+        for stage, usage in trace.get("stage_usage", {}).items():
+            self.stage_usage[stage].update(usage)
         for kind in ("gr", "ac"):
             if trace[kind]:
                 self.rounds[kind][len(trace[kind])] += 1
@@ -77,6 +80,8 @@ class RunSummary:
             "rejected_by_reason": dict(self.rejected.most_common()), "rejected": sum(self.rejected.values()),
             "llm_calls": self.calls, "cached_calls": self.cached_calls, "stage_calls": dict(self.stage_calls),
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": sum(u["cached_tokens"] for u in self.stage_usage.values()),
+            "usage_by_stage": {k: dict(v) for k, v in sorted(self.stage_usage.items())},
             "llm_seconds": round(self.llm_seconds, 1), "wall_seconds": round(self.wall_seconds, 1),
             "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.rounds.items()},
             "judge_scores": dist,

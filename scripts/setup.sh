@@ -9,11 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="local,openai"
+extras="local,api"
 models="default tiny"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --dev) extras="local,openai,dev"; models="tiny minilm"; shift ;;
+    --dev) extras="local,api,dev"; models="tiny minilm"; shift ;;
     --models) models="$2"; shift 2 ;;
     *) echo "usage: $0 [--dev] [--models 'NAME ...']" >&2; exit 2 ;;
   esac

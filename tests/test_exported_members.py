@@ -2,8 +2,8 @@ import hf_rgda
 
 EXPECTED = [
     "DEFAULT_LLM", "LLM", "METHODS", "META_COLUMNS", "AugmentConfig", "AuthenticationError", "BackendError",
-    "Completion", "ConfigError", "InputError", "ParseError", "ProvisionError", "RGDAAugmenter", "RGDAError",
-    "RateLimitError", "ResponseCache", "RunSummary", "SchemaError", "ScriptedLLM", "TimeoutError", "Usage",
+    "Completion", "ConfigError", "ConnectionError", "InputError", "ParseError", "ProvisionError", "RGDAAugmenter", "RGDAError",
+    "RateLimitError", "RefusalError", "ResponseCache", "RunSummary", "SchemaError", "ServerError", "ScriptedLLM", "TimeoutError", "Usage",
     "__version__", "entity_length_limits", "load_llm",
 ]
 

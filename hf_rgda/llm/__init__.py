@@ -30,8 +30,21 @@ def _openai(model: str, **kw: Any) -> LLM:
     return OpenAILLM(model, **kw)
 
 
+def _anthropic(model: str, **kw: Any) -> LLM:
+    from .anthropic import AnthropicLLM
+
+    return AnthropicLLM(model, **kw)
+
+
+def _gemini(model: str, **kw: Any) -> LLM:
+    from .gemini import GeminiLLM
+
+    return GeminiLLM(model, **kw)
+
+
 #: backend name -> factory(model, **options)
-BACKENDS: dict[str, Callable[..., LLM]] = {"local": _local, "openai": _openai}
+BACKENDS: dict[str, Callable[..., LLM]] = {"local": _local, "openai": _openai, "anthropic": _anthropic,
+                                           "gemini": _gemini}
 
 
 def load_llm(spec: str | LLM, **options: Any) -> LLM:
@@ -39,7 +52,8 @@ def load_llm(spec: str | LLM, **options: Any) -> LLM:
 
     Args:
         spec: e.g. ``"local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"``,
-            ``"local:/models/x.gguf"`` or ``"openai:gpt-4o-mini"``.
+            ``"local:/models/x.gguf"``, ``"openai:gpt-4o-mini"``, ``"anthropic:claude-3-7-sonnet-latest"`` or
+            ``"gemini:gemini-2.5-flash"``.
         **options: passed to the backend (``base_url``, ``n_ctx``, ...).
     """
     if isinstance(spec, LLM):

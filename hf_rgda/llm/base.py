@@ -67,6 +67,9 @@ class LLM(abc.ABC):
             BackendError: (or a subclass) when the call fails.
         """
 
+    async def aclose(self) -> None:
+        """Release the live resources bound to the running event loop (HTTP clients); the backend stays usable."""
+
     @abc.abstractmethod
     def identity(self) -> dict[str, Any]:
         """Everything that determines this backend's outputs (no secrets): used for cache keys and hashing."""

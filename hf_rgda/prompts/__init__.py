@@ -20,6 +20,7 @@ TEMPLATE_NAMES = (
     "guidance",
     "guidance_judge",
     "guidance_refine",
+    "json_reask",
     "repair",
     "seed_generation",
     "segments_format",

@@ -1,0 +1,147 @@
+"""Google Gemini through the official ``google-genai`` SDK.
+
+Structured output is Gemini's response schema: ``response_mime_type="application/json"`` with the stage's JSON
+schema as ``response_json_schema``. The system prompt goes in ``system_instruction``. The key is read from
+``GEMINI_API_KEY`` (or ``GOOGLE_API_KEY``) at the first call.
+
+Example:
+    >>> GeminiLLM("gemini-2.5-flash").identity()
+    {'backend': 'gemini', 'model': 'gemini-2.5-flash'}
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from .._exceptions import (
+    AuthenticationError,
+    BackendError,
+    ConnectionError,
+    RateLimitError,
+    RefusalError,
+    TimeoutError,
+)
+from .base import Completion, Usage
+from .remote import RemoteLLM, retry_after_of, status_error
+
+__all__ = ["GeminiLLM"]
+
+_REFUSALS = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
+
+
+def _sdk() -> tuple[Any, Any, Any]:
+    try:
+        from google import genai
+        from google.genai import errors, types
+    except ImportError as err:
+        raise ImportError("the gemini backend needs google-genai: pip install 'hf_rgda[gemini]'") from err
+    return genai, types, errors
+
+
+def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(timeout errors, connection errors) of the HTTP stacks the SDK may use."""
+    import importlib
+
+    timeouts: list[type[BaseException]] = [asyncio.TimeoutError]
+    drops: list[type[BaseException]] = []
+    for name in ("httpx", "httpx2"):  # the SDK uses whichever is installed
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        timeouts.append(mod.TimeoutException)
+        drops.append(mod.TransportError)
+    try:
+        import aiohttp
+
+        timeouts.append(aiohttp.ServerTimeoutError)
+        drops.append(aiohttp.ClientError)
+    except ImportError:
+        pass
+    return tuple(timeouts), tuple(drops)
+
+
+class GeminiLLM(RemoteLLM):
+    """Gemini models with a provider-enforced response schema.
+
+    Args:
+        model: e.g. ``gemini-2.5-flash``.
+        **options: see :class:`~hf_rgda.llm.remote.RemoteLLM`.
+    """
+
+    backend = "gemini"
+    key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    keyless_with_base_url = False
+
+    def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
+        genai, types, _ = _sdk()
+        http = types.HttpOptions(timeout=int(self.timeout * 1000), **({"base_url": base_url} if base_url else {}))
+        return genai.Client(api_key=api_key, http_options=http)
+
+    async def _close_client(self, client: Any) -> None:
+        await client.aio.aclose()
+
+    def _config(self, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
+                params: Mapping[str, Any]) -> Any:
+        _, types, _ = _sdk()
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        kw: dict[str, Any] = {"temperature": float(params.get("temperature", 1.0)),
+                              "max_output_tokens": int(params.get("max_tokens", 768)), "seed": int(params.get("seed", 0))}
+        if system:
+            kw["system_instruction"] = system
+        if schema is not None:
+            kw["response_mime_type"] = "application/json"
+            kw["response_json_schema"] = dict(schema)
+        return types.GenerateContentConfig(**kw)
+
+    @staticmethod
+    def _contents(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
+        role = {"user": "user", "assistant": "model"}
+        return [{"role": role[m["role"]], "parts": [{"text": m["content"]}]} for m in messages if m["role"] != "system"]
+
+    async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
+                       params: Mapping[str, Any]) -> Completion:
+        _, _, errors = _sdk()
+        timeouts, drops = _transport_errors()
+        try:
+            resp = await client.aio.models.generate_content(model=self.model, contents=self._contents(messages),
+                                                            config=self._config(messages, schema, params))
+        except errors.APIError as err:
+            status = int(getattr(err, "code", 0) or 0)
+            raise status_error({400: _bad_key_or_request(err), 401: AuthenticationError, 403: AuthenticationError,
+                                429: RateLimitError}, status, f"{self.model}: HTTP {status}: {err.message or err.status}",
+                               retry_after_of(getattr(err, "response", None))) from None
+        except timeouts:
+            raise TimeoutError(f"{self.model}: no answer within {self.timeout} s") from None
+        except drops as err:
+            raise ConnectionError(f"{self.model}: connection failed: {type(err).__name__}") from None
+        return self._completion(resp)
+
+    def _completion(self, resp: Any) -> Completion:
+        feedback = getattr(resp, "prompt_feedback", None)
+        if feedback is not None and getattr(feedback, "block_reason", None):
+            raise RefusalError(f"{self.model} refused: prompt blocked ({_name(feedback.block_reason)})")
+        if not resp.candidates:
+            raise BackendError(f"{self.model}: the answer has no candidates")
+        cand = resp.candidates[0]
+        reason = _name(getattr(cand, "finish_reason", None))
+        parts = getattr(getattr(cand, "content", None), "parts", None) or []
+        text = "".join(p.text for p in parts if getattr(p, "text", None))
+        if reason in _REFUSALS and not text:
+            raise RefusalError(f"{self.model} refused: finish reason {reason}")
+        u = resp.usage_metadata
+        usage = Usage(getattr(u, "prompt_token_count", 0) or 0, getattr(u, "candidates_token_count", 0) or 0,
+                      getattr(u, "cached_content_token_count", 0) or 0) if u else Usage()
+        return Completion(text=text, usage=usage)
+
+
+def _name(value: Any) -> str:
+    return str(getattr(value, "name", value) or "")
+
+
+def _bad_key_or_request(err: Any) -> type[BackendError]:
+    """Gemini answers a bad key with HTTP 400 ``API_KEY_INVALID``; other 400s are plain request errors."""
+    text = str(getattr(err, "details", "")) + str(err.message)
+    return AuthenticationError if "API_KEY_INVALID" in text or "API key not valid" in text else BackendError

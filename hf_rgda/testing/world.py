@@ -1,0 +1,90 @@
+"""A stage-aware scripted world for tests, dry runs and benchmarks: valid answers for every pipeline stage.
+
+Scripted fakes, named as such: the sentences are template-made, not model output.
+
+Example:
+    >>> from hf_rgda import ScriptedLLM
+    >>> llm = ScriptedLLM(FakeWorld(), name="fake-world")
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..schemas import AC_RUBRIC, GR_RUBRIC
+
+__all__ = ["FakeWorld", "stage_of", "stateless_answer"]
+
+_DISEASES = ["lung cancer", "type 2 diabetes", "Huntington disease", "melanoma", "asthma", "sickle cell anemia",
+             "hepatitis", "glioma", "psoriasis", "leukemia", "ovarian cancer", "ataxia", "gout", "lupus"]
+_FRAMES = ["Inherited variants of {g} raise the risk of {d} in adults", "A rare allele of {g} was linked to {d} in two families",
+           "Loss of {g} function leads to early onset {d} in children", "Screening for {g} defects helps detect {d} sooner",
+           "Researchers traced {d} in the cohort to a variant of {g}", "Mice lacking {g} developed {d} within weeks"]
+_GENES = ["TP53", "APC", "MLH1", "CFTR", "HTT", "PTEN", "KRAS", "SOD1"]
+
+
+def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
+    """The pipeline stage a request belongs to, read from its system prompt."""
+    system = messages[0]["content"]
+    if len(messages) > 2:  # a follow-up: the JSON re-ask repeats its stage; anything else is a repair
+        return stage_of(messages[:2]) if "could not be read as JSON" in messages[-1]["content"] else "repair"
+    for marker, stage in [("reviewer of sentence guides", "gr_judge"), ("reviewer of synthetic", "ac_judge"),
+                          ("improve a sentence guide", "gr_refine"), ("revise synthetic", "ac_refine"),
+                          ("abstract guide that another", "guidance"), ("from an abstract guide", "composer"),
+                          ("rewrite tagged sentences", "seed_generation")]:
+        if marker in system:
+            return stage
+    raise AssertionError(f"unknown stage: {system[:80]}")
+
+
+class FakeWorld:
+    """Stage-aware scripted answers: valid sentences, a guidance, and judge scores from a list.
+
+    Args:
+        gr_scores, ac_scores: total scores the judges give, round after round (last repeats).
+        broken: stage names whose answer is garbage text.
+    """
+
+    def __init__(self, gr_scores: list[int] = [95], ac_scores: list[int] = [95], broken: tuple[str, ...] = ()) -> None:  # noqa: B006
+        self.gr_scores, self.ac_scores, self.broken = list(gr_scores), list(ac_scores), broken
+        self.counter = itertools.count()
+        self.stages: list[str] = []
+
+    def sentence(self) -> dict[str, Any]:
+        i = next(self.counter)
+        d, g = _DISEASES[i % len(_DISEASES)], _GENES[(i // len(_DISEASES)) % len(_GENES)]
+        frame = _FRAMES[(i * 7) % len(_FRAMES)]
+        return {"text": frame.format(g=g, d=d) + f" (case {i}).", "entities": [{"text": d, "type": "Disease"}]}
+
+    @staticmethod
+    def verdict(total: int, rubric: dict[str, int]) -> dict[str, Any]:
+        out, left = {}, total
+        for name, top in rubric.items():
+            s = min(top, left)
+            left -= s
+            out[name] = {"feedback": f"fix {name}", "score": s}
+        return out
+
+    def __call__(self, messages: Any, schema: Any, params: Any) -> Any:
+        stage = stage_of(list(messages))
+        self.stages.append(stage)
+        if stage in self.broken:
+            return "Sure! Here are some sentences: {not json"
+        if stage in ("seed_generation", "composer", "ac_refine", "repair"):
+            n = schema["properties"]["sentences"]["minItems"]
+            return {"sentences": [self.sentence() for _ in range(n)]}
+        if stage in ("guidance", "gr_refine"):
+            return {"context": "oncology genetics", "structure": "a gene variant causes a disease",
+                    "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}], "keywords": ["gene"]}
+        scores = self.gr_scores if stage == "gr_judge" else self.ac_scores
+        total = scores.pop(0) if len(scores) > 1 else scores[0]
+        return self.verdict(total, GR_RUBRIC if stage == "gr_judge" else AC_RUBRIC)
+
+
+def stateless_answer(messages: Sequence[Mapping[str, str]], schema: Any, params: Mapping[str, Any]) -> Any:
+    """Like :class:`FakeWorld` but a pure function of the call (its derived seed), so it hashes and forks cleanly."""
+    world = FakeWorld()
+    world.counter = itertools.count(int(params.get("seed", 0)) % 997)
+    return world(messages, schema, params)
