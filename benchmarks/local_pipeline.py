@@ -2,9 +2,10 @@
 
 For each dataset, samples seeds with at least one entity (fixed sample seed), runs every method through
 ``RGDAAugmenter`` with one shared response cache (methods that make the same call, e.g. GDA and R-GDA's first
-guidance, pay for it once), and writes after every (dataset, method) cell, so a stop loses nothing and a rerun
-resumes from the cache. ``--schedules`` adds the stage-major vs row-major comparison (same seeds, same run,
-separate caches so neither reuses the other's answers).
+guidance, pay for it once), in chunks of seeds (every method on a chunk before the next chunk), and writes the
+results after every chunk, so a stop loses at most one chunk and a rerun skips finished chunks. ``--schedules N``
+adds the stage-major vs row-major comparison on N seeds (same seeds, same run, separate caches so neither reuses
+the other's answers).
 
 Usage (the committed results come from the command in results/local_pipeline.json's "command"):
     python benchmarks/local_pipeline.py --data-dir ../shared/data --datasets ncbi_disease scierc --num-seeds 20
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -30,22 +32,38 @@ DOMAINS = {
 METHODS = ["naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda"]
 
 
-def run_cell(seeds, aug: RGDAAugmenter) -> dict:
+def cell_figures(traces: list[str], examples: list[dict], wall: float, n_seeds: int) -> dict:
+    """The figures of one (dataset, method) cell from its seeds' traces."""
+    summary = RunSummary.from_traces(traces)
+    summary.wall_seconds = wall
+    d = summary.to_dict()
+    d["seconds_per_accepted"] = round(d["llm_seconds"] / d["accepted"], 1) if d["accepted"] else None
+    d["tokens_per_accepted"] = round((d["prompt_tokens"] + d["completion_tokens"]) / d["accepted"]) if d["accepted"] else None
+    d["seconds_per_seed"] = round(wall / n_seeds, 1) if n_seeds else None
+    d["examples"] = examples[:10]
+    return d
+
+
+def run_chunk(seeds, aug: RGDAAugmenter) -> dict:
+    """Augment one chunk of seeds; returns its traces, accepted rows (with their seed) and wall time."""
     start = time.perf_counter()
     out = seeds.map(aug, batched=True, batch_size=len(seeds), load_from_cache_file=False)
     wall = time.perf_counter() - start
-    summary = RunSummary.from_traces(out["rgda_trace"])
-    summary.wall_seconds = wall
-    accepted = out.filter(lambda s: s == "accepted", input_columns="rgda_status")
-    d = summary.to_dict()
-    paid = max(1, d["llm_calls"] - d["cached_calls"])
-    d["seconds_per_accepted"] = round(d["llm_seconds"] / d["accepted"], 1) if d["accepted"] else None
-    d["tokens_per_accepted"] = round((d["prompt_tokens"] + d["completion_tokens"]) / d["accepted"]) if d["accepted"] else None
-    d["seconds_per_seed"] = round(wall / len(seeds), 1)
-    d["paid_calls"] = paid
-    d["examples"] = [{"tokens": r["tokens"], "entities": [(t, g) for t, g in zip(r["tokens"], r["ner_tags"]) if g != "O"]}
-                     for r in accepted.select(range(min(10, len(accepted))))]
-    return d
+    seed_text = {}
+    examples = []
+    for r in out:
+        if r["rgda_status"] == "original":
+            seed_text[r["rgda_source"]] = " ".join(r["tokens"])
+        elif r["rgda_status"] == "accepted":
+            examples.append({"seed": seed_text.get(r["rgda_source"], ""), "sentence": " ".join(r["tokens"]),
+                             "entities": _entities(r["tokens"], r["ner_tags"])})
+    return {"traces": [t for t in out["rgda_trace"] if t], "examples": examples, "wall": wall, "seeds": len(seeds)}
+
+
+def _entities(tokens: list[str], tags: list[str]) -> list[list[str]]:
+    from hf_rgda.tags import tags_to_spans
+
+    return [[" ".join(tokens[s.start:s.end]), s.label] for s in tags_to_spans(tags)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,36 +72,53 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc"])
     p.add_argument("--methods", nargs="+", default=METHODS)
     p.add_argument("--num-seeds", type=int, default=20)
+    p.add_argument("--chunk", type=int, default=5, help="seeds per batch; results are written after every chunk")
     p.add_argument("--sample-seed", type=int, default=0)
     p.add_argument("--llm", default=DEFAULT_LLM)
-    p.add_argument("--schedules", action="store_true", help="also time stage-major vs row-major scheduling (rgda)")
+    p.add_argument("--schedules", type=int, default=0, metavar="N",
+                   help="also time stage-major vs row-major rgda on the first N seeds of the first dataset")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/local_pipeline.json"))
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/local_pipeline.sqlite3"))
     args = p.parse_args(argv)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results.update({"command": "python benchmarks/local_pipeline.py " + " ".join(argv or sys.argv[1:]),
-                    "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPU cores, no GPU",
-                    "llm": args.llm})
-    results.setdefault("cells", {})
-    for name in args.datasets:
+                    "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU", "llm": args.llm})
+    chunks = results.setdefault("chunks", {})
+
+    def save() -> None:
+        cells = {}
+        for key, done in chunks.items():
+            traces = [t for c in done.values() for t in c["traces"]]
+            examples = [x for c in done.values() for x in c["examples"]]
+            cells[key] = cell_figures(traces, examples, sum(c["wall"] for c in done.values()),
+                                      sum(c["seeds"] for c in done.values()))
+        results["cells"] = cells
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1))
+
+    def run(key: str, chunk_id: str, seeds, **kw) -> None:
+        if chunk_id in chunks.get(key, {}):
+            return
+        aug = RGDAAugmenter.from_dataset(split, llm=args.llm, keep_rejected=True, **kw)
+        chunks.setdefault(key, {})[chunk_id] = run_chunk(seeds, aug)
+        save()
+        c = results["cells"][key]
+        print(f"{key} [{chunk_id}]: accepted {c['accepted']} of {c['seeds']} seeds ({c['accepted_per_seed']}/seed), "
+              f"{c['seconds_per_seed']} s/seed, rejected {c['rejected_by_reason']}", flush=True)
+
+    for i, name in enumerate(args.datasets):
         split = load_ner(str(args.data_dir / name))["train"]
         seeds = sample_rows(split, args.num_seeds, args.sample_seed, min_entities=1)
-        runs = [(m, "stage", args.cache) for m in args.methods]
-        if args.schedules:
-            runs += [("rgda", s, args.cache.with_name(f"schedule_{s}_{name}.sqlite3")) for s in ("stage", "row")]
-        for method, schedule, cache in runs:
-            key = f"{name}/{method}" + (f"/schedule={schedule}" if cache != args.cache else "")
-            if results["cells"].get(key, {}).get("complete"):
-                continue
-            aug = RGDAAugmenter.from_dataset(split, llm=args.llm, method=method, schedule=schedule, cache=cache,
-                                             keep_rejected=True, domain=DOMAINS.get(name, ""))
-            cell = run_cell(seeds, aug)
-            cell["complete"] = True
-            results["cells"][key] = cell
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(results, indent=1))
-            print(f"{key}: accepted {cell['accepted']} ({cell['accepted_per_seed']}/seed), "
-                  f"{cell['seconds_per_seed']} s/seed, rejected {cell['rejected_by_reason']}", flush=True)
+        if i == 0 and args.schedules:
+            for schedule in ("stage", "row"):  # separate caches: neither reuses the other's answers
+                cache = args.cache.with_name(f"schedule_{schedule}_{name}.sqlite3")
+                run(f"{name}/rgda/schedule={schedule}", f"0-{args.schedules}", seeds.select(range(args.schedules)),
+                    method="rgda", schedule=schedule, cache=cache, domain=DOMAINS.get(name, ""))
+        for lo in range(0, len(seeds), args.chunk):
+            part = seeds.select(range(lo, min(lo + args.chunk, len(seeds))))
+            for method in args.methods:  # methods share one cache: calls they have in common are paid once
+                run(f"{name}/{method}", f"{lo}-{lo + len(part)}", part, method=method, cache=args.cache,
+                    domain=DOMAINS.get(name, ""))
     return 0
 
 

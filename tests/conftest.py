@@ -29,14 +29,18 @@ SEED_ROWS = {
 
 
 @pytest.fixture(autouse=True)
-def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolate(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+             monkeypatch: pytest.MonkeyPatch) -> None:
     base = tmp_path_factory.mktemp("env")
     monkeypatch.setenv("HF_DATASETS_CACHE", str(base / "datasets"))
     monkeypatch.setenv("HF_RGDA_CACHE", str(base / "responses.sqlite3"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    if request.node.get_closest_marker("external"):
+        return  # live provider tests (opt-in) keep the caller's keys
     for key in list(os.environ):
-        if key.endswith("_API_KEY") or key in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        if key.endswith("_API_KEY") or key in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN") or key.startswith(
+                ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_")):
             monkeypatch.delenv(key)
 
 

@@ -92,3 +92,21 @@ def test_openai_backend_against_llama_cpp_server(llama_server: str, tmp_path: Pa
                         num_augmented=2, max_tokens=384, cache=tmp_path / "r.sqlite3", keep_rejected=True)
     out = ds.map(aug, batched=True)
     assert aug.summary.calls >= 2 and "original" in out["rgda_status"]
+
+
+def test_cli_against_llama_cpp_server_prints_a_zero_cost_report(llama_server: str, tmp_path: Path, capsys) -> None:
+    from hf_rgda.cli import main
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    rows = [{"tokens": SEED_ROWS["tokens"][0], "ner_tags": SEED_ROWS["ner_tags"][0]}]
+    (folder / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "out"
+    code = main(["augment", str(folder), "--llm", "openai:smollm2", "--base-url", llama_server, "--method", "gda",
+                 "--num-augmented", "2", "--max-tokens", "256", "--out", str(out), "--cache", str(tmp_path / "r.sqlite3")])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "cost: $0.000000" in printed and "openai:smollm2 has no price in the table" in printed
+    report = json.loads((out / "summary.json").read_text())
+    assert report["cost"]["priced"] is False and report["cost"]["usd"] == 0
+    assert report["summary"]["prompt_tokens"] > 0 and "guidance" in report["cost"]["by_stage"]

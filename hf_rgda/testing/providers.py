@@ -104,6 +104,7 @@ class ProviderServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 with server._lock:
@@ -118,8 +119,11 @@ class ProviderServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # many clients connect at once under concurrency tests
+            daemon_threads = True
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         return self
 
@@ -315,3 +319,26 @@ def _send(h: BaseHTTPRequestHandler, status: int, body: Any, headers: Mapping[st
         h.send_header(k, v)
     h.end_headers()
     h.wfile.write(data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the scripted world on 127.0.0.1 from a separate process (for benchmarks): prints the port."""
+    import argparse
+
+    from .world import FakeWorld
+
+    p = argparse.ArgumentParser(description="scripted OpenAI/Anthropic/Gemini-compatible server on 127.0.0.1")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
+    args = p.parse_args(argv)
+    world = FakeWorld()
+    server = ProviderServer(lambda m, s: world(m, s, {}), latency=args.latency).start()
+    print(server.port, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
