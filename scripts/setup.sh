@@ -13,7 +13,7 @@ extras="local,api"
 models="default tiny"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --dev) extras="local,api,dev"; models="tiny minilm"; shift ;;
+    --dev) extras="local,api,train,attribution,demo,dev"; models="tiny minilm"; shift ;;
     --models) models="$2"; shift 2 ;;
     *) echo "usage: $0 [--dev] [--models 'NAME ...']" >&2; exit 2 ;;
   esac
