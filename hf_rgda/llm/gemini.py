@@ -77,7 +77,8 @@ class GeminiLLM(RemoteLLM):
 
     def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
         genai, types, _ = _sdk()
-        http = types.HttpOptions(timeout=int(self.timeout * 1000), **({"base_url": base_url} if base_url else {}))
+        http = types.HttpOptions(timeout=int(self.timeout * 1000), retry_options=types.HttpRetryOptions(attempts=1),
+                                 **({"base_url": base_url} if base_url else {}))  # one retry policy: ours
         return genai.Client(api_key=api_key, http_options=http)
 
     async def _close_client(self, client: Any) -> None:
