@@ -188,12 +188,14 @@ class Checker:
         max_entity_len: per type, the longest entity (in tokens) the seed split shows; longer ones are rejected.
         near_copy_ratio: token-sequence similarity to the seed at or above which a sentence is a near copy.
         min_tokens: shortest acceptable sentence.
+        min_context: fewest tokens outside entities (a bare entity or a list of entities is no training sentence).
     """
 
     types: tuple[str, ...]
     max_entity_len: Mapping[str, int] = field(default_factory=dict)
     near_copy_ratio: float = 0.85
     min_tokens: int = 4
+    min_context: int = 3
 
     def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *, forbid_seed_entities: bool) -> Candidate:
         """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings."""
@@ -205,6 +207,9 @@ class Checker:
             return cand.reject("too_short", f"{len(toks)} tokens")
         if seed.spans and not spans:
             return cand.reject("no_entity", "the seed has entities but this sentence tags none")
+        context = len(toks) - sum(s.end - s.start for s in spans)
+        if context < self.min_context:
+            return cand.reject("no_context", f"only {context} token(s) outside the entities")
         for s in spans:
             limit = self.max_entity_len.get(s.label)
             if limit and s.end - s.start > limit:

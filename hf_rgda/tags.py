@@ -22,6 +22,8 @@ __all__ = [
     "SCHEMES",
     "Span",
     "convert_tags",
+    "format_inline",
+    "parse_inline",
     "entity_types",
     "label_names",
     "spans_to_tags",
@@ -212,3 +214,42 @@ def tokenize(text: str) -> list[str]:
         ['BRCA1-linked', 'breast', 'cancer', '(', 'BC', ')', '.']
     """
     return _TOKEN_RE.findall(text)
+
+
+_INLINE_RE = re.compile(r"\[([^\[\]]+)\]\(([^()\s]+)\)")
+
+
+def parse_inline(text: str) -> tuple[list[str], list[str]]:
+    """Tokens and IOB2 tags from a sentence with inline entities: ``"[breast cancer](Disease) is common ."``.
+
+    Example:
+        >>> parse_inline("Mutations cause [breast cancer](Disease).")
+        (['Mutations', 'cause', 'breast', 'cancer', '.'], ['O', 'O', 'B-Disease', 'I-Disease', 'O'])
+    """
+    tokens: list[str] = []
+    tags: list[str] = []
+    pos = 0
+    for m in _INLINE_RE.finditer(text):
+        before = tokenize(text[pos : m.start()])
+        tokens += before
+        tags += ["O"] * len(before)
+        words = tokenize(m.group(1))
+        tokens += words
+        tags += [f"B-{m.group(2)}"] + [f"I-{m.group(2)}"] * (len(words) - 1) if words else []
+        pos = m.end()
+    rest = tokenize(text[pos:])
+    return tokens + rest, tags + ["O"] * len(rest)
+
+
+def format_inline(tokens: Sequence[str], tags: Sequence[str], scheme: str = "IOB2") -> str:
+    """The inverse of :func:`parse_inline` (tokens joined by spaces).
+
+    Example:
+        >>> format_inline(["Gout", "hurts"], ["B-Disease", "O"])
+        '[Gout](Disease) hurts'
+    """
+    out, pos = [], 0
+    for s in tags_to_spans(list(tags), scheme, strict=False):
+        out += list(tokens[pos : s.start]) + [f"[{' '.join(tokens[s.start : s.end])}]({s.label})"]
+        pos = s.end
+    return " ".join(out + list(tokens[pos:]))

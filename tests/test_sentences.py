@@ -81,3 +81,13 @@ def test_seed_rendering() -> None:
     assert SEED.text == "Germline mutations in BRCA1 cause breast cancer."
     assert SEED.entities == [{"text": "breast cancer", "type": "Disease"}]
     assert detokenize(["a", "(", "b", ")", "."]) == "a (b)."
+
+
+def test_bare_entity_is_no_training_sentence() -> None:
+    from hf_rgda.sentences import Candidate, Checker, Seed
+
+    seed = Seed("k", ("Gout", "flares", "are", "painful", "."), ("B-Disease", "O", "O", "O", "O"))
+    cand = Candidate(raw={}, tokens=["Adenomatous", "polyposis", "coli", "tumour"],
+                     tags=["B-Disease", "I-Disease", "I-Disease", "I-Disease"])
+    Checker(("Disease",)).check(cand, seed, [], forbid_seed_entities=True)
+    assert cand.reason == "no_context"
