@@ -11,13 +11,23 @@ cd "$(dirname "$0")/.."
 
 extras="local,api"
 models="default tiny"
+dev=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --dev) extras="local,api,train,attribution,demo,dev"; models="tiny minilm"; shift ;;
+    --dev) extras="local,api,train,attribution,demo,dev"; models="tiny minilm"; dev=1; shift ;;
     --models) models="$2"; shift 2 ;;
     *) echo "usage: $0 [--dev] [--models 'NAME ...']" >&2; exit 2 ;;
   esac
 done
+
+# system packages the tests use: Debian's Chromium (Space browser test) and WordNet (EDA baseline)
+if [ "$dev" = 1 ] && { ! command -v chromium >/dev/null || [ ! -f /usr/share/wordnet/index.noun ]; }; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium wordnet-base >/dev/null
+  else
+    echo "setup: install Debian's chromium and wordnet-base for the browser and EDA tests (they are skipped without)" >&2
+  fi
+fi
 
 PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv

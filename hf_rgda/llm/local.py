@@ -42,6 +42,16 @@ def resolve_gguf(model: str) -> Path:
         ) from err
 
 
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    """Prompt tokens whose KV state llama.cpp could reuse from the previous call (reported as cached tokens)."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class LocalLLM(LLM):
     """A llama.cpp model running in this process.
 
@@ -78,6 +88,7 @@ class LocalLLM(LLM):
         with self._lock:
             llama = self._load()
             fmt = {"type": "json_object", "schema": dict(schema)} if schema is not None else None
+            previous = list(llama._input_ids[: llama.n_tokens])  # the KV state the last call left behind
             start = time.perf_counter()
             try:
                 out = llama.create_chat_completion(
@@ -90,10 +101,11 @@ class LocalLLM(LLM):
             except (RuntimeError, ValueError) as err:
                 raise BackendError(f"llama.cpp failed: {err}") from err
             seconds = time.perf_counter() - start
-        usage = out.get("usage") or {}
+            usage = out.get("usage") or {}
+            prompt = list(llama._input_ids[: usage.get("prompt_tokens", 0)])
         return Completion(
             text=out["choices"][0]["message"]["content"] or "",
-            usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
+            usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), _common_prefix(previous, prompt)),
             seconds=seconds,
         )
 
