@@ -83,6 +83,9 @@ class RGDAAugmenter:
         max_entity_len: per-type entity length limit (see :func:`entity_length_limits`).
         type_descriptions: optional ``{type: description}`` shown to the generating stages.
         llm_options: passed to :func:`~hf_rgda.llm.load_llm` (``base_url``, ``n_ctx``, ...).
+        attribution_model: folder or Hub id of a token-classification model for WHERE (``biorda``, ``where=True``);
+            see :func:`hf_rgda.attribution.fit_seed_model` to train one on the seeds.
+        debate_llms: backends of the debate agents (agent k uses ``debate_llms[k % len]``); default: ``llm``.
         **config: fields of :class:`~hf_rgda.config.AugmentConfig` (``method``, ``num_augmented``, ...).
 
     Attributes:
@@ -93,6 +96,7 @@ class RGDAAugmenter:
                  scheme: str = "IOB2", tokens_column: str = "tokens", tags_column: str = "ner_tags",
                  cache: bool | str | Path = True, max_entity_len: Mapping[str, int] | None = None,
                  type_descriptions: Mapping[str, str] | None = None, llm_options: Mapping[str, Any] | None = None,
+                 attribution_model: str | None = None, debate_llms: Sequence[str | LLM] = (),
                  config: AugmentConfig | None = None, **config_fields: Any) -> None:
         if scheme not in SCHEMES:
             raise ConfigError(f"scheme={scheme!r}; choose one of {', '.join(SCHEMES)}")
@@ -112,6 +116,12 @@ class RGDAAugmenter:
         self.cache_path = "" if cache is False else str(cache) if not isinstance(cache, bool) else "default"
         self.max_entity_len = dict(max_entity_len or {})
         self.type_descriptions = dict(type_descriptions or {})
+        self.attribution_model = str(attribution_model) if attribution_model else None
+        if self.config.uses_attribution and not self.attribution_model:
+            raise ConfigError(f"method {self.config.method!r}{' with where=True' if self.config.where else ''} needs "
+                              "attribution_model=<folder or Hub id> (hf_rgda.attribution.fit_seed_model trains one)")
+        self.debate_llms = [load_llm(x) for x in debate_llms]
+        self._selector: Any = None
         self.summary = RunSummary()
 
     @classmethod
@@ -131,7 +141,7 @@ class RGDAAugmenter:
 
     # ---------------------------------------------------------------- hashing and pickling
     def __getstate__(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k != "summary"}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("summary", "_selector")}
         state["_hash_extras"] = {"version": __version__, "prompts": prompts.templates_hash()}
         return state
 
@@ -139,13 +149,20 @@ class RGDAAugmenter:
         state = dict(state)
         state.pop("_hash_extras", None)
         self.__dict__.update(state)
+        self._selector = None
         self.summary = RunSummary()
 
     def _pipeline(self) -> Pipeline:
         notes = "\n".join(f"- {t}: {d}" for t, d in self.type_descriptions.items())
         checker = Checker(tuple(self.types), self.max_entity_len, self.config.near_copy_ratio)
         cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
-        return Pipeline(self.config, self.llm, checker, cache=cache, type_notes=notes)
+        if self.config.uses_attribution and self._selector is None:
+            from .attribution import AttributionSelector
+
+            self._selector = AttributionSelector(self.attribution_model, type_descriptions=self.type_descriptions,
+                                                 top_n=self.config.attribution_top_n)
+        return Pipeline(self.config, self.llm, checker, cache=cache, type_notes=notes, attribution=self._selector,
+                        debate_llms=self.debate_llms)
 
     # ---------------------------------------------------------------- input
     def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:
@@ -250,6 +267,7 @@ def _trace(r: SeedResult, method: str) -> dict[str, Any]:
     return {
         "seed": r.seed.key, "method": method, "failure": r.failure, "notes": r.notes, "accepted": len(r.accepted),
         "superseded": r.superseded, "skipped": r.skipped, "guidance": r.guidance,
+        "attribution": r.attribution, "debate": r.debate,
         "rejected": [{"stage": s, "reason": c.reason, "detail": c.detail} for s, c in r.rejected],
         "gr": [dataclasses.asdict(j) for j in r.judgements["gr"]],
         "ac": [dataclasses.asdict(j) for j in r.judgements["ac"]],

@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ._exceptions import ConfigError
+from .debate import DebateConfig
 
 __all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig"]
 
 DEFAULT_LLM = "local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
+METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "biorda")
 REPRESENTATIONS = ("entities", "segments")
 SCHEDULES = ("stage", "row")
 
@@ -48,6 +49,12 @@ class AugmentConfig:
     near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed at or above which a sentence is a near copy")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold")
     skip_entityless: bool = _f(True, "leave seeds without any entity un-augmented (small models invent entities for them)")
+    where: bool = _f(False, "guided methods: attribution (WHERE) picks the seed's words the composer must replace; "
+                     "needs an attribution model")
+    attribution_top_n: int = _f(2, "words chosen for replacement per seed by the attribution selector")
+    debate_agents: int = _f(3, "biorda: agents in the Advise-Reflect-Revise debate (1 = self-review)")
+    debate_sigma: int = _f(80, "biorda: mean reviewer score (0-100) at which a proposal is accepted")
+    debate_rounds: int = _f(3, "biorda: debate rounds at most")
     keep_originals: bool = _f(True, "emit each seed row before its augmented rows")
     keep_rejected: bool = _f(False, "also emit rejected and failed samples (empty tokens, reason set)")
 
@@ -69,13 +76,28 @@ class AugmentConfig:
                 raise ConfigError(f"{name}={getattr(self, name)} must be between 0.0 and 2.0")
         if not 0.0 < self.near_copy_ratio <= 1.0:
             raise ConfigError(f"near_copy_ratio={self.near_copy_ratio} must be in (0, 1]")
+        if self.attribution_top_n < 1:
+            raise ConfigError(f"attribution_top_n={self.attribution_top_n} must be at least 1")
+        _ = self.debate  # validates the debate fields
+        if self.where and self.method in ("naive", "biorda"):
+            raise ConfigError(f"where=True applies to the guided methods (gda, rgda and its ablations), not {self.method!r}")
         if self.max_tokens < 64:
             raise ConfigError(f"max_tokens={self.max_tokens} must be at least 64")
 
     @property
     def uses_guidance(self) -> bool:
         """Whether the method runs the guidance and composer stages."""
-        return self.method != "naive"
+        return self.method not in ("naive", "biorda")
+
+    @property
+    def uses_attribution(self) -> bool:
+        """Whether the method needs the attribution selector (WHERE)."""
+        return self.method == "biorda" or self.where
+
+    @property
+    def debate(self) -> DebateConfig:
+        """The debate settings (WHICH)."""
+        return DebateConfig(self.debate_agents, self.debate_sigma, self.debate_rounds)
 
     @property
     def uses_gr(self) -> bool:

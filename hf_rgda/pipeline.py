@@ -9,6 +9,7 @@ on one seed (bad JSON, backend failure) is recorded on that seed and never stops
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -20,9 +21,10 @@ from functools import partial
 from typing import Any
 
 from . import prompts
-from ._exceptions import ParseError, RGDAError
+from ._exceptions import ConfigError, ParseError, RGDAError
 from .cache import ResponseCache, cache_key
 from .config import AugmentConfig
+from .debate import run_debate
 from .llm.base import LLM, Completion
 from .schemas import AC_RUBRIC, GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
 from .sentences import Candidate, Checker, Seed, decode_sentence, parse_json
@@ -89,6 +91,8 @@ class SeedResult:
     llm_seconds: float = 0.0
     superseded: int = 0
     skipped: bool = False
+    attribution: dict[str, Any] | None = None
+    debate: dict[str, Any] | None = None
     _context: dict[str, tuple[list[dict[str, str]], str]] = field(default_factory=dict, repr=False)
     _stopped: set[str] = field(default_factory=set, repr=False)
 
@@ -125,8 +129,13 @@ class Pipeline:
     """
 
     def __init__(self, config: AugmentConfig, llm: LLM, checker: Checker, *, cache: ResponseCache | None = None,
-                 type_notes: str = "") -> None:
+                 type_notes: str = "", attribution: Any = None, debate_llms: Sequence[LLM] = ()) -> None:
         self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
+        if config.uses_attribution and attribution is None:
+            raise ConfigError(f"method {config.method!r}{' with where=True' if config.where else ''} needs an "
+                              "attribution model (attribution_model=..., see hf_rgda.attribution)")
+        self.attribution = attribution
+        self.debate_llms = list(debate_llms) or [llm]
         types = checker.types
         common = {"domain": config.domain or "the domain of the given sentence", "types": ", ".join(types),
                   "type_notes": type_notes, "output_format": prompts.template(f"{config.representation}_format")}
@@ -153,6 +162,11 @@ class Pipeline:
 
     async def _run_group(self, rs: list[SeedResult]) -> None:
         cfg = self.cfg
+        if cfg.uses_attribution:
+            await self._each(rs, self._where)
+        if cfg.method == "biorda":
+            await self._each(rs, self._which)
+            return
         await self._each(rs, self._seed_generation)
         await self._each(rs, partial(self._repair, stage="seed_generation"))
         if not cfg.uses_guidance:
@@ -210,29 +224,31 @@ class Pipeline:
 
     # ---------------------------------------------------------------- calls
     async def _call(self, r: SeedResult, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], *,
-                    judge: bool = False, salt: object = "") -> tuple[Any, str]:
+                    judge: bool = False, salt: object = "", llm: LLM | None = None,
+                    rnd: int | None = None) -> tuple[Any, str]:
         """One stage call; an answer that is not JSON is re-asked once with the parse error, then fails the seed."""
-        rnd = salt if isinstance(salt, int) else None
-        text = await self._complete(r, stage, messages, schema, judge=judge, salt=salt, rnd=rnd)
+        rnd = rnd if rnd is not None else salt if isinstance(salt, int) else None
+        llm = llm or self.llm
+        text = await self._complete(r, stage, messages, schema, judge=judge, salt=salt, rnd=rnd, llm=llm)
         try:
             return parse_json(text), text
         except ParseError as err:
             reask = [*messages, {"role": "assistant", "content": text[:4000]},
                      {"role": "user", "content": prompts.template("json_reask") + f"\n\nThe error: {err}"}]
-            text = await self._complete(r, stage, reask, schema, judge=judge, salt=f"{salt}/json", rnd=rnd)
+            text = await self._complete(r, stage, reask, schema, judge=judge, salt=f"{salt}/json", rnd=rnd, llm=llm)
             return parse_json(text), text
 
     async def _complete(self, r: SeedResult, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], *,
-                        judge: bool, salt: object, rnd: int | None) -> str:
+                        judge: bool, salt: object, rnd: int | None, llm: LLM) -> str:
         params = {"temperature": self.cfg.judge_temperature if judge else self.cfg.temperature,
                   "max_tokens": self.cfg.max_tokens, "seed": derive_seed(self.cfg.seed, r.seed.key, stage, salt)}
-        key = cache_key(self.llm.identity(), messages, schema, params)
+        key = cache_key(llm.identity(), messages, schema, params)
         comp = self.cache.get(key) if self.cache is not None else None
         if comp is None:
             assert self._sem is not None
             async with self._sem:
                 start = time.perf_counter()
-                comp = await self.llm.complete(messages, schema=schema, params=params)
+                comp = await llm.complete(messages, schema=schema, params=params)
             if not comp.seconds:
                 comp = Completion(comp.text, comp.usage, time.perf_counter() - start)
             if self.cache is not None:
@@ -304,9 +320,50 @@ class Pipeline:
                                     "original entity texts (never reuse)": [e["text"] for e in r.seed.entities] or "none"}
         if example is not None:
             sections["example item from this dataset"] = example.as_item(self.cfg.representation)
+        if r.attribution is not None:
+            words = [r.seed.tokens[i] for i in r.attribution["selected"]]
+            sections["words to replace (keep the rest of the original sentence's skeleton)"] = words or "none"
         sections["task"] = f"Write {self.cfg.num_augmented} new sentences."
         msgs = self._messages("composer", **sections)
         r.accepted = [c for c in await self._generate(r, "composer", msgs, self.cfg.num_augmented) if c.ok]
+
+    async def _where(self, r: SeedResult) -> None:
+        """WHERE: leave-one-out attribution picks the words to replace."""
+        r.attribution = self.attribution.attribute(list(r.seed.tokens), list(r.seed.tags)).to_dict()
+
+    async def _which(self, r: SeedResult) -> None:
+        """WHICH: the debate proposes and validates replacements for the chosen words (biorda)."""
+        positions = r.attribution["selected"] if r.attribution else []
+        if not positions:
+            r.notes.append("WHERE found no replaceable word (all words are entities, punctuation or function words)")
+            return
+
+        async def ask(agent: int, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], rnd: int) -> Any:
+            llm = self.debate_llms[agent % len(self.debate_llms)]
+            data, _ = await self._call(r, stage, messages, schema, judge=stage == "debate_reflect",
+                                       salt=f"agent{agent}/round{rnd}", llm=llm, rnd=rnd)
+            return data
+
+        result = await run_debate(ask, r.seed.tokens, r.seed.tags, positions, self.cfg.num_augmented, self.cfg.debate,
+                                  domain=self.cfg.domain, types=self.checker.types)
+        r.debate = {"rounds": result.rounds, "transcript": result.transcript,
+                    "accepted_means": [p.mean for p in result.accepted],
+                    "rejected_means": [p.mean for p in result.rejected]}
+        floor = dataclasses.replace(self.checker, near_copy_ratio=1.0)  # replacing a few words is the method
+        kept: list[Candidate] = []
+        for p in result.rejected:
+            tokens, tags = p.apply(r.seed.tokens, r.seed.tags)
+            r.rejected.append(("debate", Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
+                               .reject("below_sigma", f"mean reviewer score {p.mean:.1f} < {self.cfg.debate_sigma}")))
+        for p in result.accepted:
+            tokens, tags = p.apply(r.seed.tokens, r.seed.tags)
+            cand = Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
+            floor.check(cand, r.seed, kept, forbid_seed_entities=False)
+            if cand.ok:
+                kept.append(cand)
+            else:
+                r.rejected.append(("debate", cand))
+        r.accepted = kept
 
     def _valid(self, r: SeedResult) -> list[Candidate]:
         return [c for c in r.accepted if c.ok]

@@ -110,3 +110,30 @@ def test_cli_against_llama_cpp_server_prints_a_zero_cost_report(llama_server: st
     report = json.loads((out / "summary.json").read_text())
     assert report["cost"]["priced"] is False and report["cost"]["usd"] == 0
     assert report["summary"]["prompt_tokens"] > 0 and "guidance" in report["cost"]["by_stage"]
+
+
+@needs_tiny
+def test_biorda_through_map_on_a_real_gguf(tiny_llm, tmp_path: Path) -> None:
+    """WHERE (Captum on MiniLM fine-tuned on the seeds) + WHICH (3-agent debate on the tiny GGUF) via ds.map."""
+    pytest.importorskip("captum")
+    from hf_rgda.attribution import fit_seed_model
+    from hf_rgda.provision import snapshot_dir as snap
+
+    minilm = snap(MODELS["minilm"])
+    if not (minilm / "config.json").is_file():
+        pytest.skip("MiniLM not provisioned")
+    ds = Dataset.from_dict({k: v[:2] for k, v in SEED_ROWS.items()})
+    model_dir = fit_seed_model(ds, str(tmp_path / "where"), encoder=str(minilm), max_steps=5, label_names=LABELS)
+    aug = RGDAAugmenter(tiny_llm, label_names=LABELS, method="biorda", num_augmented=2, max_tokens=384,
+                        attribution_model=model_dir, debate_agents=3, debate_rounds=2, keep_rejected=True,
+                        cache=tmp_path / "r.sqlite3", domain="biomedical abstracts")
+    out = ds.map(aug, batched=True)
+    traces = [json.loads(t) for t, s in zip(out["rgda_trace"], out["rgda_status"]) if t and s == "original"]
+    assert len(traces) == 2
+    for t in traces:
+        assert t["attribution"]["selected"] and not set(t["attribution"]["selected"]) & set(t["attribution"]["protected"])
+        assert t["failure"] or t["debate"]["transcript"]  # a debate ran, or its failure was recorded
+    for tokens, tags, status in zip(out["tokens"], out["ner_tags"], out["rgda_status"]):
+        if status in ("original", "accepted"):
+            validate_tags(tokens, tags, ["Disease"])
+    assert aug.summary.stage_calls["debate_advise"] >= 1

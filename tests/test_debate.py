@@ -1,0 +1,122 @@
+"""WHICH: the Advise-Reflect-Revise debate with scripted agents, and biorda through the pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from hf_rgda import ParseError
+from hf_rgda.debate import CRITERIA, DebateConfig, run_debate
+
+TOKENS = ["Screening", "detected", "early", "melanoma", "in", "most", "patients", "."]
+TAGS = ["O", "O", "O", "B-Disease", "O", "O", "O", "O"]
+POSITIONS = [1, 6]
+
+
+def review(score: int) -> dict[str, Any]:
+    per = score // 4
+    return {name: {"remark": f"{name} ok", "score": per} for name in CRITERIA}
+
+
+class Agents:
+    """Scripted panel: the proposer cycles through word pairs; reviewers give scores from a list per round."""
+
+    def __init__(self, scores_by_round: list[int], malformed: str = "") -> None:
+        self.scores, self.malformed = scores_by_round, malformed
+        self.calls: list[tuple[int, str, int]] = []
+        self.words = iter([("found", "adults"), ("revealed", "cases"), ("showed", "subjects"), ("spotted", "men"),
+                           ("identified", "women"), ("noted", "people"), ("saw", "donors"), ("flagged", "twins")])
+
+    async def __call__(self, agent: int, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], rnd: int):
+        self.calls.append((agent, stage, rnd))
+        if stage == self.malformed:
+            return {"oops": True}
+        if stage in ("debate_advise", "debate_revise"):
+            n = schema["properties"]["proposals"]["minItems"]
+            return {"proposals": [{"replacements": [{"position": 1, "new": a}, {"position": 6, "new": b}]}
+                                  for a, b in (next(self.words) for _ in range(n))]}
+        n = schema["properties"]["reviews"]["minItems"]
+        return {"reviews": [review(self.scores[min(rnd, len(self.scores)) - 1]) for _ in range(n)]}
+
+
+def debate(agents: Agents, cfg: DebateConfig, n: int = 2):
+    return asyncio.run(run_debate(agents, TOKENS, TAGS, POSITIONS, n, cfg, domain="oncology", types=["Disease"]))
+
+
+def test_stops_when_mean_reaches_sigma() -> None:
+    agents = Agents([100])
+    res = debate(agents, DebateConfig(agents=3, sigma=80, max_rounds=3))
+    assert res.rounds == 1 and len(res.accepted) == 2 and not res.rejected
+    assert [s for s in agents.calls if s[1] == "debate_reflect"] == [(1, "debate_reflect", 1), (2, "debate_reflect", 1)]
+    assert res.accepted[0].apply(TOKENS, TAGS)[0] == ["Screening", "found", "early", "melanoma", "in", "most", "adults", "."]
+    roles = [(t["round"], t["agent"], t["role"]) for t in res.transcript]
+    assert roles == [(1, 0, "advise"), (1, 1, "reflect"), (1, 2, "reflect")]
+
+
+def test_revises_below_sigma_then_accepts() -> None:
+    agents = Agents([40, 100])
+    res = debate(agents, DebateConfig(agents=3, sigma=80, max_rounds=3))
+    assert res.rounds == 2 and len(res.accepted) == 2
+    assert [p.scores for p in res.accepted] == [[[40, 40], [100, 100]]] * 2
+    assert [t["role"] for t in res.transcript] == ["advise", "reflect", "reflect", "revise", "reflect", "reflect"]
+    assert res.accepted[0].replacements == {1: "showed", 6: "subjects"}  # the revised proposal
+
+
+def test_stops_at_max_rounds_and_rejects() -> None:
+    agents = Agents([20])
+    res = debate(agents, DebateConfig(agents=2, sigma=80, max_rounds=2))
+    assert res.rounds == 2 and not res.accepted and len(res.rejected) == 2
+    assert sum(1 for c in agents.calls if c[1] == "debate_revise") == 1
+
+
+def test_single_agent_reviews_itself() -> None:
+    agents = Agents([100])
+    res = debate(agents, DebateConfig(agents=1), n=1)
+    assert len(res.accepted) == 1 and {c[0] for c in agents.calls} == {0}
+
+
+@pytest.mark.parametrize("stage", ["debate_advise", "debate_reflect"])
+def test_malformed_agent_output_raises_parse_error(stage: str) -> None:
+    with pytest.raises(ParseError):
+        debate(Agents([100], malformed=stage), DebateConfig(agents=2))
+
+
+def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
+    """biorda with a fixed WHERE and scripted agents: accepted sentences keep the entities; a malformed answer on
+    one seed is that seed's recorded failure while the other seed goes on."""
+    from hf_rgda import ScriptedLLM
+    from hf_rgda.attribution import WordAttribution
+    from hf_rgda.config import AugmentConfig
+    from hf_rgda.pipeline import Pipeline
+    from hf_rgda.sentences import Checker, Seed
+
+    class FixedWhere:
+        def attribute(self, tokens, tags):
+            return WordAttribution(list(tokens), [0.0] * len(tokens), [0.0] * len(tokens), [0.0] * len(tokens),
+                                   [1, len(tokens) - 2])
+
+    seeds = [Seed("a", tuple(TOKENS), tuple(TAGS)),
+             Seed("b", ("Relatives", "carried", "the", "gout", "variant", "often", "."),
+                  ("O", "O", "O", "B-Disease", "O", "O", "O"))]
+    agents = Agents([100])
+
+    def handler(messages, schema, params):
+        if "gout" in messages[1]["content"] and "proposer" in messages[0]["content"]:  # the re-ask fails too
+            return "I would rather not answer in JSON."
+        props = schema["properties"]
+        if "proposals" in props:
+            n = props["proposals"]["minItems"]
+            pos = props["proposals"]["items"]["properties"]["replacements"]["items"]["properties"]["position"]["enum"]
+            return {"proposals": [{"replacements": [{"position": p, "new": f"w{k}{p}"} for p in pos]} for k in range(n)]}
+        return {"reviews": [review(100) for _ in range(props["reviews"]["minItems"])]}
+
+    cfg = AugmentConfig(method="biorda", num_augmented=2, debate_agents=3)
+    pipe = Pipeline(cfg, ScriptedLLM(handler), Checker(("Disease",)), attribution=FixedWhere())
+    ok, bad = asyncio.run(pipe.run(seeds))
+    assert len(ok.accepted) == 2 and all(c.tags == list(TAGS) for c in ok.accepted)
+    assert all(c.tokens[3] == "melanoma" for c in ok.accepted)
+    assert ok.debate["rounds"] == 1 and len(ok.debate["transcript"]) == 3
+    assert bad.failure.startswith("_which: ParseError") and not bad.accepted
+    del agents
