@@ -273,5 +273,6 @@ def _trace(r: SeedResult, method: str) -> dict[str, Any]:
         "ac": [dataclasses.asdict(j) for j in r.judgements["ac"]],
         "calls": r.calls, "cached_calls": r.cached_calls, "prompt_tokens": r.prompt_tokens,
         "completion_tokens": r.completion_tokens, "llm_seconds": round(r.llm_seconds, 3),
+        "cached_seconds": round(r.cached_seconds, 3), "method_tokens": r.method_tokens,
         "stage_calls": dict(r.stage_calls), "stage_usage": r.stage_usage,
     }

@@ -55,19 +55,24 @@ class ResponseCache:
             conn = sqlite3.connect(self.path, timeout=60)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT, usage TEXT)")
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
+            if "seconds" not in columns:  # files written by 0.1.0 lack it
+                conn.execute("ALTER TABLE responses ADD COLUMN seconds REAL")
             self._local.conn = conn
         return conn
 
     def get(self, key: str) -> Completion | None:
-        row = self._conn().execute("SELECT text, usage FROM responses WHERE key = ?", (key,)).fetchone()
+        row = self._conn().execute("SELECT text, usage, seconds FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        return Completion(text=row[0], usage=Usage(**json.loads(row[1])), cached=True)
+        # seconds: what the call took when it was paid (0 when unknown), so reports can show the data's full cost
+        return Completion(text=row[0], usage=Usage(**json.loads(row[1])), seconds=row[2] or 0.0, cached=True)
 
     def put(self, key: str, completion: Completion) -> None:
         usage = json.dumps(completion.usage.__dict__)
         with self._conn() as conn:
-            conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", (key, completion.text, usage))
+            conn.execute("INSERT OR REPLACE INTO responses (key, text, usage, seconds) VALUES (?, ?, ?, ?)",
+                         (key, completion.text, usage, completion.seconds))
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

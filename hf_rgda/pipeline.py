@@ -89,6 +89,8 @@ class SeedResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_seconds: float = 0.0
+    cached_seconds: float = 0.0  # what the calls served from cache took when they were first paid
+    method_tokens: int = 0  # prompt + completion tokens of every call the method made, paid now or earlier
     superseded: int = 0
     skipped: bool = False
     attribution: dict[str, Any] | None = None
@@ -105,7 +107,10 @@ class SeedResult:
         self.stage_calls[stage] += 1
         self.calls += 1
         self.cached_calls += comp.cached
-        if not comp.cached:
+        self.method_tokens += comp.usage.prompt_tokens + comp.usage.completion_tokens
+        if comp.cached:
+            self.cached_seconds += comp.seconds
+        else:
             self.prompt_tokens += comp.usage.prompt_tokens
             self.completion_tokens += comp.usage.completion_tokens
             self.llm_seconds += comp.seconds

@@ -214,6 +214,14 @@ class Checker:
             limit = self.max_entity_len.get(s.label)
             if limit and s.end - s.start > limit:
                 return cand.reject("entity_too_long", f"{s.label} of {s.end - s.start} tokens (seed split max {limit})")
+        taken = {i for s in spans for i in range(s.start, s.end)}
+        mentions = {tuple(t.lower() for t in seed.tokens[s.start : s.end]) for s in seed.spans}
+        mentions |= {tuple(low[s.start : s.end]) for s in spans}
+        for m in mentions:
+            for i in range(len(low) - len(m) + 1):
+                if tuple(low[i : i + len(m)]) == m and not all(j in taken for j in range(i, i + len(m))):
+                    return cand.reject("untagged_mention", f"{' '.join(toks[i : i + len(m)])!r} is an entity "
+                                       "elsewhere but is not tagged here")
         if forbid_seed_entities:
             seed_ents = {tuple(t.lower() for t in seed.tokens[s.start : s.end]) for s in seed.spans}
             reused = [" ".join(low[s.start : s.end]) for s in spans if tuple(low[s.start : s.end]) in seed_ents]

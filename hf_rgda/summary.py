@@ -31,6 +31,8 @@ class RunSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_seconds: float = 0.0
+    cached_seconds: float = 0.0
+    method_tokens: int = 0
     wall_seconds: float = 0.0
     stage_calls: Counter[str] = field(default_factory=Counter)
     stage_usage: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
@@ -49,6 +51,8 @@ class RunSummary:
         for key in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
             setattr(self, key, getattr(self, key) + trace[key])
         self.llm_seconds += trace["llm_seconds"]
+        self.cached_seconds += trace.get("cached_seconds", 0.0)
+        self.method_tokens += trace.get("method_tokens", 0)
         self.stage_calls.update(trace["stage_calls"])
         for stage, usage in trace.get("stage_usage", {}).items():
             self.stage_usage[stage].update(usage)
@@ -82,7 +86,9 @@ class RunSummary:
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "cached_prompt_tokens": sum(u["cached_tokens"] for u in self.stage_usage.values()),
             "usage_by_stage": {k: dict(v) for k, v in sorted(self.stage_usage.items())},
-            "llm_seconds": round(self.llm_seconds, 1), "wall_seconds": round(self.wall_seconds, 1),
+            "llm_seconds": round(self.llm_seconds, 1), "cached_llm_seconds": round(self.cached_seconds, 1),
+            "method_tokens": self.method_tokens,
+            "wall_seconds": round(self.wall_seconds, 1),
             "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.rounds.items()},
             "judge_scores": dist,
         }

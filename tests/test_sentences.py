@@ -91,3 +91,15 @@ def test_bare_entity_is_no_training_sentence() -> None:
                      tags=["B-Disease", "I-Disease", "I-Disease", "I-Disease"])
     Checker(("Disease",)).check(cand, seed, [], forbid_seed_entities=True)
     assert cand.reason == "no_context"
+
+
+def test_untagged_mention_of_a_known_entity_is_rejected() -> None:
+    from hf_rgda.sentences import Candidate, Checker, Seed
+
+    seed = Seed("k", ("Episodic", "hemolytic", "anemia", "follows", "G6PD", "deficiency", "."),
+                ("B-Disease", "I-Disease", "I-Disease", "O", "B-Disease", "I-Disease", "O"))
+    toks = ["Episodic", "hemolytic", "anemia", "is", "linked", "to", "inherited", "G6PD", "deficiency", "."]
+    tags = ["O", "O", "O", "O", "O", "O", "O", "B-Disease", "I-Disease", "O"]
+    cand = Candidate(raw={}, tokens=toks, tags=tags)
+    Checker(("Disease",)).check(cand, seed, [], forbid_seed_entities=False)
+    assert cand.reason == "untagged_mention" and "Episodic hemolytic anemia" in cand.detail
