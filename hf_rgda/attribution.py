@@ -97,20 +97,20 @@ class AttributionSelector:
         out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
         return out.hidden_states[-1], out.logits
 
-    def _entity_score(self, ids: Any, mask: Any, positions: Any, labels: Any) -> Any:
+    def _scores(self, ids: Any, mask: Any, positions: Sequence[int], labels: Any, target: Any) -> Any:
+        """Both maps' quantities from one forward pass: (batch, 2) = [entity log-prob, description similarity]."""
         import torch
 
-        _, logits = self._hidden_and_logits(ids, mask)
-        logp = torch.log_softmax(logits, dim=-1)[:, positions, :]  # (batch, n_entity_words, labels)
-        return logp.gather(-1, labels.expand(logp.shape[0], -1).unsqueeze(-1)).squeeze(-1).sum(-1)
-
-    def _description_score(self, ids: Any, mask: Any, target: Any) -> Any:
-        import torch
-
-        hidden, _ = self._hidden_and_logits(ids, mask)
+        hidden, logits = self._hidden_and_logits(ids, mask)
+        if positions:
+            logp = torch.log_softmax(logits, dim=-1)[:, list(positions), :]  # (batch, entity words, labels)
+            ent = logp.gather(-1, labels.expand(logp.shape[0], -1).unsqueeze(-1)).squeeze(-1).sum(-1)
+        else:
+            ent = torch.zeros(ids.shape[0])
         keep = (ids != self.tokenizer.mask_token_id) & mask.bool()  # masked words do not count in the pooled vector
         pooled = (hidden * keep.unsqueeze(-1)).sum(1) / keep.sum(1, keepdim=True).clamp(min=1)
-        return torch.nn.functional.cosine_similarity(pooled, target.expand_as(pooled), dim=-1)
+        desc = torch.nn.functional.cosine_similarity(pooled, target.expand_as(pooled), dim=-1)
+        return torch.stack([ent, desc], dim=1)
 
     def _description_vector(self, types: Sequence[str]) -> Any:
         import torch
@@ -156,17 +156,12 @@ class AttributionSelector:
         if unknown:
             raise InputError(f"tag {unknown[0]!r} is not a label of the attribution model")
         with torch.no_grad():
-            if ent_positions:
-                labels = torch.tensor([[self.label2id[tags[w]] for w in sorted(entity_words) if w in first]])
-                fa = FeatureAblation(lambda x, m: self._entity_score(x, m, ent_positions, labels))
-                ent = fa.attribute(ids, baselines=baseline, feature_mask=groups, additional_forward_args=(mask,),
-                                   perturbations_per_eval=per_eval)
-            else:
-                ent = torch.zeros_like(ids, dtype=torch.float)
+            labels = torch.tensor([[self.label2id[tags[w]] for w in sorted(entity_words) if w in first]])
             target = self._description_vector([s.label for s in spans])
-            fd = FeatureAblation(lambda x, m: self._description_score(x, m, target))
-            desc = fd.attribute(ids, baselines=baseline, feature_mask=groups, additional_forward_args=(mask,),
-                                perturbations_per_eval=per_eval)
+            fa = FeatureAblation(lambda x, m: self._scores(x, m, ent_positions, labels, target))
+            both = fa.attribute(ids, baselines=baseline, feature_mask=groups, additional_forward_args=(mask,),
+                                perturbations_per_eval=per_eval)  # (2, sequence): one row per map
+        ent, desc = both[0:1], both[1:2]
         ent_map = _per_word(ent[0], word_ids, n_words)
         desc_map = _per_word(desc[0], word_ids, n_words)
         protected = sorted(entity_words | {i for i, t in enumerate(tokens) if _structural(t)})
