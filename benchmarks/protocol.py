@@ -1,0 +1,260 @@
+"""The paper's evaluation protocol (R-GDA, Sec. 4) on NCBI-disease, SciERC and FIN, at a scale you choose.
+
+Per dataset: sample ``--num-seeds`` seed sentences from train (fixed sample seed, at least one entity), augment them
+``--ratio`` : 1 with every method, train the encoder on seeds + augmented, score entity-level F1 (seqeval, strict
+IOB2) on the test split, BERTScore of augmented sentences against their seeds (diversity, lower = more diverse),
+and a paired bootstrap of ΔF1 = F1(R-GDA) − F1(GDA) over test sentences. Each method is trained twice: at equal
+epochs, and at equal optimizer steps (every method gets the steps a full 1:ratio augmented set takes at
+``--epochs``, so seeds-only training runs more epochs), because augmentation also buys more optimizer steps.
+``--runs`` repeats training with other seeds.
+
+Methods: ``noaug`` (seeds only), ``eda``, ``mr`` (mention replacement), and the LLM methods ``naive``, ``gda``,
+``rgda``, ``rgda-no-gr``, ``rgda-no-ac`` (one response cache: calls they share are paid once). Every figure is
+written to ``--out`` after each cell, so a stop loses nothing; a rerun skips finished cells (the cache makes the
+LLM part of an interrupted cell free). ``--report`` writes the markdown table (Table 1 layout) and plots.
+
+Usage:
+    python benchmarks/protocol.py --datasets ncbi_disease scierc fin --methods noaug eda mr --num-seeds 50
+    python benchmarks/protocol.py --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+METHODS = ["noaug", "eda", "mr", "naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda"]
+LLM_METHODS = {"naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac"}
+DOMAINS = {"ncbi_disease": "biomedical research abstracts (PubMed) with disease mentions",
+           "scierc": "computer science research abstracts (AI, NLP, vision)",
+           "fin": "financial agreements and SEC filings"}
+PAPER = {  # Table 1 (Gemini-2.5 Flash rows and EDA), F1 / BERTScore: SciERC, NCBI, FIN
+    "eda": ((.5434, .8062, .7953), (.986, .987, .981)),
+    "naive": ((.5263, .7727, .8412), (.897, .901, .921)),
+    "gda": ((.5067, .7921, .8498), (.812, .853, .821)),
+    "rgda": ((.5463, .8182, .8474), (.719, .750, .783)),
+    "rgda-no-ac": ((.5294, .8035, .8387), (None, None, None)),
+    "rgda-no-gr": ((.5418, .8112, .8417), (None, None, None)),
+}
+ORDER = {"scierc": 0, "ncbi_disease": 1, "fin": 2}
+
+
+def splits(data_dir: Path, name: str, seed: int) -> tuple[Any, Any]:
+    from hf_rgda.data import load_ner
+
+    dsd = load_ner(str(data_dir / name))
+    return dsd["train"], dsd["test"]
+
+
+def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Namespace) -> Any:
+    """Augmented rows only (tokens, ner_tags) for ``method``."""
+    from hf_rgda import RGDAAugmenter
+    from hf_rgda.baselines import EDA, MentionReplacement, mention_inventory
+
+    if method == "noaug":
+        return seeds.select([])
+    if method == "eda":
+        aug = EDA(num_augmented=args.ratio, seed=args.sample_seed)
+    elif method == "mr":
+        aug = MentionReplacement(mention_inventory(seeds["tokens"], seeds["ner_tags"]), num_augmented=args.ratio,
+                                 seed=args.sample_seed)
+    else:
+        aug = RGDAAugmenter.from_dataset(train, llm=args.llm, method=method, num_augmented=args.ratio,
+                                         cache=args.cache, domain=DOMAINS.get(name, ""))
+    out = seeds.map(aug, batched=True, batch_size=args.batch_size, remove_columns=seeds.column_names,
+                    load_from_cache_file=False, desc=f"{name}/{method}")
+    return out.filter(lambda s: s == "accepted", input_columns="rgda_status")
+
+
+def diversity(aug: Any, seeds: Any, args: argparse.Namespace) -> float | None:
+    """Mean BERTScore F1 of augmented sentences against their own seed sentences."""
+    from hf_rgda.metrics import bertscore
+
+    if len(aug) == 0 or "rgda_source" not in aug.column_names:
+        return None
+    import hashlib
+
+    text = {}
+    for toks, tags in zip(seeds["tokens"], seeds["ner_tags"]):
+        key = hashlib.sha256(json.dumps([list(toks), list(tags)]).encode()).hexdigest()[:16]
+        text[key] = " ".join(toks)
+    pairs = [(" ".join(t), text[s]) for t, s in zip(aug["tokens"], aug["rgda_source"]) if s in text]
+    if not pairs:
+        return None
+    res = bertscore([p for p, _ in pairs], [r for _, r in pairs], model=args.bertscore_model)
+    return round(res["mean_f1"], 4)
+
+
+def train_eval(train_rows: Any, test: Any, *, steps: int, run: int, args: argparse.Namespace) -> dict[str, Any]:
+    from hf_rgda.train import TrainConfig, predict_tags, to_tag_names, train_ner
+    from hf_rgda.metrics import seqeval
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = TrainConfig(model=args.encoder, epochs=args.epochs, max_steps=steps, batch_size=args.train_batch,
+                          learning_rate=args.lr, seed=1000 + run)
+        trainer, metrics = train_ner(train_rows, output_dir=tmp, config=cfg,
+                                     label_names=args.labels)
+        preds = predict_tags(trainer.model, trainer.processing_class, test["tokens"])
+    refs = to_tag_names(test)
+    m = seqeval(preds, refs)
+    return {"f1": round(m["overall_f1"], 4), "precision": round(m["overall_precision"], 4),
+            "recall": round(m["overall_recall"], 4), "steps": metrics["train_steps"], "predictions": preds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
+    p.add_argument("--methods", nargs="+", default=METHODS)
+    p.add_argument("--num-seeds", type=int, default=200)
+    p.add_argument("--ratio", type=int, default=3, help="augmented sentences per seed (paper: 3)")
+    p.add_argument("--runs", type=int, default=3, help="training runs with different seeds")
+    p.add_argument("--sample-seed", type=int, default=0)
+    p.add_argument("--encoder", default="sentence-transformers/all-mpnet-base-v2")
+    p.add_argument("--bertscore-model", default="sentence-transformers/all-MiniLM-L6-v2")
+    p.add_argument("--epochs", type=float, default=10)
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--train-batch", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=8, help="seeds per augmentation batch")
+    p.add_argument("--llm", default=None, help="LLM for the LLM methods (default: the embedded local model)")
+    p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/protocol.sqlite3"))
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/protocol.json"))
+    p.add_argument("--report", action="store_true", help="only write the markdown table and plots from --out")
+    p.add_argument("--resamples", type=int, default=10_000)
+    args = p.parse_args(argv)
+    if args.llm is None:
+        from hf_rgda import DEFAULT_LLM
+
+        args.llm = DEFAULT_LLM
+    results = json.loads(args.out.read_text()) if args.out.exists() else {"cells": {}}
+    if args.report:
+        return report(results, args.out)
+    results.setdefault("runs_config", {})
+    results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"
+    cmd = "python benchmarks/protocol.py " + " ".join(argv or sys.argv[1:])
+    results.setdefault("commands", [])
+    if cmd not in results["commands"]:
+        results["commands"].append(cmd)
+
+    def save() -> None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1))
+
+    from hf_rgda.data import sample_rows
+    from hf_rgda.train import label_names_of
+
+    for name in args.datasets:
+        train, test = splits(args.data_dir, name, args.sample_seed)
+        args.labels = label_names_of(train, test)
+        seeds = sample_rows(train, args.num_seeds, args.sample_seed, min_entities=1)
+        scale = f"{name}/seeds={len(seeds)}/ratio={args.ratio}/encoder={args.encoder}/epochs={args.epochs}"
+        augmented: dict[str, Any] = {}
+        for method in args.methods:
+            key = f"{scale}/{method}"
+            cell = results["cells"].get(key, {})
+            if cell.get("complete"):
+                continue
+            start = time.perf_counter()
+            aug = augment(method, name, train, seeds, args)
+            augmented[method] = aug
+            cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug),
+                    "encoder": args.encoder, "epochs": args.epochs, "augment_seconds": round(time.perf_counter() - start, 1),
+                    "bertscore_vs_seed": diversity(aug, seeds, args), "runs": []}
+            cols = ["tokens", "ner_tags"]
+            rows = __import__("datasets").concatenate_datasets([seeds.select_columns(cols), aug.select_columns(cols)])
+            full_steps = -(-len(seeds) * (1 + args.ratio) // args.train_batch) * int(args.epochs)
+            for run in range(args.runs):
+                epochs_run = train_eval(rows, test, steps=-1, run=run, args=args)
+                steps_run = train_eval(rows, test, steps=full_steps, run=run, args=args)
+                cell["runs"].append({"equal_epochs": {k: v for k, v in epochs_run.items() if k != "predictions"},
+                                     "equal_steps": {k: v for k, v in steps_run.items() if k != "predictions"}})
+                if method in ("gda", "rgda"):  # kept for the paired bootstrap
+                    cell.setdefault("_predictions", []).append(epochs_run["predictions"])
+                results["cells"][key] = cell
+                save()
+            for mode in ("equal_epochs", "equal_steps"):
+                f1s = [r[mode]["f1"] for r in cell["runs"]]
+                cell[f"f1_{mode}"] = round(sum(f1s) / len(f1s), 4)
+            cell["complete"] = True
+            results["cells"][key] = cell
+            save()
+            print(f"{key}: F1 {cell['f1_equal_epochs']} (equal epochs), {cell['f1_equal_steps']} (equal steps), "
+                  f"BERTScore {cell['bertscore_vs_seed']}, {len(aug)} augmented", flush=True)
+        bootstrap(results, scale, test, args)
+        save()
+    return report(results, args.out)
+
+
+def bootstrap(results: dict[str, Any], scale: str, test: Any, args: argparse.Namespace) -> None:
+    """Paired bootstrap of ΔF1 (R-GDA − GDA), first training run of each, equal epochs."""
+    from hf_rgda.metrics import paired_bootstrap
+    from hf_rgda.train import to_tag_names
+
+    a, b = results["cells"].get(f"{scale}/rgda"), results["cells"].get(f"{scale}/gda")
+    if not (a and b and a.get("_predictions") and b.get("_predictions")):
+        return
+    results.setdefault("bootstrap", {})[scale] = paired_bootstrap(
+        to_tag_names(test), a["_predictions"][0], b["_predictions"][0], resamples=args.resamples)
+
+
+def report(results: dict[str, Any], out: Path) -> int:
+    """Markdown table in the layout of the paper's Table 1, next to the paper's numbers, and plots."""
+    cells = [c for c in results.get("cells", {}).values() if c.get("complete")]
+    if not cells:
+        print("no complete cell yet")
+        return 0
+    datasets = sorted({c["dataset"] for c in cells}, key=lambda d: ORDER.get(d, 9))
+    methods = [m for m in METHODS if any(c["method"] == m for c in cells)]
+    lines = ["| method | " + " | ".join(f"F1 {d} (epochs / steps)" for d in datasets) + " | "
+             + " | ".join(f"BERTScore {d}" for d in datasets) + " | paper F1 (Gemini) " + " | ".join(datasets) + " |",
+             "|---|" + "---|" * (3 * len(datasets))]
+    for m in methods:
+        by_d = {c["dataset"]: c for c in cells if c["method"] == m}
+        f1 = [f"{by_d[d]['f1_equal_epochs']:.4f} / {by_d[d]['f1_equal_steps']:.4f}" if d in by_d else "—" for d in datasets]
+        bs = [f"{by_d[d]['bertscore_vs_seed']:.3f}" if d in by_d and by_d[d]["bertscore_vs_seed"] is not None else "—"
+              for d in datasets]
+        paper = PAPER.get(m)
+        pf = [f"{paper[0][ORDER[d]]:.4f}" if paper and d in ORDER else "—" for d in datasets]
+        lines.append(f"| {m} | " + " | ".join(f1) + " | " + " | ".join(bs) + " | " + " | ".join(pf) + " |")
+    scale = sorted({f"{c['dataset']}: {c['seeds']} seeds, {c['augmented']} augmented ({c['method']})" for c in cells})
+    table = "\n".join(lines)
+    (out.with_suffix(".md")).write_text(
+        "# Protocol results\n\nCommands: " + "; ".join(f"`{c}`" for c in results.get("commands", [])) + "\n\nMachine: "
+        + results.get("machine", "?") + "\n\n" + table + "\n\nScale per cell:\n\n" + "\n".join(f"- {s}" for s in scale)
+        + "\n\nBootstrap ΔF1 (R-GDA − GDA): " + json.dumps(results.get("bootstrap", {})) + "\n")
+    plot(cells, datasets, methods, out.with_name(out.stem + "_f1.png"))
+    print(table)
+    return 0
+
+
+def plot(cells: list[dict[str, Any]], datasets: list[str], methods: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.8 / max(1, len(methods))
+    for k, m in enumerate(methods):
+        by_d = {c["dataset"]: c for c in cells if c["method"] == m}
+        xs = [i + k * width for i in range(len(datasets))]
+        axes[0].bar(xs, [by_d[d]["f1_equal_epochs"] if d in by_d else 0 for d in datasets], width, label=m)
+        axes[1].bar(xs, [by_d[d]["f1_equal_steps"] if d in by_d else 0 for d in datasets], width, label=m)
+    for ax, title in zip(axes, ("F1, equal epochs", "F1, equal optimizer steps")):
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], datasets)
+        ax.set_title(title)
+        ax.set_ylim(0, 1)
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
