@@ -71,6 +71,38 @@ def _entities(tokens: list[str], tags: list[str]) -> list[list[str]]:
     return [[" ".join(tokens[s.start:s.end]), s.label] for s in tags_to_spans(tags)]
 
 
+def report(results: dict, path: Path) -> int:
+    """A markdown page: one row per cell, the schedule comparison, and accepted rows printed in full."""
+    lines = [f"# Local pipeline benchmark\n\nCommand: `{results['command']}`  \nMachine: {results['machine']}  \n"
+             f"LLM: `{results['llm']}`  \nCode: commit {results.get('commit', '?')}\n",
+             "| cell | seeds | accepted / seed | rejected by reason | failed seeds | LLM calls | s / seed | "
+             "s / accepted | tokens / accepted | GR rounds | AC rounds | judge scores (mean by round) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key, c in results["cells"].items():
+        scores = ", ".join(f"{k} {v['mean']}" for k, v in c["judge_scores"].items())
+        lines.append(f"| {key} | {c['seeds']} | {c['accepted_per_seed']} | "
+                     f"{', '.join(f'{k} {v}' for k, v in c['rejected_by_reason'].items())} | {c['failed_seeds']} | "
+                     f"{c['llm_calls']} | {c['seconds_per_seed']} | {c['seconds_per_accepted']} | "
+                     f"{c['tokens_per_accepted']} | {c['judge_rounds'].get('gr') or ''} | "
+                     f"{c['judge_rounds'].get('ac') or ''} | {scores} |")
+    sched = {k.split("schedule=")[1]: c for k, c in results["cells"].items() if "schedule=" in k}
+    if len(sched) == 2:
+        lines.append("\n## Stage-major vs row-major scheduling (rgda, same seeds, same run)\n")
+        lines.append("| schedule | s / seed | LLM calls | prompt tokens | prompt tokens reused from llama.cpp's KV state |")
+        lines.append("|---|---|---|---|---|")
+        for name, c in sched.items():
+            lines.append(f"| {name} | {c['seconds_per_seed']} | {c['llm_calls']} | {c['prompt_tokens']} | "
+                         f"{c['cached_prompt_tokens']} |")
+    for key, c in results["cells"].items():
+        if c["examples"] and "schedule=" not in key:
+            lines.append(f"\n## {key}: accepted rows (up to 10)\n")
+            for e in c["examples"]:
+                lines.append(f"- seed: {e['seed']}\n  - new: {e['sentence']}\n  - entities: {e['entities']}")
+    path.write_text("\n".join(lines) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
 def _commit() -> str:
     import subprocess
 
@@ -95,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="also time stage-major vs row-major rgda on the first N seeds of the first dataset")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/local_pipeline.json"))
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/local_pipeline_v2.sqlite3"))
+    p.add_argument("--report", action="store_true", help="only write the markdown report from --out")
     args = p.parse_args(argv)
+    if args.report:
+        return report(json.loads(args.out.read_text()), args.out.with_suffix(".md"))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results.update({"command": "python benchmarks/local_pipeline.py " + " ".join(argv or sys.argv[1:]),
                     "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU", "llm": args.llm,

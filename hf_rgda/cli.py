@@ -55,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--max-concurrency", type=int, default=None, help="remote backends: requests in flight at once")
     a.add_argument("--rpm", type=int, default=None, help="remote backends: requests-per-minute limit")
     a.add_argument("--tpm", type=int, default=None, help="remote backends: tokens-per-minute limit")
+    a.add_argument("--attribution-model", default=None,
+                   help="WHERE model for biorda / --where: a token-classification folder or Hub id, or 'seeds' to "
+                        "fine-tune MiniLM on the sampled seeds first (into OUT/where_model)")
+    a.add_argument("--debate-llm", action="append", default=None,
+                   help="backend of a debate agent ('<backend>:<model>'); repeat for several (default: --llm)")
     a.add_argument("--prices", default=None,
                    help="JSON price file {'backend:model': {'input', 'output', 'cached_input'}} in $ per 1M tokens")
     a.add_argument("--out", required=True, type=Path, help="output folder (DatasetDict, summary.json, rejections.jsonl)")
@@ -118,11 +123,18 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     if args.split not in dsd:
         raise RGDAError(f"split {args.split!r} not found; splits are {list(dsd)}")
     split = dsd[args.split]
-    aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
-                                     tags_column=args.tags_column, scheme=args.scheme, config=cfg,
-                                     cache=args.cache or True, llm_options=_llm_options(args))
     seeds = sample_rows(split, args.num_seeds, args.sample_seed, tags_column=args.tags_column,
                         min_entities=args.min_entities)
+    where = args.attribution_model
+    if where == "seeds":
+        from .attribution import fit_seed_model
+
+        where = fit_seed_model(seeds.select_columns([args.tokens_column, args.tags_column]).rename_columns(
+            {args.tokens_column: "tokens", args.tags_column: "ner_tags"}), str(args.out / "where_model"))
+    aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
+                                     tags_column=args.tags_column, scheme=args.scheme, config=cfg,
+                                     cache=args.cache or True, llm_options=_llm_options(args),
+                                     attribution_model=where, debate_llms=args.debate_llm or ())
     start = time.perf_counter()
     out = seeds.map(aug, batched=True, batch_size=args.batch_size, num_proc=args.num_proc,
                     with_indices=True, desc=f"{cfg.method} augmentation")

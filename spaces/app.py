@@ -52,7 +52,7 @@ def examples() -> list[list[str]]:
 
 
 def _augmenter(types: list[str], method: str, backend: str, model: str, api_key: str, base_url: str,
-               num_augmented: int, domain: str) -> RGDAAugmenter:
+               num_augmented: int, domain: str, where: str = "") -> RGDAAugmenter:
     labels = ["O"] + [f"{p}-{t}" for t in types for p in ("B", "I")]
     if backend == "local":
         llm, options = LOCAL_LLM if not model.strip() else f"local:{model.strip()}", {}
@@ -61,8 +61,13 @@ def _augmenter(types: list[str], method: str, backend: str, model: str, api_key:
             raise gr.Error(f"type a model name for the {backend} backend")
         llm = f"{backend}:{model.strip()}"
         options = {k: v for k, v in {"api_key": api_key.strip() or None, "base_url": base_url.strip() or None}.items() if v}
+    extra: dict[str, Any] = {}
+    if method == "biorda":
+        if not where.strip():
+            raise gr.Error("biorda needs an attribution model folder (train one with hf_rgda.attribution.fit_seed_model)")
+        extra = {"attribution_model": where.strip(), "debate_agents": 3}
     return RGDAAugmenter(llm, label_names=labels, method=method, num_augmented=int(num_augmented), domain=domain,
-                         keep_rejected=True, llm_options=options)
+                         keep_rejected=True, llm_options=options, **extra)
 
 
 def _rounds(verdicts: list[dict[str, Any]]) -> list[list[Any]]:
@@ -85,8 +90,16 @@ def _highlight(rows: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
     return out
 
 
+def _heatmap(attribution: dict[str, Any] | None) -> list[tuple[str, float | None]]:
+    """Words with their combined WHERE score (0..1) for a heat-map; chosen words marked."""
+    if not attribution:
+        return []
+    return [(f"{tok}{' *' if i in attribution['selected'] else ''} ", round(attribution["combined"][i], 3)
+             if i not in attribution["protected"] else None) for i, tok in enumerate(attribution["tokens"])]
+
+
 def augment(sentence: str, types_text: str, domain: str, method: str, backend: str, model: str, api_key: str,
-            base_url: str, num_augmented: float) -> tuple[Any, ...]:
+            base_url: str, num_augmented: float, where: str = "") -> tuple[Any, ...]:
     """Run one sentence through the pipeline; returns every stage's record and the accepted sentences."""
     types = [t.strip() for t in types_text.split(",") if t.strip()]
     tokens, tags = parse_inline(sentence)
@@ -96,7 +109,7 @@ def augment(sentence: str, types_text: str, domain: str, method: str, backend: s
     if unknown:
         raise gr.Error(f"entity type(s) {unknown} are not in the entity types {types}")
     try:
-        aug = _augmenter(types, method, backend, model, api_key, base_url, int(num_augmented), domain)
+        aug = _augmenter(types, method, backend, model, api_key, base_url, int(num_augmented), domain, where)
         table = aug({"tokens": [tokens], "ner_tags": [tags]})
     except RGDAError as err:
         raise gr.Error(str(err)) from None
@@ -117,7 +130,8 @@ def augment(sentence: str, types_text: str, domain: str, method: str, backend: s
             if r["rgda_status"] in ("original", "accepted"):
                 fh.write(json.dumps({"tokens": r["tokens"], "ner_tags": r["ner_tags"], "status": r["rgda_status"]}) + "\n")
     return (status, trace.get("guidance") or {}, _rounds(trace.get("gr", [])), _rounds(trace.get("ac", [])),
-            _highlight(accepted), rejected, path, rows)
+            _highlight(accepted), rejected, path, _heatmap(trace.get("attribution")),
+            (trace.get("debate") or {}).get("transcript", []), rows)
 
 
 def push(rows: list[dict[str, Any]] | None, repo_id: str, token: str) -> str:
@@ -154,6 +168,7 @@ def build() -> gr.Blocks:
                 api_key = gr.Textbox(label="API key (this request only)", type="password")
                 base_url = gr.Textbox(label="Base URL (OpenAI-compatible servers)", value="")
                 num = gr.Slider(1, 5, value=3, step=1, label="New sentences per seed")
+                where = gr.Textbox(label="Attribution model folder (biorda)", value=os.environ.get("HF_RGDA_SPACE_WHERE", ""))
         gr.Examples(examples(), [sentence, types, domain], label="One sentence from each dataset")
         run = gr.Button("Augment", variant="primary", elem_id="run")
         status = gr.Markdown(elem_id="status")
@@ -163,6 +178,8 @@ def build() -> gr.Blocks:
             gr_rounds = gr.Dataframe(headers=["round", "score", "feedback"], label="Guidance Refiner rounds")
             ac_rounds = gr.Dataframe(headers=["round", "score", "feedback"], label="Augmentation Calibrator rounds")
             rejected = gr.Dataframe(headers=["reason", "detail"], label="Rejected and failed")
+            heat = gr.HighlightedText(label="WHERE: leave-one-out attribution (chosen words marked *)", elem_id="heat")
+            transcript = gr.JSON(label="WHICH: debate transcript")
         download = gr.File(label="Download JSONL")
         rows = gr.State()
         with gr.Row():
@@ -170,8 +187,9 @@ def build() -> gr.Blocks:
             token = gr.Textbox(label="Hub token (this request only)", type="password")
             push_btn = gr.Button("Push to Hub")
         pushed = gr.Markdown()
-        run.click(augment, [sentence, types, domain, method, backend, model, api_key, base_url, num],
-                  [status, guidance, gr_rounds, ac_rounds, result, rejected, download, rows], api_name="augment")
+        run.click(augment, [sentence, types, domain, method, backend, model, api_key, base_url, num, where],
+                  [status, guidance, gr_rounds, ac_rounds, result, rejected, download, heat, transcript, rows],
+                  api_name="augment")
         push_btn.click(push, [rows, repo, token], pushed, api_name="push")
     return demo
 

@@ -66,8 +66,8 @@ def test_api_endpoint_with_gradio_client(space: str) -> None:
 
     client = Client(space, verbose=False)
     sentence = "Carriers of the mutation had a higher risk of [ovarian cancer](Disease) ."
-    status, guidance, gr_rounds, ac_rounds, result, rejected, download = client.predict(
-        sentence, "Disease", "biomedical research abstracts", "gda", "local", "", "", "", 2, api_name="/augment")
+    status, guidance, gr_rounds, ac_rounds, result, rejected, download, heat, transcript = client.predict(
+        sentence, "Disease", "biomedical research abstracts", "gda", "local", "", "", "", 2, "", api_name="/augment")
     assert "**gda**" in status and "LLM calls" in status
     assert isinstance(guidance, dict) and "context" in guidance  # the gda guidance stage ran
     assert Path(download).is_file() and '"status": "original"' in Path(download).read_text()
