@@ -93,8 +93,8 @@ def diversity(aug: Any, seeds: Any, args: argparse.Namespace) -> float | None:
 
 
 def train_eval(train_rows: Any, test: Any, *, steps: int, run: int, args: argparse.Namespace) -> dict[str, Any]:
-    from hf_rgda.train import TrainConfig, predict_tags, to_tag_names, train_ner
     from hf_rgda.metrics import seqeval
+    from hf_rgda.train import TrainConfig, predict_tags, to_tag_names, train_ner
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = TrainConfig(model=args.encoder, epochs=args.epochs, max_steps=steps, batch_size=args.train_batch,

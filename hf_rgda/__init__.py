@@ -8,7 +8,7 @@ Example:
 
 __version__ = "0.1.0"
 
-from ._exceptions import (  # noqa: E402
+from ._exceptions import (
     AuthenticationError,
     BackendError,
     ConfigError,
@@ -23,17 +23,17 @@ from ._exceptions import (  # noqa: E402
     ServerError,
     TimeoutError,
 )
-from .augmenter import META_COLUMNS, RGDAAugmenter, entity_length_limits  # noqa: E402
-from .cache import ResponseCache  # noqa: E402
-from .config import DEFAULT_LLM, METHODS, AugmentConfig  # noqa: E402
-from .llm import LLM, Completion, ScriptedLLM, Usage, load_llm  # noqa: E402
-from .summary import RunSummary  # noqa: E402
+from .augmenter import META_COLUMNS, RGDAAugmenter, entity_length_limits
+from .cache import ResponseCache
+from .config import DEFAULT_LLM, METHODS, AugmentConfig
+from .llm import LLM, Completion, ScriptedLLM, Usage, load_llm
+from .summary import RunSummary
 
 __all__ = [
     "DEFAULT_LLM",
     "LLM",
-    "METHODS",
     "META_COLUMNS",
+    "METHODS",
     "AugmentConfig",
     "AuthenticationError",
     "BackendError",
@@ -50,8 +50,8 @@ __all__ = [
     "ResponseCache",
     "RunSummary",
     "SchemaError",
-    "ServerError",
     "ScriptedLLM",
+    "ServerError",
     "TimeoutError",
     "Usage",
     "__version__",

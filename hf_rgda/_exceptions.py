@@ -115,13 +115,13 @@ class ServerError(BackendError):
     retryable = True
 
 
-class ConnectionError(BackendError):  # noqa: A001 - library-specific connection error
+class ConnectionError(BackendError):
     """The connection could not be made or was dropped before an answer."""
 
     retryable = True
 
 
-class TimeoutError(BackendError):  # noqa: A001 - library-specific timeout
+class TimeoutError(BackendError):
     """The backend did not answer in time."""
 
     retryable = True

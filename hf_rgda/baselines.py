@@ -33,8 +33,7 @@ from .tags import Span, spans_to_tags, tags_to_spans
 
 __all__ = ["EDA", "MentionReplacement", "WordNet", "mention_inventory"]
 
-_STOP = frozenset("a an the of in on at to for from by with and or but is are was were be been being this that these "
-                  "those it its as into than then there their they we our you your he she his her not no".split())
+_STOP = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "as", "into", "than", "then", "there", "their", "they", "we", "our", "you", "your", "he", "she", "his", "her", "not", "no"])
 
 
 class WordNet:

@@ -24,7 +24,7 @@ REPRESENTATIONS = ("entities", "segments")
 SCHEDULES = ("stage", "row")
 
 
-def _f(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - mirrors argparse
+def _f(default: Any, help: str, **kw: Any) -> Any:
     return field(default=default, metadata={"help": help, **kw})
 
 

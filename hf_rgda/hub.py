@@ -99,7 +99,7 @@ def _figures(summary: Mapping[str, Any]) -> str:
 
 
 def dataset_card(dsd: Any, report: Mapping[str, Any] | None, *, repo_id: str, source: str | None = None,
-                 license: str | None = None, include_metadata: bool = True) -> str:  # noqa: A002 - the card field
+                 license: str | None = None, include_metadata: bool = True) -> str:
     """The README.md (YAML metadata + body) of an augmented dataset."""
     from huggingface_hub import DatasetCardData
 
@@ -159,7 +159,7 @@ def _load(data: Any) -> tuple[Any, dict[str, Any] | None]:
 
 def push_augmented(data: Any, repo_id: str, *, token: str | None = None, private: bool = False,
                    include_metadata: bool = True, report: Mapping[str, Any] | None = None, source: str | None = None,
-                   license: str | None = None, commit_message: str | None = None) -> str:  # noqa: A002
+                   license: str | None = None, commit_message: str | None = None) -> str:
     """Push an augmented ``DatasetDict`` (or an ``hf-rgda augment --out`` folder) with its dataset card.
 
     Args:

@@ -102,7 +102,7 @@ def parse_json(text: str) -> Any:
         ParseError: the text is not JSON.
     """
     body = text.strip()
-    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", body, re.S)
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", body, re.DOTALL)
     if fence:
         body = fence.group(1)
     try:

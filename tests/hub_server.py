@@ -57,16 +57,16 @@ class HubServer:
             protocol_version = "HTTP/1.1"
             disable_nagle_algorithm = True
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 hub._dispatch(self, "GET")
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 hub._dispatch(self, "HEAD")
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 hub._dispatch(self, "POST")
 
-            def do_PUT(self) -> None:  # noqa: N802
+            def do_PUT(self) -> None:
                 hub._dispatch(self, "PUT")
 
             def log_message(self, *args: Any) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,18 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from .test_local_integration import TINY, needs_tiny
+from .test_local_integration import TINY, _free_port, needs_tiny
 
 pytestmark = [pytest.mark.slow, needs_tiny]
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hf_rgda import SchemaError
-from hf_rgda.tags import (SCHEMES, Span, convert_tags, entity_types, label_names, spans_to_tags, tags_to_spans,
-                          tokenize, validate_tags)
+from hf_rgda.tags import (
+    SCHEMES,
+    Span,
+    convert_tags,
+    entity_types,
+    label_names,
+    spans_to_tags,
+    tags_to_spans,
+    tokenize,
+    validate_tags,
+)
 
 
 @st.composite
@@ -36,7 +45,7 @@ def test_round_trip_every_scheme(scheme: str, case: tuple[list[Span], int]) -> N
 def test_io_round_trip_merges_only_adjacent_same_type(case: tuple[list[Span], int]) -> None:
     spans, length = case
     decoded = tags_to_spans(spans_to_tags(spans, length, "IO"), "IO")
-    covered = lambda ss: {(i, s.label) for s in ss for i in range(s.start, s.end)}  # noqa: E731
+    covered = lambda ss: {(i, s.label) for s in ss for i in range(s.start, s.end)}
     assert covered(decoded) == covered(spans)
     assert len(decoded) <= len(spans)
 

@@ -18,8 +18,17 @@ from typing import Any
 from .._exceptions import SchemaError
 from ..tags import tags_to_spans
 
-__all__ = ["bertscore", "entity_f1", "load_metric", "metric_path", "paired_bootstrap", "scheme_validity_rate",
-           "seqeval", "sentence_counts", "tag_hallucination_rate"]
+__all__ = [
+    "bertscore",
+    "entity_f1",
+    "load_metric",
+    "metric_path",
+    "paired_bootstrap",
+    "scheme_validity_rate",
+    "sentence_counts",
+    "seqeval",
+    "tag_hallucination_rate",
+]
 
 _HERE = Path(__file__).parent
 

@@ -106,7 +106,7 @@ class ProviderServer:
             protocol_version = "HTTP/1.1"
             disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 with server._lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)

@@ -33,7 +33,8 @@ class NerSeqeval(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, scheme="IOB2", mode="strict", zero_division=0):
-        from seqeval import metrics, scheme as schemes
+        from seqeval import metrics
+        from seqeval import scheme as schemes
 
         for i, (p, r) in enumerate(zip(predictions, references)):
             if len(p) != len(r):
