@@ -2,9 +2,9 @@ import hf_rgda
 
 EXPECTED = [
     "DEFAULT_LLM", "LLM", "META_COLUMNS", "METHODS", "AugmentConfig", "AuthenticationError", "BackendError",
-    "Completion", "ConfigError", "ConnectionError", "InputError", "ParseError", "ProvisionError", "RGDAAugmenter", "RGDAError",
-    "RateLimitError", "RefusalError", "ResponseCache", "RunSummary", "SchemaError", "ServerError", "ScriptedLLM", "TimeoutError", "Usage",
-    "__version__", "entity_length_limits", "load_llm",
+    "Completion", "ConfigError", "ConnectionError", "InputError", "ParseError", "ProvisionError", "RGDAAugmenter",
+    "RGDAError", "RateLimitError", "RefusalError", "ResponseCache", "RunSummary", "SchemaError", "ScriptedLLM",
+    "ServerError", "TimeoutError", "Usage", "__version__", "entity_length_limits", "load_llm",
 ]
 
 
