@@ -118,8 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     part = attribution(args) if args.part == "attribution" else debate(args)
-    results[args.part] = {"command": "python benchmarks/biorda.py " + " ".join(argv or sys.argv[1:]),
-                          "machine": MACHINE, **part}
+    key = "models" if args.part == "attribution" else "agents"
+    merged = {**results.get(args.part, {}).get(key, {}), **part[key]}  # a rerun of some models/agents keeps the rest
+    command = "python benchmarks/biorda.py " + " ".join(argv or sys.argv[1:])
+    for name in part[key]:
+        merged[name] = {**merged[name], "command": command}
+    results[args.part] = {"machine": MACHINE, **part, key: merged}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     return 0
