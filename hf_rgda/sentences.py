@@ -214,6 +214,13 @@ class Checker:
             limit = self.max_entity_len.get(s.label)
             if limit and s.end - s.start > limit:
                 return cand.reject("entity_too_long", f"{s.label} of {s.end - s.start} tokens (seed split max {limit})")
+        seed_low, seed_o = [t.lower() for t in seed.tokens], [g == "O" for g in seed.tags]
+        for s in spans:  # the seed's own annotation says this text is not an entity
+            m = low[s.start : s.end]
+            for i in range(len(seed_low) - len(m) + 1):
+                if seed_low[i : i + len(m)] == m and all(seed_o[i : i + len(m)]) and any(c.isalpha() for c in "".join(m)):
+                    return cand.reject("tagged_seed_context", f"{' '.join(toks[s.start : s.end])!r} is untagged "
+                                       "context in the seed sentence")
         taken = {i for s in spans for i in range(s.start, s.end)}
         mentions = {tuple(t.lower() for t in seed.tokens[s.start : s.end]) for s in seed.spans}
         mentions |= {tuple(low[s.start : s.end]) for s in spans}
@@ -227,7 +234,6 @@ class Checker:
             reused = [" ".join(low[s.start : s.end]) for s in spans if tuple(low[s.start : s.end]) in seed_ents]
             if reused:
                 return cand.reject("seed_entity_reused", f"reuses {reused[0]!r}")
-        seed_low = [t.lower() for t in seed.tokens]
         if low == seed_low or difflib.SequenceMatcher(a=seed_low, b=low).ratio() >= self.near_copy_ratio:
             return cand.reject("near_copy_of_seed", "too similar to the seed sentence")
         if _ngram_loop(toks):

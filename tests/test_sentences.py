@@ -103,3 +103,15 @@ def test_untagged_mention_of_a_known_entity_is_rejected() -> None:
     cand = Candidate(raw={}, tokens=toks, tags=tags)
     Checker(("Disease",)).check(cand, seed, [], forbid_seed_entities=False)
     assert cand.reason == "untagged_mention" and "Episodic hemolytic anemia" in cand.detail
+
+
+def test_tagging_the_seeds_own_context_as_an_entity_is_rejected() -> None:
+    from hf_rgda.sentences import Candidate, Checker, Seed
+
+    seed = Seed("k", ("Mutations", "alter", "poly", "(", "A", ")", "+", "RNA", "in", "myotonic", "dystrophy", "."),
+                ("O",) * 9 + ("B-Disease", "I-Disease", "O"))
+    toks = ["A", "novel", "mutation", "in", "the", "poly", "(", "A", ")", "+", "RNA", "triggers", "disease", "."]
+    tags = ["O"] * 5 + ["B-Disease"] + ["I-Disease"] * 5 + ["O"] * 3
+    cand = Candidate(raw={}, tokens=toks, tags=tags)
+    Checker(("Disease",)).check(cand, seed, [], forbid_seed_entities=True)
+    assert cand.reason == "tagged_seed_context"
