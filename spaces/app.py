@@ -167,7 +167,7 @@ def build() -> gr.Blocks:
                 model = gr.Textbox(label="Model (blank: the local default)", value="")
                 api_key = gr.Textbox(label="API key (this request only)", type="password")
                 base_url = gr.Textbox(label="Base URL (OpenAI-compatible servers)", value="")
-                num = gr.Slider(1, 5, value=3, step=1, label="New sentences per seed")
+                num = gr.Slider(1, 5, value=3, step=1, label="New sentences per seed", elem_id="num")
                 where = gr.Textbox(label="Attribution model folder (biorda)", value=os.environ.get("HF_RGDA_SPACE_WHERE", ""))
         gr.Examples(examples(), [sentence, types, domain], label="One sentence from each dataset")
         run = gr.Button("Augment", variant="primary", elem_id="run")
