@@ -46,7 +46,7 @@ PAPER = {  # Table 1 (Gemini-2.5 Flash rows and EDA), F1 / BERTScore: SciERC, NC
 ORDER = {"scierc": 0, "ncbi_disease": 1, "fin": 2}
 
 
-def splits(data_dir: Path, name: str, seed: int) -> tuple[Any, Any]:
+def splits(data_dir: Path, name: str) -> tuple[Any, Any]:
     from hf_rgda.data import load_ner
 
     dsd = load_ner(str(data_dir / name))
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     from hf_rgda.train import label_names_of
 
     for name in args.datasets:
-        train, test = splits(args.data_dir, name, args.sample_seed)
+        train, test = splits(args.data_dir, name)
         args.labels = label_names_of(train, test)
         seeds = sample_rows(train, args.num_seeds, args.sample_seed, min_entities=1)
         scale = f"{name}/seeds={len(seeds)}/ratio={args.ratio}/encoder={args.encoder}/epochs={args.epochs}"

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 import os
@@ -89,7 +90,7 @@ def _key(tokens: Sequence[str], tags: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps([list(tokens), list(tags)]).encode()).hexdigest()[:16]
 
 
-class _Baseline:
+class _Baseline(abc.ABC):
     method = ""
 
     def __init__(self, *, num_augmented: int = 3, seed: int = 0, tokens_column: str = "tokens",
@@ -102,8 +103,9 @@ class _Baseline:
         self.label_names = list(label_names) if label_names else None
         self.keep_originals = keep_originals
 
+    @abc.abstractmethod
     def _variants(self, tokens: list[str], tags: list[str], rng: random.Random) -> list[tuple[list[str], list[str]]]:
-        raise NotImplementedError
+        """The augmented (tokens, tags) pairs of one seed row."""
 
     def __call__(self, batch: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = defaultdict(list)

@@ -209,13 +209,14 @@ def predict_tags(model: Any, tokenizer: Any, token_rows: Sequence[Sequence[str]]
     """Word-level tag names for each sentence (first sub-word's prediction; windows merged back)."""
     import torch
     from datasets import Dataset
+    from transformers import DataCollatorForTokenClassification
 
     names = [model.config.id2label[i] for i in range(len(model.config.id2label))]
     ds = Dataset.from_dict({"tokens": [list(t) for t in token_rows], "ner_tags": [["O"] * len(t) for t in token_rows]})
     enc = _encode(ds, tokenizer, {n: i for i, n in enumerate(names)}, TrainConfig(max_length=max_length), names)
     out = [["O"] * len(t) for t in token_rows]
     model.eval()
-    collate = __import__("transformers").DataCollatorForTokenClassification(tokenizer)
+    collate = DataCollatorForTokenClassification(tokenizer)
     with torch.no_grad():
         for lo in range(0, len(enc), batch_size):
             rows = enc.select(range(lo, min(lo + batch_size, len(enc))))

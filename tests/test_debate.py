@@ -100,8 +100,6 @@ def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
     seeds = [Seed("a", tuple(TOKENS), tuple(TAGS)),
              Seed("b", ("Relatives", "carried", "the", "gout", "variant", "often", "."),
                   ("O", "O", "O", "B-Disease", "O", "O", "O"))]
-    agents = Agents([100])
-
     def handler(messages, schema, params):
         if "gout" in messages[1]["content"] and "proposer" in messages[0]["content"]:  # the re-ask fails too
             return "I would rather not answer in JSON."
@@ -119,4 +117,3 @@ def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
     assert all(c.tokens[3] == "melanoma" for c in ok.accepted)
     assert ok.debate["rounds"] == 1 and len(ok.debate["transcript"]) == 3
     assert bad.failure.startswith("_which: ParseError") and not bad.accepted
-    del agents

@@ -110,7 +110,6 @@ def test_missing_and_bad_tokens_give_clear_errors(hub: HubServer, augmented: Pat
     assert ("dataset", "tester/x") not in hub.repos
 
 
-@pytest.mark.skipif(not Path(__file__).with_name("test_train.py").is_file(), reason="training tests absent")
 def test_push_model_with_card(hub: HubServer, tmp_path: Path) -> None:
     model = tmp_path / "model"
     model.mkdir()

@@ -228,8 +228,7 @@ class RemoteLLM(LLM):
 
     def _clean(self, err: BackendError) -> BackendError:
         """The same error with every secret removed from its message."""
-        clean = type(err)(redact(str(err), self._secrets()), status=err.status, retry_after=err.retry_after)
-        return clean
+        return type(err)(redact(str(err), self._secrets()), status=err.status, retry_after=err.retry_after)
 
     @abc.abstractmethod
     def _new_client(self, api_key: str | None, base_url: str | None) -> Any:

@@ -94,12 +94,11 @@ def _spans(tags: Sequence[str], scheme: str) -> list[Any]:
     try:
         return tags_to_spans(list(tags), scheme)
     except SchemaError:  # strict reading: drop ill-formed pieces, keep the well-formed entities
-        good, out = list(tags), []
+        good = list(tags)
         for i, t in enumerate(good):
             if t.startswith("I-") and (i == 0 or good[i - 1] == "O" or good[i - 1][2:] != t[2:]):
                 good[i] = "O"
-        out = tags_to_spans(good, scheme, strict=False)
-        return out
+        return tags_to_spans(good, scheme, strict=False)
 
 
 def entity_f1(counts: Sequence[tuple[int, int, int]]) -> float:
