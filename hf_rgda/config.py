@@ -52,9 +52,12 @@ class AugmentConfig:
     where: bool = _f(False, "guided methods: attribution (WHERE) picks the seed's words the composer must replace; "
                      "needs an attribution model")
     attribution_top_n: int = _f(2, "words chosen for replacement per seed by the attribution selector")
-    debate_agents: int = _f(3, "biorda: agents in the Advise-Reflect-Revise debate (1 = self-review)")
-    debate_sigma: int = _f(80, "biorda: mean reviewer score (0-100) at which a proposal is accepted")
-    debate_rounds: int = _f(3, "biorda: debate rounds at most")
+    debate_review: bool = _f(False, "guided methods: a panel of debate agents reviews every composed sentence on "
+                             "four criteria; the composer revises those below debate_sigma, which are rejected if "
+                             "still below after debate_rounds (rgda+debate)")
+    debate_agents: int = _f(3, "biorda / debate_review: agents in the Advise-Reflect-Revise debate (1 = self-review)")
+    debate_sigma: int = _f(80, "biorda / debate_review: mean reviewer score (0-100) at which a proposal is accepted")
+    debate_rounds: int = _f(3, "biorda / debate_review: debate rounds at most")
     keep_originals: bool = _f(True, "emit each seed row before its augmented rows")
     keep_rejected: bool = _f(False, "also emit rejected and failed samples (empty tokens, reason set)")
 
@@ -81,6 +84,9 @@ class AugmentConfig:
         _ = self.debate  # validates the debate fields
         if self.where and self.method in ("naive", "biorda"):
             raise ConfigError(f"where=True applies to the guided methods (gda, rgda and its ablations), not {self.method!r}")
+        if self.debate_review and not self.uses_guidance:
+            raise ConfigError(f"debate_review=True applies to the guided methods (gda, rgda and its ablations), not "
+                              f"{self.method!r} (biorda always debates)")
         if self.max_tokens < 64:
             raise ConfigError(f"max_tokens={self.max_tokens} must be at least 64")
 

@@ -6,6 +6,10 @@ replacements for the chosen positions, every reviewer *reflects* on each proposa
 score is below ``sigma``. A proposal is accepted when its mean reviewer score reaches ``sigma``; rounds are
 bounded. With one agent, the proposer reviews its own proposals. The whole exchange is kept as a transcript.
 
+``run_review`` is the same panel applied to whole sentences another stage wrote (``rgda`` with ``debate_review``):
+the reviewers reflect on each composed sentence against the four criteria read for sentences, the author revises
+the ones below ``sigma``, and those still below after the last round are rejected.
+
 The debate is a stage that uses a list of LLMs through an ``ask`` callable supplied by the pipeline (so every
 call goes through the response cache and the accounting), not an LLM subclass.
 """
@@ -16,13 +20,13 @@ import json
 import statistics
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from . import prompts
 from ._exceptions import ConfigError, ParseError
 from .tags import tokenize
 
-__all__ = ["CRITERIA", "DebateConfig", "DebateResult", "Proposal", "run_debate"]
+__all__ = ["CRITERIA", "DebateConfig", "DebateResult", "Proposal", "ReviewResult", "run_debate", "run_review"]
 
 CRITERIA: dict[str, int] = {"definition": 25, "similarity": 25, "syntax": 25, "usage": 25}
 PERSONAS = ("a domain terminologist", "a careful copy editor who checks grammar",
@@ -227,3 +231,82 @@ async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], posit
             new.scores = list(old.scores)
         pending = revised
     return result
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class ReviewResult(Generic[T]):
+    """Outcome of a panel review of whole sentences: each accepted or rejected item with its score history
+    (one list of reviewer totals per round it was reviewed in), the items replaced by a revision, and the
+    transcript."""
+
+    accepted: list[tuple[T, list[list[int]]]] = field(default_factory=list)
+    rejected: list[tuple[T, list[list[int]]]] = field(default_factory=list)
+    revised: list[T] = field(default_factory=list)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    rounds: int = 0
+
+
+async def run_review(ask: Ask, original: Any, items: Sequence[T], config: DebateConfig, *,
+                     show: Callable[[T], Any],
+                     revise: Callable[[list[tuple[T, dict[str, Any]]], int], Awaitable[list[T]]],
+                     domain: str, types: Sequence[str]) -> ReviewResult[T]:
+    """Reflect-Revise rounds of the panel over sentences another stage wrote.
+
+    Args:
+        ask: ``ask(agent, stage, messages, schema, round)`` -> parsed JSON (the pipeline's cached call).
+        original: the seed as the reviewers see it (text and entities).
+        items: the sentences to review; ``show(item)`` is what the reviewers read.
+        revise: ``revise([(item, feedback), ...], round)`` -> revised items (it may return fewer, e.g. when some
+            fail the deterministic checks); called for the items below ``sigma`` while rounds remain.
+
+    Returns:
+        Every item ends in exactly one of ``accepted``, ``rejected`` or ``revised`` (replaced by its revision).
+    """
+    result: ReviewResult[T] = ReviewResult()
+    personas = PERSONAS[: config.agents]
+    system = [prompts.render("debate_review", persona=p, domain=domain or "the domain of the sentence",
+                             types=", ".join(types)) for p in personas]
+    reviewers = list(range(1, config.agents)) or [0]
+    pending: list[tuple[T, list[list[int]]]] = [(x, []) for x in items]
+    for rnd in range(1, config.max_rounds + 1):
+        if not pending:
+            break
+        result.rounds = rnd
+        shown = [{"sentence": k + 1, **_as_dict(show(x))} for k, (x, _) in enumerate(pending)]
+        remarks: list[list[dict[str, str]]] = [[] for _ in pending]
+        for _, hist in pending:
+            hist.append([])
+        for agent in reviewers:
+            msgs = [{"role": "system", "content": system[agent]},
+                    {"role": "user", "content": f"Original sentence:\n{json.dumps(original, ensure_ascii=False)}\n\n"
+                                                f"New sentences:\n{json.dumps(shown, ensure_ascii=False)}\n\n"
+                                                f"Review all {len(pending)}."}]
+            data = await ask(agent, "debate_review", msgs, reviews_schema(len(pending)), rnd)
+            result.transcript.append({"round": rnd, "agent": agent, "persona": personas[agent], "role": "review",
+                                      "content": data})
+            for k, (score, rem) in enumerate(parse_reviews(data, len(pending))):
+                pending[k][1][-1].append(score)
+                remarks[k].append(rem)
+        means = [statistics.fmean(hist[-1]) for _, hist in pending]
+        low = [k for k, m in enumerate(means) if m < config.sigma]
+        result.accepted += [p for k, p in enumerate(pending) if k not in low]
+        if not low:
+            break
+        if rnd == config.max_rounds:
+            result.rejected += [pending[k] for k in low]
+            break
+        feedback = [(pending[k][0], {"sentence": shown[k], "mean score": round(means[k], 1), "remarks": remarks[k]})
+                    for k in low]
+        new = await revise(feedback, rnd)
+        result.transcript.append({"round": rnd, "agent": 0, "persona": personas[0], "role": "revise",
+                                  "content": [_as_dict(show(x)) for x in new]})
+        result.revised += [pending[k][0] for k in low]
+        pending = [(x, []) for x in new]
+    return result
+
+
+def _as_dict(shown: Any) -> dict[str, Any]:
+    return shown if isinstance(shown, dict) else {"text": shown}

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -24,7 +25,7 @@ from . import prompts
 from ._exceptions import ConfigError, ParseError, RGDAError
 from .cache import ResponseCache, cache_key
 from .config import AugmentConfig
-from .debate import run_debate
+from .debate import run_debate, run_review
 from .llm.base import LLM, Completion
 from .schemas import AC_RUBRIC, GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
 from .sentences import Candidate, Checker, Seed, decode_sentence, parse_json
@@ -185,6 +186,8 @@ class Pipeline:
         await self._each(rs, partial(self._repair, stage="composer"))
         if cfg.uses_ac:
             await self._loop(rs, "ac")
+        if cfg.debate_review:
+            await self._each(rs, self._review)
         for r in rs:
             self._finish(r)
 
@@ -343,13 +346,7 @@ class Pipeline:
             r.notes.append("WHERE found no replaceable word (all words are entities, punctuation or function words)")
             return
 
-        async def ask(agent: int, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], rnd: int) -> Any:
-            llm = self.debate_llms[agent % len(self.debate_llms)]
-            data, _ = await self._call(r, stage, messages, schema, judge=stage == "debate_reflect",
-                                       salt=f"agent{agent}/round{rnd}", llm=llm, rnd=rnd)
-            return data
-
-        result = await run_debate(ask, r.seed.tokens, r.seed.tags, positions, self.cfg.num_augmented, self.cfg.debate,
+        result = await run_debate(self._agent(r), r.seed.tokens, r.seed.tags, positions, self.cfg.num_augmented, self.cfg.debate,
                                   domain=self.cfg.domain, types=self.checker.types)
         r.debate = {"rounds": result.rounds, "transcript": result.transcript,
                     "accepted_means": [p.mean for p in result.accepted],
@@ -369,6 +366,46 @@ class Pipeline:
             else:
                 r.rejected.append(("debate", cand))
         r.accepted = kept
+
+    def _agent(self, r: SeedResult) -> Callable[..., Awaitable[Any]]:
+        """The debate's ``ask``: agent k speaks through ``debate_llms[k % len]`` and the pipeline's cached call."""
+
+        async def ask(agent: int, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], rnd: int) -> Any:
+            llm = self.debate_llms[agent % len(self.debate_llms)]
+            data, _ = await self._call(r, stage, messages, schema, judge=stage in ("debate_reflect", "debate_review"),
+                                       salt=f"agent{agent}/round{rnd}", llm=llm, rnd=rnd)
+            return data
+
+        return ask
+
+    async def _review(self, r: SeedResult) -> None:
+        """rgda+debate: the debate panel reviews the composed sentences (WHICH applied to whole sentences)."""
+        current = self._valid(r)
+        if not current:
+            return
+        seed_entities = [e["text"] for e in r.seed.entities] or "none"
+
+        async def revise(feedback: list[tuple[Candidate, dict[str, Any]]], rnd: int) -> list[Candidate]:
+            low = {id(c) for c, _ in feedback}
+            keep = [c for c in self._valid(r) if id(c) not in low]
+            msgs = self._messages("composition_refine", original=r.seed.as_item(self.cfg.representation),
+                                  guide=r.guidance, **{"original entity texts (never reuse)": seed_entities,
+                                                       "sentences to revise": [c.raw for c, _ in feedback],
+                                                       "reviewer feedback": [fb for _, fb in feedback],
+                                                       "task": f"Write {len(feedback)} revised sentences."})
+            new = await self._generate(r, "debate_revise", msgs, len(feedback), salt=f"review{rnd}", keep=keep)
+            return [c for c in new if c.ok]
+
+        result = await run_review(self._agent(r), r.seed.as_item(self.cfg.representation), current, self.cfg.debate,
+                                  show=lambda c: c.raw, revise=revise, domain=self.cfg.domain, types=self.checker.types)
+        r.debate = {"rounds": result.rounds, "transcript": result.transcript,
+                    "accepted_means": [round(statistics.fmean(h[-1]), 1) for _, h in result.accepted],
+                    "rejected_means": [round(statistics.fmean(h[-1]), 1) for _, h in result.rejected]}
+        for c, hist in result.rejected:
+            r.rejected.append(("debate_review", c.reject(
+                "below_sigma", f"mean reviewer score {statistics.fmean(hist[-1]):.1f} < {self.cfg.debate_sigma}")))
+        r.superseded += len(result.revised)
+        r.accepted = [c for c, _ in result.accepted]
 
     def _valid(self, r: SeedResult) -> list[Candidate]:
         return [c for c in r.accepted if c.ok]

@@ -117,3 +117,85 @@ def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
     assert all(c.tokens[3] == "melanoma" for c in ok.accepted)
     assert ok.debate["rounds"] == 1 and len(ok.debate["transcript"]) == 3
     assert bad.failure.startswith("_which: ParseError") and not bad.accepted
+
+
+# ---------------------------------------------------------------- rgda+debate: the panel reviews whole sentences
+def review_panel(scores: list[list[int]], revise_yields: int | None = None, agents: int = 3, rounds: int = 3):
+    """run_review over three sentences; ``scores[round-1][k]`` is what every reviewer gives sentence k."""
+    from hf_rgda.debate import run_review
+
+    calls: list[tuple[int, str, int]] = []
+    revised_in: list[list[str]] = []
+
+    async def ask(agent, stage, messages, schema, rnd):
+        calls.append((agent, stage, rnd))
+        n = schema["properties"]["reviews"]["minItems"]
+        return {"reviews": [review(scores[rnd - 1][k]) for k in range(n)]}
+
+    async def revise(feedback, rnd):
+        revised_in.append([x for x, _ in feedback])
+        assert all(fb["mean score"] < 80 and len(fb["remarks"]) == max(1, agents - 1) for _, fb in feedback)
+        return [f"{x}'" for x, _ in feedback][: revise_yields if revise_yields is not None else len(feedback)]
+
+    res = asyncio.run(run_review(ask, {"text": "seed"}, ["s1", "s2", "s3"], DebateConfig(agents, 80, rounds),
+                                 show=lambda x: {"text": x}, revise=revise, domain="oncology", types=["Disease"]))
+    return res, calls, revised_in
+
+
+def test_review_accepts_at_sigma_revises_below_and_rejects_after_last_round() -> None:
+    res, calls, revised_in = review_panel([[100, 40, 40], [80, 20], [0]], revise_yields=None, rounds=3)
+    assert [x for x, _ in res.accepted] == ["s1", "s2'"]
+    assert [(x, h) for x, h in res.rejected] == [("s3''", [[0, 0]])]
+    assert res.revised == ["s2", "s3", "s3'"] and revised_in == [["s2", "s3"], ["s3'"]]
+    assert res.accepted[0][1] == [[100, 100]] and res.rounds == 3
+    assert {c[0] for c in calls} == {1, 2} and all(c[1] == "debate_review" for c in calls)
+    assert [t["role"] for t in res.transcript] == ["review", "review", "revise"] * 2 + ["review", "review"]
+    # every input ends accepted, rejected or replaced by its revision: nothing is lost
+    assert len(res.accepted) + len(res.rejected) + len(res.revised) == 3 + len(res.revised)
+
+
+def test_review_revision_that_yields_nothing_ends_the_review() -> None:
+    res, _, _ = review_panel([[100, 40, 40]], revise_yields=0)
+    assert [x for x, _ in res.accepted] == ["s1"] and res.revised == ["s2", "s3"] and not res.rejected
+    assert res.rounds == 1
+
+
+def test_review_malformed_reviewer_answer_is_a_parse_error() -> None:
+    from hf_rgda.debate import run_review
+
+    async def ask(*_):
+        return {"reviews": [{"definition": {"remark": "?"}}]}
+
+    async def revise(feedback, rnd):
+        return []
+
+    with pytest.raises(ParseError):
+        asyncio.run(run_review(ask, {}, ["s1"], DebateConfig(2), show=str, revise=revise, domain="", types=["Disease"]))
+
+
+def test_rgda_with_debate_review_through_the_pipeline() -> None:
+    """rgda + debate_review on the scripted world: the panel rejects every sentence after its last round and the
+    trace accounts for each one; with generous reviewers everything composed is kept."""
+    from hf_rgda import ConfigError, ScriptedLLM
+    from hf_rgda.config import AugmentConfig
+    from hf_rgda.pipeline import Pipeline
+    from hf_rgda.sentences import Checker, Seed
+    from hf_rgda.testing import FakeWorld
+
+    seed = Seed("a", tuple(TOKENS), tuple(TAGS))
+    strict = FakeWorld(review_scores=[30])
+    cfg = AugmentConfig(method="rgda", num_augmented=2, debate_review=True, debate_agents=2, debate_rounds=2)
+    (r,) = asyncio.run(Pipeline(cfg, ScriptedLLM(strict), Checker(("Disease",))).run([seed]))
+    assert not r.accepted and not r.failure
+    below = [c for s, c in r.rejected if s == "debate_review"]
+    assert len(below) == 2 and all(c.reason == "below_sigma" for c in below)
+    assert r.superseded >= 2  # round 1's sentences were replaced by their revisions
+    assert r.debate["rounds"] == 2 and r.debate["rejected_means"] == [30.0, 30.0]
+    assert strict.stages.count("debate_review") == 2 and "ac_judge" in strict.stages
+
+    kind = FakeWorld(review_scores=[90])
+    (r,) = asyncio.run(Pipeline(cfg, ScriptedLLM(kind), Checker(("Disease",))).run([seed]))
+    assert len(r.accepted) == 2 and r.debate["accepted_means"] == [90.0, 90.0] and r.debate["rounds"] == 1
+
+    with pytest.raises(ConfigError, match="debate_review"):
+        AugmentConfig(method="naive", debate_review=True)

@@ -18,6 +18,7 @@ TEMPLATE_NAMES = (
     "composition_refine",
     "debate_advise",
     "debate_reflect",
+    "debate_review",
     "debate_revise",
     "entities_format",
     "guidance",

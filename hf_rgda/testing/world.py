@@ -30,7 +30,8 @@ def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
     system = messages[0]["content"]
     if len(messages) > 2:  # a follow-up: the JSON re-ask repeats its stage; anything else is a repair
         return stage_of(messages[:2]) if "could not be read as JSON" in messages[-1]["content"] else "repair"
-    for marker, stage in [("reviewer of sentence guides", "gr_judge"), ("reviewer of synthetic", "ac_judge"),
+    for marker, stage in [("checks synthetic training sentences", "debate_review"),
+                          ("reviewer of sentence guides", "gr_judge"), ("reviewer of synthetic", "ac_judge"),
                           ("improve a sentence guide", "gr_refine"), ("revise synthetic", "ac_refine"),
                           ("abstract guide that another", "guidance"), ("from an abstract guide", "composer"),
                           ("rewrite tagged sentences", "seed_generation")]:
@@ -44,11 +45,14 @@ class FakeWorld:
 
     Args:
         gr_scores, ac_scores: total scores the judges give, round after round (last repeats).
+        review_scores: total score every debate reviewer gives every sentence, call after call (last repeats).
         broken: stage names whose answer is garbage text.
     """
 
-    def __init__(self, gr_scores: list[int] = [95], ac_scores: list[int] = [95], broken: tuple[str, ...] = ()) -> None:  # noqa: B006
+    def __init__(self, gr_scores: list[int] = [95], ac_scores: list[int] = [95], broken: tuple[str, ...] = (),  # noqa: B006
+                 review_scores: list[int] = [100]) -> None:  # noqa: B006
         self.gr_scores, self.ac_scores, self.broken = list(gr_scores), list(ac_scores), broken
+        self.review_scores = list(review_scores)
         self.counter = itertools.count()
         self.stages: list[str] = []
 
@@ -78,6 +82,13 @@ class FakeWorld:
         if stage in ("guidance", "gr_refine"):
             return {"context": "oncology genetics", "structure": "a gene variant causes a disease",
                     "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}], "keywords": ["gene"]}
+        if stage == "debate_review":
+            from ..debate import CRITERIA
+
+            total = self.review_scores.pop(0) if len(self.review_scores) > 1 else self.review_scores[0]
+            n = schema["properties"]["reviews"]["minItems"]
+            return {"reviews": [{k: {"remark": f"{k} checked", "score": v["score"]}
+                                 for k, v in self.verdict(total, CRITERIA).items()} for _ in range(n)]}
         scores = self.gr_scores if stage == "gr_judge" else self.ac_scores
         total = scores.pop(0) if len(scores) > 1 else scores[0]
         return self.verdict(total, GR_RUBRIC if stage == "gr_judge" else AC_RUBRIC)
