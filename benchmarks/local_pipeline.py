@@ -5,7 +5,8 @@ For each dataset, samples seeds with at least one entity (fixed sample seed), ru
 guidance, pay for it once), in chunks of seeds (every method on a chunk before the next chunk), and writes the
 results after every chunk, so a stop loses at most one chunk and a rerun skips finished chunks. ``--schedules N``
 adds the stage-major vs row-major comparison on N seeds (same seeds, same run, separate caches so neither reuses
-the other's answers).
+the other's answers). ``--representations N`` runs rgda with the ``segments`` output representation on the same
+first N seeds with its own cache; the stage-major cell (``entities``, the default) is its comparison.
 
 Usage (the committed results come from the command in results/local_pipeline.json's "command"):
     python benchmarks/local_pipeline.py --data-dir ../shared/data --datasets ncbi_disease scierc --num-seeds 20
@@ -93,8 +94,20 @@ def report(results: dict, path: Path) -> int:
         for name, c in sched.items():
             lines.append(f"| {name} | {c['seconds_per_seed']} | {c['llm_calls']} | {c['prompt_tokens']} | "
                          f"{c['cached_prompt_tokens']} |")
+    rep = {k: c for k, c in results["cells"].items() if "representation=" in k}
+    for key, c in rep.items():
+        base = next((b for k, b in results["cells"].items() if k.endswith("schedule=stage")), None)
+        lines.append("\n## Output representation (rgda, stage-major, same seeds, separate caches)\n")
+        lines.append("| representation | seeds | accepted / seed | rejected by reason | s / seed | s / accepted | "
+                     "tokens / accepted |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for name, x in (("entities (sentence + entity list)", base), ("segments", c)):
+            if x is not None:
+                lines.append(f"| {name} | {x['seeds']} | {x['accepted_per_seed']} | "
+                             f"{', '.join(f'{k} {v}' for k, v in x['rejected_by_reason'].items())} | "
+                             f"{x['seconds_per_seed']} | {x['seconds_per_accepted']} | {x['tokens_per_accepted']} |")
     for key, c in results["cells"].items():
-        if c["examples"] and "schedule=" not in key:
+        if c["examples"] and "=" not in key:
             lines.append(f"\n## {key}: accepted rows (up to 10)\n")
             for e in c["examples"]:
                 lines.append(f"- seed: {e['seed']}\n  - new: {e['sentence']}\n  - entities: {e['entities']}")
@@ -125,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--llm", default=DEFAULT_LLM)
     p.add_argument("--schedules", type=int, default=0, metavar="N",
                    help="also time stage-major vs row-major rgda on the first N seeds of the first dataset")
+    p.add_argument("--representations", type=int, default=0, metavar="N",
+                   help="also run rgda with representation=segments on the first N seeds of the first dataset (compare "
+                        "with the schedule=stage cell, which uses entities; give N equal to --schedules)")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/local_pipeline.json"))
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/local_pipeline_v2.sqlite3"))
     p.add_argument("--report", action="store_true", help="only write the markdown report from --out")
@@ -168,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
                 cache = args.cache.with_name(f"{args.cache.stem}_schedule_{schedule}_{name}.sqlite3")
                 run(split, f"{name}/rgda/schedule={schedule}", f"0-{args.schedules}", seeds.select(range(args.schedules)),
                     method="rgda", schedule=schedule, cache=cache, domain=DOMAINS.get(name, ""))
+        if i == 0 and args.representations:
+            cache = args.cache.with_name(f"{args.cache.stem}_representation_segments_{name}.sqlite3")
+            run(split, f"{name}/rgda/representation=segments", f"0-{args.representations}",
+                seeds.select(range(args.representations)), method="rgda", representation="segments", cache=cache,
+                domain=DOMAINS.get(name, ""))
     for lo in range(0, args.num_seeds, args.chunk):  # chunk by chunk across datasets, so every dataset advances
         for name, split, seeds in plan:
             part = seeds.select(range(lo, min(lo + args.chunk, len(seeds))))
