@@ -3,7 +3,7 @@
 Per dataset: sample ``--num-seeds`` seed sentences from train (fixed sample seed, at least one entity), augment them
 ``--ratio`` : 1 with every method, train the encoder on seeds + augmented, score entity-level F1 (seqeval, strict
 IOB2) on the test split, BERTScore of augmented sentences against their seeds (diversity, lower = more diverse),
-and a paired bootstrap of ΔF1 = F1(R-GDA) − F1(GDA) over test sentences. Each method is trained twice: at equal
+and a paired bootstrap of ΔF1 = F1(R-GDA) − F1(method) over test sentences for every other method. Each method is trained twice: at equal
 epochs, and at equal optimizer steps (every method gets the steps a full 1:ratio augmented set takes at
 ``--epochs``, so seeds-only training runs more epochs), because augmentation also buys more optimizer steps.
 ``--runs`` repeats training with other seeds.
@@ -12,6 +12,13 @@ Methods: ``noaug`` (seeds only), ``eda``, ``mr`` (mention replacement), and the 
 ``rgda``, ``rgda-no-gr``, ``rgda-no-ac`` (one response cache: calls they share are paid once). Every figure is
 written to ``--out`` after each cell, so a stop loses nothing; a rerun skips finished cells (the cache makes the
 LLM part of an interrupted cell free). ``--report`` writes the markdown table (Table 1 layout) and plots.
+
+Plots: F1 bars (equal epochs / equal steps), refinement rounds per seed (Fig. 4), bootstrap ΔF1 violins (Fig. 10)
+and, once a dataset has been run at several ``--num-seeds``, F1 against seed count (Fig. 3).
+
+The LLM methods reuse ``benchmarks/local_pipeline.py``'s answers when given its cache and its chunking
+(``--cache benchmarks/.cache/local_pipeline_v3.sqlite3 --batch-size 5``): same seeds (the sample of N seeds is the
+prefix of a larger one), same prompts, same derived call seeds.
 
 Usage:
     python benchmarks/protocol.py --datasets ncbi_disease scierc fin --methods noaug eda mr --num-seeds 50
@@ -53,13 +60,14 @@ def splits(data_dir: Path, name: str) -> tuple[Any, Any]:
     return dsd["train"], dsd["test"]
 
 
-def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Namespace) -> Any:
-    """Augmented rows only (tokens, ner_tags) for ``method``."""
+def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """Augmented rows only (tokens, ner_tags) for ``method``, and the LLM run's summary (judge rounds and
+    scores, calls, rejections) for the LLM methods."""
     from hf_rgda import RGDAAugmenter
     from hf_rgda.baselines import EDA, MentionReplacement, mention_inventory
 
     if method == "noaug":
-        return seeds.select([])
+        return seeds.select([]), {}
     if method == "eda":
         aug = EDA(num_augmented=args.ratio, seed=args.sample_seed)
     elif method == "mr":
@@ -70,7 +78,14 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
                                          cache=args.cache, domain=DOMAINS.get(name, ""))
     out = seeds.map(aug, batched=True, batch_size=args.batch_size, remove_columns=seeds.column_names,
                     load_from_cache_file=False, desc=f"{name}/{method}")
-    return out.filter(lambda s: s == "accepted", input_columns="rgda_status")
+    summary = {}
+    if "rgda_trace" in out.column_names:
+        from hf_rgda import RunSummary
+
+        d = RunSummary.from_traces([t for t in out["rgda_trace"] if t]).to_dict()
+        summary = {k: d[k] for k in ("accepted", "rejected_by_reason", "failed_seeds", "llm_calls", "judge_rounds",
+                                     "judge_scores")}
+    return out.filter(lambda s: s == "accepted", input_columns="rgda_status"), summary
 
 
 def diversity(aug: Any, seeds: Any, args: argparse.Namespace) -> float | None:
@@ -155,16 +170,14 @@ def main(argv: list[str] | None = None) -> int:
         args.labels = label_names_of(train, test)
         seeds = sample_rows(train, args.num_seeds, args.sample_seed, min_entities=1)
         scale = f"{name}/seeds={len(seeds)}/ratio={args.ratio}/encoder={args.encoder}/epochs={args.epochs}"
-        augmented: dict[str, Any] = {}
         for method in args.methods:
             key = f"{scale}/{method}"
             cell = results["cells"].get(key, {})
             if cell.get("complete"):
                 continue
             start = time.perf_counter()
-            aug = augment(method, name, train, seeds, args)
-            augmented[method] = aug
-            cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug),
+            aug, llm_summary = augment(method, name, train, seeds, args)
+            cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug), "llm": llm_summary,
                     "encoder": args.encoder, "epochs": args.epochs, "augment_seconds": round(time.perf_counter() - start, 1),
                     "bertscore_vs_seed": diversity(aug, seeds, args), "runs": []}
             cols = ["tokens", "ner_tags"]
@@ -175,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                 steps_run = train_eval(rows, test, steps=full_steps, run=run, args=args)
                 cell["runs"].append({"equal_epochs": {k: v for k, v in epochs_run.items() if k != "predictions"},
                                      "equal_steps": {k: v for k, v in steps_run.items() if k != "predictions"}})
-                if method in ("gda", "rgda"):  # kept for the paired bootstrap
-                    cell.setdefault("_predictions", []).append(epochs_run["predictions"])
+                if run == 0:  # kept for the paired bootstrap of R-GDA against every other method
+                    cell["_predictions"] = [epochs_run["predictions"]]
                 results["cells"][key] = cell
                 save()
             for mode in ("equal_epochs", "equal_steps"):
@@ -193,15 +206,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def bootstrap(results: dict[str, Any], scale: str, test: Any, args: argparse.Namespace) -> None:
-    """Paired bootstrap of ΔF1 (R-GDA − GDA), first training run of each, equal epochs."""
+    """Paired bootstrap of ΔF1 = F1(R-GDA) − F1(other) for every other method of the scale (first training run of
+    each, equal epochs), as in the paper's Fig. 10."""
     from hf_rgda.metrics import paired_bootstrap
     from hf_rgda.train import to_tag_names
 
-    a, b = results["cells"].get(f"{scale}/rgda"), results["cells"].get(f"{scale}/gda")
-    if not (a and b and a.get("_predictions") and b.get("_predictions")):
+    a = results["cells"].get(f"{scale}/rgda")
+    if not (a and a.get("_predictions")):
         return
-    results.setdefault("bootstrap", {})[scale] = paired_bootstrap(
-        to_tag_names(test), a["_predictions"][0], b["_predictions"][0], resamples=args.resamples)
+    refs = to_tag_names(test)
+    out = results.setdefault("bootstrap", {}).setdefault(scale, {})
+    for method in METHODS:
+        b = results["cells"].get(f"{scale}/{method}")
+        if method != "rgda" and b and b.get("_predictions") and method not in out:
+            out[method] = paired_bootstrap(refs, a["_predictions"][0], b["_predictions"][0], resamples=args.resamples)
 
 
 def report(results: dict[str, Any], out: Path) -> int:
@@ -212,48 +230,158 @@ def report(results: dict[str, Any], out: Path) -> int:
         return 0
     datasets = sorted({c["dataset"] for c in cells}, key=lambda d: ORDER.get(d, 9))
     methods = [m for m in METHODS if any(c["method"] == m for c in cells)]
-    lines = ["| method | " + " | ".join(f"F1 {d} (epochs / steps)" for d in datasets) + " | "
-             + " | ".join(f"BERTScore {d}" for d in datasets) + " | paper F1 (Gemini) " + " | ".join(datasets) + " |",
-             "|---|" + "---|" * (3 * len(datasets))]
-    for m in methods:
-        by_d = {c["dataset"]: c for c in cells if c["method"] == m}
-        f1 = [f"{by_d[d]['f1_equal_epochs']:.4f} / {by_d[d]['f1_equal_steps']:.4f}" if d in by_d else "—" for d in datasets]
-        bs = [f"{by_d[d]['bertscore_vs_seed']:.3f}" if d in by_d and by_d[d]["bertscore_vs_seed"] is not None else "—"
-              for d in datasets]
-        paper = PAPER.get(m)
-        pf = [f"{paper[0][ORDER[d]]:.4f}" if paper and d in ORDER else "—" for d in datasets]
-        lines.append(f"| {m} | " + " | ".join(f1) + " | " + " | ".join(bs) + " | " + " | ".join(pf) + " |")
+    tables = []
+    for (n_seeds, encoder) in sorted({(c["seeds"], c["encoder"]) for c in cells}):
+        group = [c for c in cells if c["seeds"] == n_seeds and c["encoder"] == encoder]
+        ds = [d for d in datasets if any(c["dataset"] == d for c in group)]
+        lines = [f"## {n_seeds} seeds per dataset, encoder {encoder}\n",
+                 "| method | " + " | ".join(f"F1 {d} (epochs / steps)" for d in ds) + " | "
+                 + " | ".join(f"BERTScore {d}" for d in ds) + " | paper F1 (Gemini) " + " | ".join(ds) + " |",
+                 "|---|" + "---|" * (3 * len(ds))]
+        for m in methods:
+            by_d = {c["dataset"]: c for c in group if c["method"] == m}
+            if not by_d:
+                continue
+            f1 = [f"{by_d[d]['f1_equal_epochs']:.4f} / {by_d[d]['f1_equal_steps']:.4f}" if d in by_d else "—" for d in ds]
+            bs = [f"{by_d[d]['bertscore_vs_seed']:.3f}" if d in by_d and by_d[d]["bertscore_vs_seed"] is not None
+                  else "—" for d in ds]
+            paper = PAPER.get(m)
+            pf = [f"{paper[0][ORDER[d]]:.4f}" if paper and d in ORDER else "—" for d in ds]
+            lines.append(f"| {m} | " + " | ".join(f1) + " | " + " | ".join(bs) + " | " + " | ".join(pf) + " |")
+        tables.append("\n".join(lines))
     scale = sorted({f"{c['dataset']}: {c['seeds']} seeds, {c['augmented']} augmented ({c['method']})" for c in cells})
-    table = "\n".join(lines)
+    table = "\n\n".join(tables)
     (out.with_suffix(".md")).write_text(
         "# Protocol results\n\nCommands: " + "; ".join(f"`{c}`" for c in results.get("commands", [])) + "\n\nMachine: "
         + results.get("machine", "?") + "\n\n" + table + "\n\nScale per cell:\n\n" + "\n".join(f"- {s}" for s in scale)
-        + "\n\nBootstrap ΔF1 (R-GDA − GDA): " + json.dumps(results.get("bootstrap", {})) + "\n")
+        + "\n\n" + bootstrap_table(results.get("bootstrap", {})) + "\n" + rounds_table(cells) + "\n")
     plot(cells, datasets, methods, out.with_name(out.stem + "_f1.png"))
+    plot_rounds(cells, out.with_name(out.stem + "_rounds.png"))
+    plot_bootstrap(results.get("bootstrap", {}), out.with_name(out.stem + "_bootstrap.png"))
+    plot_sweep(cells, out.with_name(out.stem + "_seeds.png"))
     print(table)
     return 0
 
 
-def plot(cells: list[dict[str, Any]], datasets: list[str], methods: list[str], path: Path) -> None:
+def bootstrap_table(boot: dict[str, Any]) -> str:
+    if not boot:
+        return "Bootstrap ΔF1: needs an R-GDA cell and another method with predictions at the same scale (none yet).\n"
+    lines = ["## Paired bootstrap, ΔF1 = F1(R-GDA) − F1(method), equal epochs, first run\n",
+             "| scale | method | ΔF1 | 95% interval | two-sided p | resamples |", "|---|---|---|---|---|---|"]
+    for scale, per in boot.items():
+        for m, b in per.items():
+            if "delta" in b:
+                lines.append(f"| {scale} | {m} | {b['delta']:+.4f} | [{b['ci_low']:+.4f}, {b['ci_high']:+.4f}] | "
+                             f"{b['p_value']:.4f} | {b['resamples']} |")
+    return "\n".join(lines) + "\n"
+
+
+def rounds_table(cells: list[dict[str, Any]]) -> str:
+    rows = [(c, k, h) for c in cells for k, h in (c.get("llm") or {}).get("judge_rounds", {}).items() if h]
+    if not rows:
+        return ""
+    lines = ["## Refinement rounds per seed (Fig. 4)\n", "| dataset | seeds | method | judge | rounds: seeds |",
+             "|---|---|---|---|---|"]
+    for c, k, h in rows:
+        lines.append(f"| {c['dataset']} | {c['seeds']} | {c['method']} | {k.upper()} | "
+                     + ", ".join(f"{r}: {n}" for r, n in h.items()) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _plt():  # noqa: ANN202
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot_rounds(cells: list[dict[str, Any]], path: Path) -> None:
+    """Histogram of GR and AC rounds per seed for the methods that run the loops (the paper's Fig. 4)."""
+    rows = [(c, k, h) for c in cells for k, h in (c.get("llm") or {}).get("judge_rounds", {}).items() if h]
+    if not rows:
+        return
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    for ax, kind in zip(axes, ("gr", "ac")):
+        mine = [(c, h) for c, k, h in rows if k == kind]
+        width = 0.8 / max(1, len(mine))
+        for j, (c, h) in enumerate(mine):
+            xs = sorted(int(r) for r in h)
+            ax.bar([x + (j - (len(mine) - 1) / 2) * width for x in xs], [h.get(str(x), h.get(x, 0)) for x in xs], width,
+                   label=f"{c['dataset']}/{c['method']} ({c['seeds']} seeds)")
+        ax.set_title(f"{kind.upper()} rounds per seed")
+        ax.set_xticks(sorted({int(r) for _, h in mine for r in h}) or [1])
+        ax.set_xlabel("rounds")
+        ax.set_ylabel("seeds")
+        if mine:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_bootstrap(boot: dict[str, Any], path: Path) -> None:
+    """Violins of the bootstrap ΔF1 distributions (R-GDA minus each method), from their percentiles (Fig. 10)."""
+    items = [(f"{scale.split('/')[0]}\nvs {m}", b["quantiles"]) for scale, per in boot.items() for m, b in per.items()
+             if b.get("quantiles")]
+    if not items:
+        return
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(items)), 4))
+    ax.violinplot([q for _, q in items], showmedians=True)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(range(1, len(items) + 1), [n for n, _ in items], fontsize=7)
+    ax.set_ylabel("ΔF1 = F1(R-GDA) − F1(method)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_sweep(cells: list[dict[str, Any]], path: Path) -> None:
+    """F1 against the number of seed sentences, per dataset and method (the paper's Fig. 3), where more than one
+    seed count was run."""
+    groups: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for c in cells:
+        groups.setdefault((c["dataset"], c["method"]), []).append((c["seeds"], c["f1_equal_epochs"]))
+    groups = {k: sorted(v) for k, v in groups.items() if len({s for s, _ in v}) > 1}
+    if not groups:
+        return
+    plt = _plt()
+    datasets = sorted({d for d, _ in groups}, key=lambda d: ORDER.get(d, 9))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.5 * len(datasets), 3.5), squeeze=False)
+    for ax, d in zip(axes[0], datasets):
+        for (dd, m), pts in groups.items():
+            if dd == d:
+                ax.plot([s for s, _ in pts], [f for _, f in pts], marker="o", label=m)
+        ax.set_title(f"{d}: F1 vs seed sentences (equal epochs)")
+        ax.set_xscale("log")
+        ax.set_xlabel("seed sentences")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot(cells: list[dict[str, Any]], datasets: list[str], methods: list[str], path: Path) -> None:
+    plt = _plt()
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     width = 0.8 / max(1, len(methods))
-    for k, m in enumerate(methods):
-        by_d = {c["dataset"]: c for c in cells if c["method"] == m}
+    for k, m in enumerate(methods):  # the largest seed count run per dataset
+        by_d = {c["dataset"]: c for c in sorted(cells, key=lambda c: c["seeds"]) if c["method"] == m}
         xs = [i + k * width for i in range(len(datasets))]
         axes[0].bar(xs, [by_d[d]["f1_equal_epochs"] if d in by_d else 0 for d in datasets], width, label=m)
         axes[1].bar(xs, [by_d[d]["f1_equal_steps"] if d in by_d else 0 for d in datasets], width, label=m)
-    for ax, title in zip(axes, ("F1, equal epochs", "F1, equal optimizer steps")):
+    for ax, title in zip(axes, ("F1, equal epochs (largest seed count)", "F1, equal optimizer steps")):
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], datasets)
         ax.set_title(title)
         ax.set_ylim(0, 1)
     axes[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -118,7 +118,8 @@ def paired_bootstrap(references: Sequence[Sequence[str]], predictions_a: Sequenc
     Two-sided p = 2·min(P(Δ ≤ 0), P(Δ ≥ 0)), capped at 1.
 
     Returns:
-        ``delta`` (on the full set), ``p_value``, ``ci_low``/``ci_high`` (95 % percentile interval), ``resamples``.
+        ``delta`` (on the full set), ``p_value``, ``ci_low``/``ci_high`` (95 % percentile interval), ``resamples``,
+        and ``quantiles``: the 0th..100th percentiles of the resampled deltas (enough to draw their distribution).
     """
     a = sentence_counts(references, predictions_a, scheme)
     b = sentence_counts(references, predictions_b, scheme)
@@ -139,7 +140,8 @@ def paired_bootstrap(references: Sequence[Sequence[str]], predictions_a: Sequenc
     le, ge = float(np.mean(deltas <= 0)), float(np.mean(deltas >= 0))
     low, high = np.percentile(deltas, [2.5, 97.5])
     return {"delta": entity_f1(a) - entity_f1(b), "p_value": min(1.0, 2 * min(le, ge)), "ci_low": float(low),
-            "ci_high": float(high), "resamples": resamples}
+            "ci_high": float(high), "resamples": resamples,
+            "quantiles": [round(float(q), 6) for q in np.percentile(deltas, np.arange(101))]}
 
 
 def tag_hallucination_rate(tag_rows: Sequence[Sequence[str]], label_names: Sequence[str]) -> float:
