@@ -355,8 +355,7 @@ def plot_sweep(cells: list[dict[str, Any]], path: Path) -> None:
         for (dd, m), pts in groups.items():
             if dd == d:
                 ax.plot([s for s, _ in pts], [f for _, f in pts], marker="o", label=m)
-        ax.set_title(f"{d}: F1 vs seed sentences (equal epochs)")
-        ax.set_xscale("log")
+        ax.set_title(f"{d}: F1, equal epochs")
         ax.set_xlabel("seed sentences")
         ax.legend(fontsize=7)
     fig.tight_layout()
