@@ -64,8 +64,37 @@ def attribution(args: argparse.Namespace) -> dict:
         res["speedup"] = round(res["batched"]["sentences_per_s"] / res["one_per_forward"]["sentences_per_s"], 2)
         res["max_abs_difference"] = diff
         res["same_selection"] = all(a.selected == b.selected for a, b in zip(maps[True], maps[False]))
+        res["forward_ceiling"] = forward_ceiling(model, tok, rows, round(out["mean_words"]))
+        print(name, "forward ceiling", res["forward_ceiling"], flush=True)
         out["models"][name] = res
     return out
+
+
+def forward_ceiling(model, tok, rows, words: int, repeats: int = 5) -> dict:  # noqa: ANN001
+    """The most any batching can gain for this model on this machine: plain forwards (no Captum) of ``words + 1``
+    copies of a typical sentence, one per forward vs all in one forward. Leave-one-out needs exactly those forwards,
+    so when this ratio is below the attribution target, the target is out of reach by batching alone (the work is
+    compute-bound, not call-bound)."""
+    import torch
+
+    row = min(rows, key=lambda r: abs(len(r["tokens"]) - words))
+    enc = tok(list(row["tokens"]), is_split_into_words=True, return_tensors="pt")
+    k = len(row["tokens"]) + 1
+    batch = {key: v.repeat(k, 1) for key, v in enc.items()}
+    model.eval()
+    with torch.inference_mode():
+        model(**enc), model(**batch)  # warm-up
+        start = time.perf_counter()
+        for _ in range(repeats):
+            for _ in range(k):
+                model(**enc)
+        single = (time.perf_counter() - start) / repeats
+        start = time.perf_counter()
+        for _ in range(repeats):
+            model(**batch)
+        batched = (time.perf_counter() - start) / repeats
+    return {"sequences": k, "sub_word_tokens": int(enc["input_ids"].shape[1]), "one_per_forward_s": round(single, 4),
+            "one_forward_s": round(batched, 4), "ratio": round(single / batched, 2), "torch_threads": torch.get_num_threads()}
 
 
 def debate(args: argparse.Namespace) -> dict:
