@@ -62,10 +62,14 @@ def _augmenter(types: list[str], method: str, backend: str, model: str, api_key:
         llm = f"{backend}:{model.strip()}"
         options = {k: v for k, v in {"api_key": api_key.strip() or None, "base_url": base_url.strip() or None}.items() if v}
     extra: dict[str, Any] = {}
-    if method == "biorda":
+    method, _, combo = method.partition("+")  # "rgda+where" / "rgda+debate": rgda with WHERE or with the debate panel
+    if method == "biorda" or combo == "where":
         if not where.strip():
-            raise gr.Error("biorda needs an attribution model folder (train one with hf_rgda.attribution.fit_seed_model)")
-        extra = {"attribution_model": where.strip(), "debate_agents": 3}
+            raise gr.Error(f"{method}{'+where' if combo else ''} needs an attribution model folder (train one with "
+                           "hf_rgda.attribution.fit_seed_model)")
+        extra = {"attribution_model": where.strip(), "debate_agents": 3, "where": combo == "where"}
+    elif combo == "debate":
+        extra = {"debate_review": True, "debate_agents": 3}
     return RGDAAugmenter(llm, label_names=labels, method=method, num_augmented=int(num_augmented), domain=domain,
                          keep_rejected=True, llm_options=options, **extra)
 
@@ -162,7 +166,7 @@ def build() -> gr.Blocks:
                 types = gr.Textbox(label="Entity types (comma-separated)", value="Disease", elem_id="types")
                 domain = gr.Textbox(label="Domain", value=DOMAINS["ncbi_disease"])
             with gr.Column(scale=2):
-                method = gr.Dropdown(list(METHODS), value="rgda", label="Method", elem_id="method")
+                method = gr.Dropdown([*METHODS, "rgda+where", "rgda+debate"], value="rgda", label="Method", elem_id="method")
                 backend = gr.Dropdown(BACKENDS, value="local", label="Backend")
                 model = gr.Textbox(label="Model (blank: the local default)", value="")
                 api_key = gr.Textbox(label="API key (this request only)", type="password")
