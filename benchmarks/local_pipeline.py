@@ -30,7 +30,8 @@ DOMAINS = {
     "scierc": "computer science research abstracts (AI, NLP, vision)",
     "fin": "financial agreements and SEC filings",
 }
-METHODS = ["naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda"]
+METHODS = ["naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda", "rgda+debate"]
+COMBOS = {"debate": {"debate_review": True, "debate_agents": 3}}  # "rgda+debate": rgda's calls (shared) + the panel
 
 
 def cell_figures(traces: list[str], examples: list[dict], wall: float, n_seeds: int) -> dict:
@@ -195,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
             if len(part) == 0:
                 continue
             for method in args.methods:  # methods share one cache: calls they have in common are paid once
-                run(split, f"{name}/{method}", f"{lo}-{lo + len(part)}", part, method=method, cache=args.cache,
-                    domain=DOMAINS.get(name, ""))
+                base, _, combo = method.partition("+")
+                run(split, f"{name}/{method}", f"{lo}-{lo + len(part)}", part, method=base, cache=args.cache,
+                    domain=DOMAINS.get(name, ""), **COMBOS.get(combo, {}))
     return 0
 
 
