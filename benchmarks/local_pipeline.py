@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         if chunk_id in chunks.get(key, {}):
             return
         aug = RGDAAugmenter.from_dataset(split, llm=args.llm, keep_rejected=True, **kw)
-        chunks.setdefault(key, {})[chunk_id] = run_chunk(seeds, aug)
+        chunks.setdefault(key, {})[chunk_id] = {**run_chunk(seeds, aug), "commit": results["commit"]}
         save()
         c = results["cells"][key]
         print(f"{key} [{chunk_id}]: accepted {c['accepted']} of {c['seeds']} seeds ({c['accepted_per_seed']}/seed), "
