@@ -30,7 +30,7 @@ from .cache import ResponseCache
 from .config import DEFAULT_LLM, AugmentConfig
 from .llm import LLM, load_llm
 from .pipeline import Pipeline, SeedResult
-from .sentences import Checker, Seed
+from .sentences import Checker, Seed, detokenize
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types, tags_to_spans, validate_tags
 
@@ -57,6 +57,19 @@ def entity_length_limits(tag_rows: Sequence[Sequence[str]], scheme: str = "IOB2"
         for s in tags_to_spans(list(tags), scheme, strict=False):
             limits[s.label] = max(limits.get(s.label, 0), s.end - s.start)
     return limits
+
+
+def entity_mentions(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]], scheme: str = "IOB2",
+                    per_type: int = 2000) -> dict[str, list[str]]:
+    """Distinct entity texts per type over a split, most frequent first (at most ``per_type``): the pool the
+    composer's entity hints are drawn from."""
+    from collections import Counter
+
+    counts: dict[str, Counter[str]] = {}
+    for tokens, tags in zip(token_rows, tag_rows):
+        for s in tags_to_spans(list(tags), scheme, strict=False):
+            counts.setdefault(s.label, Counter())[detokenize(tokens[s.start : s.end])] += 1
+    return {t: [m for m, _ in c.most_common(per_type)] for t, c in sorted(counts.items())}
 
 
 def _run_sync(coro: Any) -> Any:
@@ -86,6 +99,8 @@ class RGDAAugmenter:
         attribution_model: folder or Hub id of a token-classification model for WHERE (``biorda``, ``where=True``);
             see :func:`hf_rgda.attribution.fit_seed_model` to train one on the seeds.
         debate_llms: backends of the debate agents (agent k uses ``debate_llms[k % len]``); default: ``llm``.
+        mentions: ``{type: [entity text, ...]}``, the pool of the composer's entity hints (``entity_hints``);
+            :meth:`from_dataset` takes it from the split (see :func:`entity_mentions`), otherwise each batch's seeds.
         **config: fields of :class:`~hf_rgda.config.AugmentConfig` (``method``, ``num_augmented``, ...).
 
     Attributes:
@@ -97,6 +112,7 @@ class RGDAAugmenter:
                  cache: bool | str | Path = True, max_entity_len: Mapping[str, int] | None = None,
                  type_descriptions: Mapping[str, str] | None = None, llm_options: Mapping[str, Any] | None = None,
                  attribution_model: str | None = None, debate_llms: Sequence[str | LLM] = (),
+                 mentions: Mapping[str, Sequence[str]] | None = None,
                  config: AugmentConfig | None = None, **config_fields: Any) -> None:
         if scheme not in SCHEMES:
             raise ConfigError(f"scheme={scheme!r}; choose one of {', '.join(SCHEMES)}")
@@ -116,6 +132,7 @@ class RGDAAugmenter:
         self.cache_path = "" if cache is False else str(cache) if not isinstance(cache, bool) else "default"
         self.max_entity_len = dict(max_entity_len or {})
         self.type_descriptions = dict(type_descriptions or {})
+        self.mentions = {t: list(v) for t, v in (mentions or {}).items()}
         self.attribution_model = str(attribution_model) if attribution_model else None
         if self.config.uses_attribution and not self.attribution_model:
             raise ConfigError(f"method {self.config.method!r}{' with where=True' if self.config.where else ''} needs "
@@ -137,6 +154,7 @@ class RGDAAugmenter:
             seen = {t for r in rows for t in r}
             names = ["O"] + sorted(seen - {"O"})
         kwargs.setdefault("max_entity_len", entity_length_limits(rows, scheme))
+        kwargs.setdefault("mentions", entity_mentions(ds[tokens_column], rows, scheme))
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 
     # ---------------------------------------------------------------- hashing and pickling
@@ -162,7 +180,7 @@ class RGDAAugmenter:
             self._selector = AttributionSelector(self.attribution_model, type_descriptions=self.type_descriptions,
                                                  top_n=self.config.attribution_top_n)
         return Pipeline(self.config, self.llm, checker, cache=cache, type_notes=notes, attribution=self._selector,
-                        debate_llms=self.debate_llms)
+                        debate_llms=self.debate_llms, mentions=self.mentions)
 
     # ---------------------------------------------------------------- input
     def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:

@@ -49,6 +49,9 @@ class AugmentConfig:
     near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed at or above which a sentence is a near copy")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold")
     skip_entityless: bool = _f(True, "leave seeds without any entity un-augmented (small models invent entities for them)")
+    entity_hints: int = _f(6, "guided methods: entity mentions of the seed's types, drawn from the dataset, shown to the "
+                           "composer as examples of new entities; the composer also sees the guide with the seed's "
+                           "own entity texts masked (0 = neither, the paper's composer)")
     where: bool = _f(False, "guided methods: attribution (WHERE) picks the seed's words the composer must replace; "
                      "needs an attribution model")
     attribution_top_n: int = _f(2, "words chosen for replacement per seed by the attribution selector")
@@ -79,6 +82,8 @@ class AugmentConfig:
                 raise ConfigError(f"{name}={getattr(self, name)} must be between 0.0 and 2.0")
         if not 0.0 < self.near_copy_ratio <= 1.0:
             raise ConfigError(f"near_copy_ratio={self.near_copy_ratio} must be in (0, 1]")
+        if self.entity_hints < 0:
+            raise ConfigError(f"entity_hints={self.entity_hints} must be 0 or more")
         if self.attribution_top_n < 1:
             raise ConfigError(f"attribution_top_n={self.attribution_top_n} must be at least 1")
         _ = self.debate  # validates the debate fields

@@ -13,10 +13,12 @@ import dataclasses
 import hashlib
 import json
 import logging
+import random
+import re
 import statistics
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -135,8 +137,10 @@ class Pipeline:
     """
 
     def __init__(self, config: AugmentConfig, llm: LLM, checker: Checker, *, cache: ResponseCache | None = None,
-                 type_notes: str = "", attribution: Any = None, debate_llms: Sequence[LLM] = ()) -> None:
+                 type_notes: str = "", attribution: Any = None, debate_llms: Sequence[LLM] = (),
+                 mentions: Mapping[str, Sequence[str]] | None = None) -> None:
         self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
+        self.mentions = {t: list(v) for t, v in (mentions or {}).items()}
         if config.uses_attribution and attribution is None:
             raise ConfigError(f"method {config.method!r}{' with where=True' if config.where else ''} needs an "
                               "attribution model (attribution_model=..., see hf_rgda.attribution)")
@@ -156,6 +160,11 @@ class Pipeline:
         """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds)."""
         self._sem = asyncio.Semaphore(max(1, self.llm.max_concurrency))  # one per running loop
         self._examples = [s for s in (examples or seeds) if s.spans] or list(examples or seeds)
+        if not self.mentions:  # no dataset inventory given: the batch's own mentions
+            for s in self._examples:
+                for e in s.entities:
+                    if e["text"] not in self.mentions.setdefault(e["type"], []):
+                        self.mentions[e["type"]].append(e["text"])
         results = [SeedResult(s) for s in seeds]
         todo = [r for r in results if r.seed.spans or not self.cfg.skip_entityless]
         for r in results:
@@ -324,8 +333,12 @@ class Pipeline:
 
     async def _compose(self, r: SeedResult) -> None:
         example = next((s for s in self._examples if s.key != r.seed.key), None)
-        sections: dict[str, Any] = {"guide": r.guidance,
-                                    "original entity texts (never reuse)": [e["text"] for e in r.seed.entities] or "none"}
+        sections: dict[str, Any] = {"guide": self._composer_view(r, r.guidance)}
+        if self.cfg.entity_hints == 0:
+            sections["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
+        hints = self._hints(r)
+        if hints:
+            sections["examples of entities of these types from this dataset (use new ones like these)"] = hints
         if example is not None:
             sections["example item from this dataset"] = example.as_item(self.cfg.representation)
         if r.attribution is not None:
@@ -334,6 +347,46 @@ class Pipeline:
         sections["task"] = f"Write {self.cfg.num_augmented} new sentences."
         msgs = self._messages("composer", **sections)
         r.accepted = [c for c in await self._generate(r, "composer", msgs, self.cfg.num_augmented) if c.ok]
+
+    def _composer_view(self, r: SeedResult, data: Any) -> Any:
+        """``data`` with the seed's entity texts replaced by ``<Type>`` (entity_hints > 0): a small composer copies
+        whatever entity it is shown, and the guide's job is to carry the roles, not the words."""
+        if self.cfg.entity_hints == 0 or not r.seed.spans:
+            return data
+        pattern = _entity_pattern(r.seed)
+        if isinstance(data, str):
+            return pattern.sub(lambda m: f"<{_type_of(r.seed, m.group(0))}>", data)
+        if isinstance(data, dict):
+            return {k: self._composer_view(r, v) for k, v in data.items()}
+        if isinstance(data, list):
+            return [self._composer_view(r, v) for v in data]
+        return data
+
+    def _refine_context(self, r: SeedResult) -> dict[str, Any]:
+        """What the composer's revisions see of the seed: the original and the guide, entity texts masked like the
+        composer's view (or listed as never to reuse when entity_hints is 0), and the entity hints."""
+        ctx: dict[str, Any] = {"original": self._composer_view(r, r.seed.as_item(self.cfg.representation)),
+                               "guide": self._composer_view(r, r.guidance)}
+        if self.cfg.entity_hints == 0:
+            ctx["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
+        hints = self._hints(r)
+        if hints:
+            ctx["examples of entities of these types from this dataset (use new ones like these)"] = hints
+        return ctx
+
+    def _hints(self, r: SeedResult) -> dict[str, list[str]]:
+        """Up to ``entity_hints`` mentions per seed type from the inventory, never the seed's own (fixed per seed)."""
+        k = self.cfg.entity_hints
+        if k == 0:
+            return {}
+        own = {e["text"].lower() for e in r.seed.entities}
+        rng = random.Random(derive_seed(self.cfg.seed, r.seed.key, "hints"))
+        out = {}
+        for t in dict.fromkeys(e["type"] for e in r.seed.entities):
+            pool = [m for m in self.mentions.get(t, []) if m.lower() not in own]
+            if pool:
+                out[t] = rng.sample(pool, min(k, len(pool)))
+        return out
 
     async def _where(self, r: SeedResult) -> None:
         """WHERE: leave-one-out attribution picks the words to replace."""
@@ -383,13 +436,11 @@ class Pipeline:
         current = self._valid(r)
         if not current:
             return
-        seed_entities = [e["text"] for e in r.seed.entities] or "none"
 
         async def revise(feedback: list[tuple[Candidate, dict[str, Any]]], rnd: int) -> list[Candidate]:
             low = {id(c) for c, _ in feedback}
             keep = [c for c in self._valid(r) if id(c) not in low]
-            msgs = self._messages("composition_refine", original=r.seed.as_item(self.cfg.representation),
-                                  guide=r.guidance, **{"original entity texts (never reuse)": seed_entities,
+            msgs = self._messages("composition_refine", **self._refine_context(r), **{
                                                        "sentences to revise": [c.raw for c, _ in feedback],
                                                        "reviewer feedback": [fb for _, fb in feedback],
                                                        "task": f"Write {len(feedback)} revised sentences."})
@@ -431,8 +482,7 @@ class Pipeline:
             r.guidance = _check_guidance(data)
             return
         current = self._valid(r)
-        msgs = self._messages("composition_refine", original=r.seed.as_item(self.cfg.representation), guide=r.guidance,
-                              **{"original entity texts (never reuse)": [e["text"] for e in r.seed.entities] or "none",
+        msgs = self._messages("composition_refine", **self._refine_context(r), **{
                                  "current sentences": [c.raw for c in current],
                                  "reviewer feedback": verdict.feedback_text(AC_RUBRIC),
                                  "task": f"Write {self.cfg.num_augmented} revised sentences."})
@@ -444,6 +494,21 @@ class Pipeline:
             r.notes.append(f"AC refinement round {rnd} kept: {len(new)} valid < {len(current)} current")
             r.superseded += len(new)
             r._stopped.add("ac")
+
+
+def _entity_pattern(seed: Seed) -> re.Pattern[str]:
+    """The seed's entity texts, longest first, matched case-insensitively with any spacing between their tokens."""
+    texts = sorted({tuple(seed.tokens[s.start : s.end]) for s in seed.spans}, key=lambda t: -sum(map(len, t)))
+    alts = [r"\s*".join(re.escape(tok) for tok in t) for t in texts]
+    return re.compile(r"(?<!\w)(?:" + "|".join(alts) + r")(?!\w)", re.IGNORECASE)
+
+
+def _type_of(seed: Seed, text: str) -> str:
+    squeeze = re.sub(r"\s+", "", text).lower()
+    for s in seed.spans:
+        if "".join(seed.tokens[s.start : s.end]).lower() == squeeze:
+            return s.label
+    return seed.spans[0].label
 
 
 def _check_guidance(data: Any) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -73,7 +74,7 @@ def test_invalid_sentences_are_repaired_once_then_rejected() -> None:
 
     def handler(messages, schema, params):
         stage = stage_of(list(messages))
-        if stage in ("composer", "repair") and "original entity texts" in messages[1]["content"].lower():
+        if stage in ("composer", "repair") and messages[1]["content"].startswith("Guide:"):
             calls["composer"] += 1
             n = schema["properties"]["sentences"]["minItems"]
             bad = {"text": "Germline mutations in BRCA1 cause breast cancer .", "entities": [{"text": "breast cancer", "type": "Disease"}]}
@@ -125,3 +126,47 @@ def test_seeds_without_entities_are_skipped_by_default() -> None:
     assert r.skipped and not r.accepted and world.stages == []
     [r] = run(FakeWorld(), seeds=[empty], skip_entityless=False, method="naive")
     assert not r.skipped
+
+
+def test_composer_sees_masked_entities_and_dataset_hints() -> None:
+    """The composer's guide shows the seed's entities as <Type> placeholders (however the guidance spelled them),
+    and same-type hints from the inventory that never include the seed's own entity; entity_hints=0 restores the
+    paper's composer (the original entity texts listed as never to reuse)."""
+    seen: dict[str, str] = {}
+
+    def handler(messages, schema, params):
+        stage = stage_of(list(messages))
+        if stage == "guidance":
+            ent = SEEDS[0].entities[0]["text"]
+            return {"context": f"genetics of {ent.upper()}", "structure": f"a variant causes {ent}",
+                    "entity_roles": [{"text": ent, "type": "Disease", "role": "outcome"}], "keywords": [ent]}
+        if stage == "composer":
+            seen["composer"] = messages[1]["content"]
+        return FakeWorld()(messages, schema, params)
+
+    mentions = {"Disease": ["asthma", "gout", SEEDS[0].entities[0]["text"], "lupus"]}
+    pipe = Pipeline(AugmentConfig(method="gda", entity_hints=2), ScriptedLLM(handler), Checker(("Disease",)),
+                    mentions=mentions)
+    asyncio.run(pipe.run(SEEDS[:1]))
+    ent = SEEDS[0].entities[0]["text"]
+    text = seen["composer"]
+    guide = text.split("\n\n")[0]
+    assert ent.lower() not in guide.lower() and guide.count("<Disease>") == 4
+    hints = json.loads(text.split("(use new ones like these):\n")[1].split("\n")[0])
+    assert len(hints["Disease"]) == 2 and ent not in hints["Disease"] and set(hints["Disease"]) < set(mentions["Disease"])
+    asyncio.run(Pipeline(AugmentConfig(method="gda", entity_hints=2), ScriptedLLM(handler), Checker(("Disease",)),
+                         mentions=mentions).run(SEEDS[:1]))
+    assert seen["composer"] == text  # the hints are fixed per seed
+
+    asyncio.run(Pipeline(AugmentConfig(method="gda", entity_hints=0), ScriptedLLM(handler), Checker(("Disease",)),
+                         mentions=mentions).run(SEEDS[:1]))
+    assert ent in seen["composer"] and "original entity texts (never reuse)" in seen["composer"].lower()
+    assert "like these" not in seen["composer"]
+
+
+def test_entity_mentions_most_frequent_first() -> None:
+    from hf_rgda.augmenter import entity_mentions
+
+    rows = [["a", "gout", "b"], ["x", "gout"], ["lung", "cancer", "y"]]
+    tags = [["O", "B-Disease", "O"], ["O", "B-Disease"], ["B-Disease", "I-Disease", "O"]]
+    assert entity_mentions(rows, tags) == {"Disease": ["gout", "lung cancer"]}
