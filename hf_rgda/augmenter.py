@@ -30,7 +30,7 @@ from .cache import ResponseCache
 from .config import DEFAULT_LLM, AugmentConfig
 from .llm import LLM, load_llm
 from .pipeline import Pipeline, SeedResult
-from .sentences import Checker, Seed, detokenize
+from .sentences import Checker, Seed, detokenize, head_statistics
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types, tags_to_spans, validate_tags
 
@@ -99,6 +99,8 @@ class RGDAAugmenter:
         attribution_model: folder or Hub id of a token-classification model for WHERE (``biorda``, ``where=True``);
             see :func:`hf_rgda.attribution.fit_seed_model` to train one on the seeds.
         debate_llms: backends of the debate agents (agent k uses ``debate_llms[k % len]``); default: ``llm``.
+        entity_heads, context_words: split statistics for the checker's ``atypical_head`` rule (see
+            :func:`~hf_rgda.sentences.head_statistics`); :meth:`from_dataset` computes them from the split.
         mentions: ``{type: [entity text, ...]}``, the pool of the composer's entity hints (``entity_hints``);
             :meth:`from_dataset` takes it from the split (see :func:`entity_mentions`), otherwise each batch's seeds.
         **config: fields of :class:`~hf_rgda.config.AugmentConfig` (``method``, ``num_augmented``, ...).
@@ -113,6 +115,8 @@ class RGDAAugmenter:
                  type_descriptions: Mapping[str, str] | None = None, llm_options: Mapping[str, Any] | None = None,
                  attribution_model: str | None = None, debate_llms: Sequence[str | LLM] = (),
                  mentions: Mapping[str, Sequence[str]] | None = None,
+                 entity_heads: Mapping[str, Mapping[str, int]] | None = None,
+                 context_words: Mapping[str, int] | None = None,
                  config: AugmentConfig | None = None, **config_fields: Any) -> None:
         if scheme not in SCHEMES:
             raise ConfigError(f"scheme={scheme!r}; choose one of {', '.join(SCHEMES)}")
@@ -133,6 +137,9 @@ class RGDAAugmenter:
         self.max_entity_len = dict(max_entity_len or {})
         self.type_descriptions = dict(type_descriptions or {})
         self.mentions = {t: list(v) for t, v in (mentions or {}).items()}
+        # sorted dicts, never sets: the pickled state (the datasets fingerprint) must not depend on hash order
+        self.entity_heads = {t: dict(sorted(v.items())) for t, v in sorted((entity_heads or {}).items())}
+        self.context_words = dict(sorted((context_words or {}).items()))
         self.attribution_model = str(attribution_model) if attribution_model else None
         if self.config.uses_attribution and not self.attribution_model:
             raise ConfigError(f"method {self.config.method!r}{' with where=True' if self.config.where else ''} needs "
@@ -155,6 +162,9 @@ class RGDAAugmenter:
             names = ["O"] + sorted(seen - {"O"})
         kwargs.setdefault("max_entity_len", entity_length_limits(rows, scheme))
         kwargs.setdefault("mentions", entity_mentions(ds[tokens_column], rows, scheme))
+        if "entity_heads" not in kwargs:
+            iob2 = rows if scheme == "IOB2" else [convert_tags(list(r), scheme, "IOB2") for r in rows]
+            kwargs["entity_heads"], kwargs["context_words"] = head_statistics(ds[tokens_column], iob2)
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 
     # ---------------------------------------------------------------- hashing and pickling
@@ -172,7 +182,8 @@ class RGDAAugmenter:
 
     def _pipeline(self) -> Pipeline:
         notes = "\n".join(f"- {t}: {d}" for t, d in self.type_descriptions.items())
-        checker = Checker(tuple(self.types), self.max_entity_len, self.config.near_copy_ratio)
+        checker = Checker(tuple(self.types), self.max_entity_len, self.config.near_copy_ratio,
+                          heads=self.entity_heads, context_words=self.context_words)
         cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
         if self.config.uses_attribution and self._selector is None:
             from .attribution import AttributionSelector

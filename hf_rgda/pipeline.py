@@ -338,7 +338,7 @@ class Pipeline:
             sections["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
         hints = self._hints(r)
         if hints:
-            sections["examples of entities of these types from this dataset (use new ones like these)"] = hints
+            sections["more entities of these types from this dataset (vary the entities across sentences)"] = hints
         if example is not None:
             sections["example item from this dataset"] = example.as_item(self.cfg.representation)
         if r.attribution is not None:
@@ -349,18 +349,42 @@ class Pipeline:
         r.accepted = [c for c in await self._generate(r, "composer", msgs, self.cfg.num_augmented) if c.ok]
 
     def _composer_view(self, r: SeedResult, data: Any) -> Any:
-        """``data`` with the seed's entity texts replaced by ``<Type>`` (entity_hints > 0): a small composer copies
-        whatever entity it is shown, and the guide's job is to carry the roles, not the words."""
-        if self.cfg.entity_hints == 0 or not r.seed.spans:
+        """``data`` with each of the seed's entity texts replaced by a same-type entity from the dataset
+        (entity_hints > 0). A small composer copies whatever entity it is shown, the seed's own or a placeholder
+        alike; shown a real, new one, its copies are still correct new training sentences."""
+        subs = self._substitutes(r)
+        if not subs:
             return data
         pattern = _entity_pattern(r.seed)
-        if isinstance(data, str):
-            return pattern.sub(lambda m: f"<{_type_of(r.seed, m.group(0))}>", data)
-        if isinstance(data, dict):
-            return {k: self._composer_view(r, v) for k, v in data.items()}
-        if isinstance(data, list):
-            return [self._composer_view(r, v) for v in data]
-        return data
+
+        def swap(text: str) -> str:
+            return pattern.sub(lambda m: subs.get(_squeeze(m.group(0)), m.group(0)), text)
+
+        def walk(x: Any) -> Any:
+            if isinstance(x, str):
+                return swap(x)
+            if isinstance(x, dict):
+                return {k: walk(v) for k, v in x.items()}
+            if isinstance(x, list):
+                return [walk(v) for v in x]
+            return x
+
+        return walk(data)
+
+    def _substitutes(self, r: SeedResult) -> dict[str, str]:
+        """One new entity per distinct seed entity text (keyed by its squeezed lower-case form), same type, drawn
+        from the inventory with a seed fixed per seed sentence; empty when entity_hints is 0."""
+        if self.cfg.entity_hints == 0 or not r.seed.spans:
+            return {}
+        own = {_squeeze(e["text"]) for e in r.seed.entities}
+        rng = random.Random(derive_seed(self.cfg.seed, r.seed.key, "substitutes"))
+        out: dict[str, str] = {}
+        for e in r.seed.entities:
+            key = _squeeze(e["text"])
+            pool = [m for m in self.mentions.get(e["type"], []) if _squeeze(m) not in own and m not in out.values()]
+            if key not in out and pool:
+                out[key] = rng.choice(pool[:500])
+        return out
 
     def _refine_context(self, r: SeedResult) -> dict[str, Any]:
         """What the composer's revisions see of the seed: the original and the guide, entity texts masked like the
@@ -371,19 +395,20 @@ class Pipeline:
             ctx["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
         hints = self._hints(r)
         if hints:
-            ctx["examples of entities of these types from this dataset (use new ones like these)"] = hints
+            ctx["more entities of these types from this dataset (vary the entities across sentences)"] = hints
         return ctx
 
     def _hints(self, r: SeedResult) -> dict[str, list[str]]:
-        """Up to ``entity_hints`` mentions per seed type from the inventory, never the seed's own (fixed per seed)."""
+        """Up to ``entity_hints`` further mentions per seed type from the inventory: never the seed's own nor the
+        guide's substitutes (fixed per seed)."""
         k = self.cfg.entity_hints
         if k == 0:
             return {}
-        own = {e["text"].lower() for e in r.seed.entities}
+        used = {_squeeze(e["text"]) for e in r.seed.entities} | {_squeeze(v) for v in self._substitutes(r).values()}
         rng = random.Random(derive_seed(self.cfg.seed, r.seed.key, "hints"))
         out = {}
         for t in dict.fromkeys(e["type"] for e in r.seed.entities):
-            pool = [m for m in self.mentions.get(t, []) if m.lower() not in own]
+            pool = [m for m in self.mentions.get(t, [])[:500] if _squeeze(m) not in used]
             if pool:
                 out[t] = rng.sample(pool, min(k, len(pool)))
         return out
@@ -503,12 +528,8 @@ def _entity_pattern(seed: Seed) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)(?:" + "|".join(alts) + r")(?!\w)", re.IGNORECASE)
 
 
-def _type_of(seed: Seed, text: str) -> str:
-    squeeze = re.sub(r"\s+", "", text).lower()
-    for s in seed.spans:
-        if "".join(seed.tokens[s.start : s.end]).lower() == squeeze:
-            return s.label
-    return seed.spans[0].label
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text).lower()
 
 
 def _check_guidance(data: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 from ._exceptions import ParseError, SchemaError
 from .tags import Span, spans_to_tags, tags_to_spans, tokenize
 
-__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "parse_json"]
+__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "head_statistics", "parse_json"]
 
 _NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "}", "%", "'s"}
 _NO_SPACE_AFTER = {"(", "[", "{"}
@@ -123,17 +123,18 @@ def _decode_entities(item: Mapping[str, Any], types: Sequence[str]) -> Candidate
     if not isinstance(text, str) or not isinstance(entities, list):
         return cand.reject("malformed", "item needs 'text' (string) and 'entities' (list)")
     tokens = tokenize(text)
+    low = [t.lower() for t in tokens]  # entities match case-insensitively; the sentence keeps its own casing
     taken = [False] * len(tokens)
     spans: list[Span] = []
     for ent in sorted(entities, key=lambda e: -len(tokenize(str(e.get("text", ""))))):
-        etoks, etype = tokenize(str(ent.get("text", ""))), ent.get("type")
+        etoks, etype = [t.lower() for t in tokenize(str(ent.get("text", "")))], ent.get("type")
         if etype not in types:
             return cand.reject("unknown_type", f"type {etype!r} is not in {list(types)}")
         if not etoks:
             return cand.reject("empty_entity", f"entity {ent!r} has no text")
-        starts = _find(tokens, etoks, taken)
+        starts = _find(low, etoks, taken)
         if not starts:
-            if any(s.label == etype and tokens[s.start : s.end] == etoks for s in spans):
+            if any(s.label == etype and low[s.start : s.end] == etoks for s in spans):
                 continue  # listed twice: already tagged
             return cand.reject("entity_not_in_sentence", f"{ent.get('text')!r} does not occur in the sentence")
         for st in starts:
@@ -173,6 +174,21 @@ def decode_sentence(item: Any, types: Sequence[str], representation: str = "enti
         return Candidate(raw=item).reject("invalid_tags", str(err))
 
 
+def head_statistics(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]], *,
+                    min_count: int = 5) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """Per type, how often each lower-cased word ends one of its mentions; and how often each word used at least
+    ``min_count`` times outside any entity is so used (IOB2 tags). Inputs of :class:`Checker`'s ``atypical_head``
+    rule."""
+    heads: dict[str, Counter[str]] = {}
+    outside: Counter[str] = Counter()
+    for tokens, tags in zip(token_rows, tag_rows):
+        for s in tags_to_spans(list(tags), strict=False):
+            heads.setdefault(s.label, Counter())[str(tokens[s.end - 1]).lower()] += 1
+        outside.update(str(t).lower() for t, g in zip(tokens, tags) if g == "O" and any(c.isalpha() for c in str(t)))
+    return ({t: dict(sorted(h.items())) for t, h in sorted(heads.items())},
+            {w: c for w, c in sorted(outside.items()) if c >= min_count})
+
+
 def _ngram_loop(tokens: Sequence[str], n: int = 4) -> bool:
     words = [t.lower() for t in tokens if any(c.isalnum() for c in t)]
     grams = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
@@ -189,6 +205,11 @@ class Checker:
         near_copy_ratio: token-sequence similarity to the seed at or above which a sentence is a near copy.
         min_tokens: shortest acceptable sentence.
         min_context: fewest tokens outside entities (a bare entity or a list of entities is no training sentence).
+        heads, context_words: split statistics (see :func:`head_statistics`): per type, how often each lower-cased
+            word ends a mention of it, and how often the split uses each common word outside any entity. A
+            generated multi-word entity whose last word the split uses outside entities, and as the end of a
+            mention of that type in under ``atypical_share`` of its uses, is rejected (``atypical_head``:
+            "Rb tumor suppressor gene" as a Disease, where "gene" ends 1 Disease mention and 1,144 other uses).
     """
 
     types: tuple[str, ...]
@@ -196,6 +217,9 @@ class Checker:
     near_copy_ratio: float = 0.85
     min_tokens: int = 4
     min_context: int = 3
+    heads: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    context_words: Mapping[str, int] = field(default_factory=dict)
+    atypical_share: float = 0.02
 
     def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *, forbid_seed_entities: bool) -> Candidate:
         """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings."""
@@ -207,9 +231,22 @@ class Checker:
             return cand.reject("too_short", f"{len(toks)} tokens")
         if seed.spans and not spans:
             return cand.reject("no_entity", "the seed has entities but this sentence tags none")
+        names = {t.lower() for t in self.types}
+        for i in range(len(low) - 2):
+            if low[i] in ("<", "[", "{") and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
+                return cand.reject("placeholder", f"{' '.join(toks[i : i + 3])!r} is a placeholder, not text")
+        for s in spans:
+            if "".join(low[s.start : s.end]).strip("<>[]{}") in names:
+                return cand.reject("placeholder", f"entity {' '.join(toks[s.start : s.end])!r} is a type name")
         context = len(toks) - sum(s.end - s.start for s in spans)
         if context < self.min_context:
             return cand.reject("no_context", f"only {context} token(s) outside the entities")
+        for s in spans:
+            head, outside = low[s.end - 1], self.context_words.get(low[s.end - 1], 0)
+            as_head = self.heads.get(s.label, {}).get(head, 0)
+            if s.end - s.start > 1 and outside and s.label in self.heads and as_head < self.atypical_share * (as_head + outside):
+                return cand.reject("atypical_head", f"{' '.join(toks[s.start : s.end])!r}: {head!r} ends {as_head} "
+                                   f"{s.label} mention(s) in the split and is used {outside} times outside entities")
         for s in spans:
             limit = self.max_entity_len.get(s.label)
             if limit and s.end - s.start > limit:

@@ -128,40 +128,41 @@ def test_seeds_without_entities_are_skipped_by_default() -> None:
     assert not r.skipped
 
 
-def test_composer_sees_masked_entities_and_dataset_hints() -> None:
-    """The composer's guide shows the seed's entities as <Type> placeholders (however the guidance spelled them),
-    and same-type hints from the inventory that never include the seed's own entity; entity_hints=0 restores the
-    paper's composer (the original entity texts listed as never to reuse)."""
+def test_composer_sees_substituted_entities_and_dataset_hints() -> None:
+    """The composer's guide shows a same-type entity from the inventory wherever the guidance wrote the seed's own
+    (in any casing), and further hints that include neither; entity_hints=0 restores the paper's composer (the
+    original entity texts listed as never to reuse)."""
     seen: dict[str, str] = {}
+    ent = SEEDS[0].entities[0]["text"]
 
     def handler(messages, schema, params):
         stage = stage_of(list(messages))
         if stage == "guidance":
-            ent = SEEDS[0].entities[0]["text"]
             return {"context": f"genetics of {ent.upper()}", "structure": f"a variant causes {ent}",
                     "entity_roles": [{"text": ent, "type": "Disease", "role": "outcome"}], "keywords": [ent]}
         if stage == "composer":
             seen["composer"] = messages[1]["content"]
         return FakeWorld()(messages, schema, params)
 
-    mentions = {"Disease": ["asthma", "gout", SEEDS[0].entities[0]["text"], "lupus"]}
-    pipe = Pipeline(AugmentConfig(method="gda", entity_hints=2), ScriptedLLM(handler), Checker(("Disease",)),
-                    mentions=mentions)
-    asyncio.run(pipe.run(SEEDS[:1]))
-    ent = SEEDS[0].entities[0]["text"]
-    text = seen["composer"]
-    guide = text.split("\n\n")[0]
-    assert ent.lower() not in guide.lower() and guide.count("<Disease>") == 4
-    hints = json.loads(text.split("(use new ones like these):\n")[1].split("\n")[0])
-    assert len(hints["Disease"]) == 2 and ent not in hints["Disease"] and set(hints["Disease"]) < set(mentions["Disease"])
-    asyncio.run(Pipeline(AugmentConfig(method="gda", entity_hints=2), ScriptedLLM(handler), Checker(("Disease",)),
-                         mentions=mentions).run(SEEDS[:1]))
-    assert seen["composer"] == text  # the hints are fixed per seed
+    mentions = {"Disease": ["asthma", "gout", ent, "lupus", "glioma"]}
 
-    asyncio.run(Pipeline(AugmentConfig(method="gda", entity_hints=0), ScriptedLLM(handler), Checker(("Disease",)),
-                         mentions=mentions).run(SEEDS[:1]))
-    assert ent in seen["composer"] and "original entity texts (never reuse)" in seen["composer"].lower()
-    assert "like these" not in seen["composer"]
+    def compose(hints: int) -> str:
+        asyncio.run(Pipeline(AugmentConfig(method="gda", entity_hints=hints), ScriptedLLM(handler),
+                             Checker(("Disease",)), mentions=mentions).run(SEEDS[:1]))
+        return seen["composer"]
+
+    text = compose(2)
+    guide = json.loads(text.split("\n\n")[0].removeprefix("Guide:\n"))
+    sub = guide["entity_roles"][0]["text"]
+    assert ent.lower() not in json.dumps(guide).lower() and sub in mentions["Disease"]
+    assert guide["keywords"] == [sub] and guide["structure"] == f"a variant causes {sub}"
+    assert guide["context"] == f"genetics of {sub}"  # matched case-insensitively
+    hints = json.loads(text.split("(vary the entities across sentences):\n")[1].split("\n")[0])
+    assert len(hints["Disease"]) == 2 and not {ent, sub} & set(hints["Disease"])
+    assert compose(2) == text  # fixed per seed
+
+    plain = compose(0)
+    assert ent in plain and "original entity texts (never reuse)" in plain.lower() and "vary the entities" not in plain
 
 
 def test_entity_mentions_most_frequent_first() -> None:

@@ -17,7 +17,25 @@ def decode(text: str, *ents: tuple[str, str]) -> Candidate:
 def test_entities_are_matched_back_and_every_occurrence_tagged() -> None:
     c = decode("Asthma and asthma attacks differ from gout .", ("asthma", "Disease"), ("gout", "Disease"))
     assert c.ok
-    assert c.tags == ["O", "O", "B-Disease", "O", "O", "O", "B-Disease", "O"]  # match is case-sensitive on tokens
+    # case-insensitive: "Asthma" at the start of the sentence is the same mention; tokens keep their casing
+    assert c.tags == ["B-Disease", "O", "B-Disease", "O", "O", "O", "B-Disease", "O"] and c.tokens[0] == "Asthma"
+
+
+def test_entity_listed_with_other_casing_is_found() -> None:
+    c = decode("The primary cause of multiple sclerosis is unknown .", ("Multiple sclerosis", "Disease"))
+    assert c.ok and c.tags[4:6] == ["B-Disease", "I-Disease"] and c.tokens[4] == "multiple"
+
+
+@pytest.mark.parametrize(("text", "ents"), [
+    ("The <Disease> gene abnormality was associated with gout .", [("<Disease>", "Disease"), ("gout", "Disease")]),
+    ("Recent studies suggest that <Disease> may drive gout in adults .", [("gout", "Disease")]),
+    ("Mutations of this gene cause a disease in most adults .", [("disease", "Disease")]),
+])
+def test_placeholders_and_type_names_are_not_entities(text: str, ents: list[tuple[str, str]]) -> None:
+    c = decode(text, *ents)
+    assert c.ok
+    CHECK.check(c, SEED, [], forbid_seed_entities=True)
+    assert c.reason == "placeholder"
 
 
 def test_longest_entity_wins_over_contained_one() -> None:
@@ -115,3 +133,21 @@ def test_tagging_the_seeds_own_context_as_an_entity_is_rejected() -> None:
     cand = Candidate(raw={}, tokens=toks, tags=tags)
     Checker(("Disease",)).check(cand, seed, [], forbid_seed_entities=True)
     assert cand.reason == "tagged_seed_context"
+
+
+def test_entity_ending_in_a_common_context_word_is_rejected() -> None:
+    from hf_rgda.sentences import head_statistics
+
+    rows = [["The", "gene", "of", "breast", "cancer", "."]] * 6 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
+    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 6 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
+    heads, outside = head_statistics(rows, tags)
+    assert heads == {"Disease": {"cancer": 6, "tumor": 1}} and outside["gene"] == 7 and "cancer" not in outside
+    check = Checker(("Disease",), heads=heads, context_words=outside)
+    bad = decode("Loss of the Rb tumor suppressor gene causes eye cancer .", ("Rb tumor suppressor gene", "Disease"))
+    check.check(bad, SEED, [], forbid_seed_entities=True)
+    assert bad.reason == "atypical_head" and "'gene' ends 0 Disease" in bad.detail
+    good = decode("Loss of the Rb protein causes childhood eye cancer .", ("childhood eye cancer", "Disease"))
+    one_word = decode("Loss of this gene causes retinoblastoma in most children .", ("retinoblastoma", "Disease"))
+    for c in (good, one_word):
+        check.check(c, SEED, [], forbid_seed_entities=True)
+        assert c.ok, c.detail
