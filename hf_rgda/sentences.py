@@ -238,6 +238,10 @@ class Checker:
         for s in spans:
             if "".join(low[s.start : s.end]).strip("<>[]{}") in names:
                 return cand.reject("placeholder", f"entity {' '.join(toks[s.start : s.end])!r} is a type name")
+        for i in range(1, len(toks) - 1):  # "... word . Next": a second sentence in one row
+            if (toks[i] in (".", "!", "?") and toks[i - 1].isalpha() and toks[i - 1].islower() and len(toks[i - 1]) > 2
+                    and toks[i + 1][:1].isupper() and toks[i + 1].isalpha()):
+                return cand.reject("several_sentences", f"a sentence ends at token {i} and another begins")
         context = len(toks) - sum(s.end - s.start for s in spans)
         if context < self.min_context:
             return cand.reject("no_context", f"only {context} token(s) outside the entities")

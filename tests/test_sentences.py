@@ -151,3 +151,12 @@ def test_entity_ending_in_a_common_context_word_is_rejected() -> None:
     for c in (good, one_word):
         check.check(c, SEED, [], forbid_seed_entities=True)
         assert c.ok, c.detail
+
+
+def test_two_sentences_in_one_row_are_rejected_but_abbreviations_are_not() -> None:
+    two = decode("Asthma was studied in adults . The new design improves care .", ("Asthma", "Disease"))
+    CHECK.check(two, SEED, [], forbid_seed_entities=True)
+    assert two.reason == "several_sentences"
+    one = decode("Asthma in adults ( see Fig . 2 and Dr . Smith ) was studied by the team .", ("Asthma", "Disease"))
+    CHECK.check(one, SEED, [], forbid_seed_entities=True)
+    assert one.ok, one.detail
