@@ -209,7 +209,7 @@ class Checker:
             word ends a mention of it, and how often the split uses each common word outside any entity. A
             generated multi-word entity whose last word the split uses outside entities, and as the end of a
             mention of that type in under ``atypical_share`` of its uses, is rejected (``atypical_head``:
-            "Rb tumor suppressor gene" as a Disease, where "gene" ends 1 Disease mention and 1,144 other uses).
+            "Rb tumor suppressor gene" as a Disease in NCBI-disease, where "gene" almost never ends a Disease mention).
     """
 
     types: tuple[str, ...]
