@@ -176,15 +176,15 @@ def decode_sentence(item: Any, types: Sequence[str], representation: str = "enti
 
 def head_statistics(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]], *,
                     min_count: int = 5) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
-    """Per type, how often each lower-cased word ends one of its mentions; and how often each word used at least
-    ``min_count`` times outside any entity is so used (IOB2 tags). Inputs of :class:`Checker`'s ``atypical_head``
-    rule."""
+    """Per type, how often each word ends one of its mentions; and how often each word used at least ``min_count``
+    times outside any entity is so used (IOB2 tags; case kept, so the "A" of "hemophilia A" is not the article
+    "a"). Inputs of :class:`Checker`'s ``atypical_head`` rule."""
     heads: dict[str, Counter[str]] = {}
     outside: Counter[str] = Counter()
     for tokens, tags in zip(token_rows, tag_rows):
         for s in tags_to_spans(list(tags), strict=False):
-            heads.setdefault(s.label, Counter())[str(tokens[s.end - 1]).lower()] += 1
-        outside.update(str(t).lower() for t, g in zip(tokens, tags) if g == "O" and any(c.isalpha() for c in str(t)))
+            heads.setdefault(s.label, Counter())[str(tokens[s.end - 1])] += 1
+        outside.update(str(t) for t, g in zip(tokens, tags) if g == "O" and any(c.isalpha() for c in str(t)))
     return ({t: dict(sorted(h.items())) for t, h in sorted(heads.items())},
             {w: c for w, c in sorted(outside.items()) if c >= min_count})
 
@@ -205,8 +205,8 @@ class Checker:
         near_copy_ratio: token-sequence similarity to the seed at or above which a sentence is a near copy.
         min_tokens: shortest acceptable sentence.
         min_context: fewest tokens outside entities (a bare entity or a list of entities is no training sentence).
-        heads, context_words: split statistics (see :func:`head_statistics`): per type, how often each lower-cased
-            word ends a mention of it, and how often the split uses each common word outside any entity. A
+        heads, context_words: split statistics (see :func:`head_statistics`): per type, how often each word (case
+            kept) ends a mention of it, and how often the split uses each common word outside any entity. A
             generated multi-word entity whose last word the split uses outside entities, and as the end of a
             mention of that type in under ``atypical_share`` of its uses, is rejected (``atypical_head``:
             "Rb tumor suppressor gene" as a Disease in NCBI-disease, where "gene" almost never ends a Disease mention).
@@ -246,7 +246,7 @@ class Checker:
         if context < self.min_context:
             return cand.reject("no_context", f"only {context} token(s) outside the entities")
         for s in spans:
-            head, outside = low[s.end - 1], self.context_words.get(low[s.end - 1], 0)
+            head, outside = toks[s.end - 1], self.context_words.get(toks[s.end - 1], 0)
             as_head = self.heads.get(s.label, {}).get(head, 0)
             if s.end - s.start > 1 and outside and s.label in self.heads and as_head < self.atypical_share * (as_head + outside):
                 return cand.reject("atypical_head", f"{' '.join(toks[s.start : s.end])!r}: {head!r} ends {as_head} "

@@ -160,3 +160,15 @@ def test_two_sentences_in_one_row_are_rejected_but_abbreviations_are_not() -> No
     one = decode("Asthma in adults ( see Fig . 2 and Dr . Smith ) was studied by the team .", ("Asthma", "Disease"))
     CHECK.check(one, SEED, [], forbid_seed_entities=True)
     assert one.ok, one.detail
+
+
+def test_atypical_head_keeps_case_so_hemophilia_a_is_not_the_article() -> None:
+    from hf_rgda.sentences import head_statistics
+
+    rows = [["a", "case", "of", "hemophilia", "A", "in", "a", "boy"]] * 3 + [["a", "b", "a", "c", "a", "d"]] * 40
+    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O", "O", "O"]] * 3 + [["O"] * 6] * 40
+    heads, outside = head_statistics(rows, tags)
+    check = Checker(("Disease",), heads=heads, context_words=outside)
+    c = decode("Two cousins were found to carry hemophilia A in this study .", ("hemophilia A", "Disease"))
+    check.check(c, SEED, [], forbid_seed_entities=True)
+    assert c.ok, c.detail
