@@ -334,7 +334,7 @@ class Pipeline:
     async def _compose(self, r: SeedResult) -> None:
         example = next((s for s in self._examples if s.key != r.seed.key), None)
         sections: dict[str, Any] = {"guide": self._composer_view(r, r.guidance)}
-        if self.cfg.entity_hints == 0:
+        if not self._substitutes(r):  # entity_hints=0, or no inventory to draw from: the paper's instruction
             sections["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
         hints = self._hints(r)
         if hints:
@@ -391,7 +391,7 @@ class Pipeline:
         composer's view (or listed as never to reuse when entity_hints is 0), and the entity hints."""
         ctx: dict[str, Any] = {"original": self._composer_view(r, r.seed.as_item(self.cfg.representation)),
                                "guide": self._composer_view(r, r.guidance)}
-        if self.cfg.entity_hints == 0:
+        if not self._substitutes(r):
             ctx["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
         hints = self._hints(r)
         if hints:

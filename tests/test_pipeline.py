@@ -163,6 +163,8 @@ def test_composer_sees_substituted_entities_and_dataset_hints() -> None:
 
     plain = compose(0)
     assert ent in plain and "original entity texts (never reuse)" in plain.lower() and "vary the entities" not in plain
+    mentions.clear()  # nothing to draw from (e.g. one typed-in sentence): the never-reuse instruction instead
+    assert "original entity texts (never reuse)" in compose(2).lower()
 
 
 def test_entity_mentions_most_frequent_first() -> None:
