@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             merged[name] = {**old.get(name, {}), **part[key][name], "ceiling_command": command}
         else:
             merged[name] = {**merged[name], "command": command}
-    results[args.part] = {"machine": MACHINE, **part, key: merged}
+    results[args.part] = {**results.get(args.part, {}), "machine": MACHINE, **part, key: merged}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     return 0
