@@ -8,6 +8,7 @@ never stored, cached, logged or shown.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -51,6 +52,21 @@ def examples() -> list[list[str]]:
     return out
 
 
+@functools.cache
+def _mentions(types: tuple[str, ...]) -> dict[str, list[str]]:
+    """Entity-hint pool: the mentions of a benchmark dataset beside the Space whose entity types are exactly
+    ``types``; empty otherwise (the composer then gets the never-reuse instruction)."""
+    from hf_rgda.augmenter import entity_mentions
+
+    for name in DOMAINS:
+        path = DATA / name / "train.jsonl"
+        if path.is_file():
+            rows = [json.loads(line) for line in path.open()]
+            if {t[2:] for r in rows for t in r["ner_tags"] if t != "O"} == set(types):
+                return entity_mentions([r["tokens"] for r in rows], [r["ner_tags"] for r in rows])
+    return {}
+
+
 def _augmenter(types: list[str], method: str, backend: str, model: str, api_key: str, base_url: str,
                num_augmented: int, domain: str, where: str = "") -> RGDAAugmenter:
     labels = ["O"] + [f"{p}-{t}" for t in types for p in ("B", "I")]
@@ -71,7 +87,7 @@ def _augmenter(types: list[str], method: str, backend: str, model: str, api_key:
     elif combo == "debate":
         extra = {"debate_review": True, "debate_agents": 3}
     return RGDAAugmenter(llm, label_names=labels, method=method, num_augmented=int(num_augmented), domain=domain,
-                         keep_rejected=True, llm_options=options, **extra)
+                         keep_rejected=True, mentions=_mentions(tuple(sorted(types))), llm_options=options, **extra)
 
 
 def _rounds(verdicts: list[dict[str, Any]]) -> list[list[Any]]:

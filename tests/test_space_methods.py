@@ -36,3 +36,12 @@ def test_where_combinations_need_an_attribution_model(app) -> None:
 def test_plain_methods_pass_through(app) -> None:
     aug = app._augmenter(["Disease"], "gda", "openai", "m", "sk-test", "http://127.0.0.1:9", 2, "x")
     assert aug.config.method == "gda" and not aug.config.debate_review and not aug.config.where
+
+
+def test_entity_hints_come_from_a_dataset_with_the_same_types(app) -> None:
+    if not (app.DATA / "ncbi_disease" / "train.jsonl").is_file():
+        pytest.skip("benchmark data not beside the repository")
+    aug = app._augmenter(["Disease"], "rgda", "openai", "m", "sk-test", "http://127.0.0.1:9", 2, "x")
+    assert len(aug.mentions["Disease"]) > 100
+    other = app._augmenter(["Gadget"], "rgda", "openai", "m", "sk-test", "http://127.0.0.1:9", 2, "x")
+    assert other.mentions == {}
