@@ -221,6 +221,11 @@ class Checker:
     context_words: Mapping[str, int] = field(default_factory=dict)
     atypical_share: float = 0.02
 
+    def _never_tagged(self, word: str, label: str) -> bool:
+        """Whether the split never ends a ``label`` mention with ``word`` (so a bare type name is a placeholder);
+        without split statistics, a bare type name counts as one (SciERC's "method" as Generic needs the split)."""
+        return not any(h.lower() == word for h in self.heads.get(label, {}))
+
     def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *, forbid_seed_entities: bool) -> Candidate:
         """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings."""
         if not cand.ok:
@@ -236,7 +241,8 @@ class Checker:
             if low[i] in ("<", "[", "{") and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
                 return cand.reject("placeholder", f"{' '.join(toks[i : i + 3])!r} is a placeholder, not text")
         for s in spans:
-            if "".join(low[s.start : s.end]).strip("<>[]{}") in names:
+            bare = "".join(low[s.start : s.end])
+            if bare.strip("<>[]{}") in names and (bare != bare.strip("<>[]{}") or self._never_tagged(bare, s.label)):
                 return cand.reject("placeholder", f"entity {' '.join(toks[s.start : s.end])!r} is a type name")
         for i in range(1, len(toks) - 1):  # "... word . Next": a second sentence in one row
             if (toks[i] in (".", "!", "?") and toks[i - 1].isalpha() and toks[i - 1].islower() and len(toks[i - 1]) > 2

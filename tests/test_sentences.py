@@ -172,3 +172,16 @@ def test_atypical_head_keeps_case_so_hemophilia_a_is_not_the_article() -> None:
     c = decode("Two cousins were found to carry hemophilia A in this study .", ("hemophilia A", "Disease"))
     check.check(c, SEED, [], forbid_seed_entities=True)
     assert c.ok, c.detail
+
+
+def test_a_type_name_the_split_tags_is_an_entity_not_a_placeholder() -> None:
+    """SciERC tags "method" as Generic: with the split's statistics it is kept; "<Method>" never is."""
+    check = Checker(("Generic", "Method"), heads={"Generic": {"method": 40}, "Method": {"CRF": 3}})
+    ok = decode_sentence({"text": "We propose a new method for parsing long texts .",
+                          "entities": [{"text": "method", "type": "Generic"}]}, ["Generic", "Method"])
+    check.check(ok, SEED, [], forbid_seed_entities=True)
+    assert ok.ok, ok.detail
+    bad = decode_sentence({"text": "We apply <Method> to parse long texts quickly .",
+                           "entities": [{"text": "<Method>", "type": "Method"}]}, ["Generic", "Method"])
+    check.check(bad, SEED, [], forbid_seed_entities=True)
+    assert bad.reason == "placeholder"
