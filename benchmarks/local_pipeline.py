@@ -64,7 +64,8 @@ def run_chunk(seeds, aug: RGDAAugmenter) -> dict:
         elif r["rgda_status"] == "accepted":
             examples.append({"seed": seed_text.get(r["rgda_source"], ""), "sentence": " ".join(r["tokens"]),
                              "entities": _entities(r["tokens"], r["ner_tags"])})
-    return {"traces": [t for t in out["rgda_trace"] if t], "examples": examples, "wall": wall, "seeds": len(seeds)}
+    traces = [t for t, st in zip(out["rgda_trace"], out["rgda_status"]) if t and st != "rejected"]  # not raw rows
+    return {"traces": traces, "examples": examples, "wall": wall, "seeds": len(seeds)}
 
 
 def _entities(tokens: list[str], tags: list[str]) -> list[list[str]]:
