@@ -30,7 +30,7 @@ from .cache import ResponseCache
 from .config import DEFAULT_LLM, AugmentConfig
 from .llm import LLM, load_llm
 from .pipeline import Pipeline, SeedResult
-from .sentences import Checker, Seed, detokenize, head_statistics
+from .sentences import Checker, Seed, entity_mentions, head_statistics
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types, tags_to_spans, validate_tags
 
@@ -57,19 +57,6 @@ def entity_length_limits(tag_rows: Sequence[Sequence[str]], scheme: str = "IOB2"
         for s in tags_to_spans(list(tags), scheme, strict=False):
             limits[s.label] = max(limits.get(s.label, 0), s.end - s.start)
     return limits
-
-
-def entity_mentions(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]], scheme: str = "IOB2",
-                    per_type: int = 2000) -> dict[str, list[str]]:
-    """Distinct entity texts per type over a split, most frequent first (at most ``per_type``): the pool the
-    composer's entity hints are drawn from."""
-    from collections import Counter
-
-    counts: dict[str, Counter[str]] = {}
-    for tokens, tags in zip(token_rows, tag_rows):
-        for s in tags_to_spans(list(tags), scheme, strict=False):
-            counts.setdefault(s.label, Counter())[detokenize(tokens[s.start : s.end])] += 1
-    return {t: [m for m, _ in c.most_common(per_type)] for t, c in sorted(counts.items())}
 
 
 def _run_sync(coro: Any) -> Any:
@@ -102,7 +89,7 @@ class RGDAAugmenter:
         entity_heads, context_words: split statistics for the checker's ``atypical_head`` rule (see
             :func:`~hf_rgda.sentences.head_statistics`); :meth:`from_dataset` computes them from the split.
         mentions: ``{type: [entity text, ...]}``, the pool of the composer's entity hints (``entity_hints``);
-            :meth:`from_dataset` takes it from the split (see :func:`entity_mentions`), otherwise each batch's seeds.
+            :meth:`from_dataset` takes it from the split (see :func:`~hf_rgda.sentences.entity_mentions`), otherwise each batch's seeds.
         **config: fields of :class:`~hf_rgda.config.AugmentConfig` (``method``, ``num_augmented``, ...).
 
     Attributes:
@@ -161,9 +148,9 @@ class RGDAAugmenter:
             seen = {t for r in rows for t in r}
             names = ["O"] + sorted(seen - {"O"})
         kwargs.setdefault("max_entity_len", entity_length_limits(rows, scheme))
-        kwargs.setdefault("mentions", entity_mentions(ds[tokens_column], rows, scheme))
+        iob2 = rows if scheme == "IOB2" else [convert_tags(list(r), scheme, "IOB2") for r in rows]
+        kwargs.setdefault("mentions", entity_mentions(ds[tokens_column], iob2))
         if "entity_heads" not in kwargs:
-            iob2 = rows if scheme == "IOB2" else [convert_tags(list(r), scheme, "IOB2") for r in rows]
             kwargs["entity_heads"], kwargs["context_words"] = head_statistics(ds[tokens_column], iob2)
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 

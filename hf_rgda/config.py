@@ -49,9 +49,9 @@ class AugmentConfig:
     near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed at or above which a sentence is a near copy")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold")
     skip_entityless: bool = _f(True, "leave seeds without any entity un-augmented (small models invent entities for them)")
-    entity_hints: int = _f(6, "guided methods: entity mentions of the seed's types, drawn from the dataset, shown to the "
-                           "composer as examples of new entities; the composer also sees the guide with the seed's "
-                           "own entity texts masked (0 = neither, the paper's composer)")
+    entity_hints: int = _f(6, "guided methods: the composer's guide shows a same-type entity from the dataset in place "
+                           "of each of the seed's, plus this many more per type as examples (0 = neither: the "
+                           "paper's composer, told never to reuse the seed's entities)")
     where: bool = _f(False, "guided methods: attribution (WHERE) picks the seed's words the composer must replace; "
                      "needs an attribution model")
     attribution_top_n: int = _f(2, "words chosen for replacement per seed by the attribution selector")

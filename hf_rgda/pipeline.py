@@ -30,7 +30,7 @@ from .config import AugmentConfig
 from .debate import run_debate, run_review
 from .llm.base import LLM, Completion
 from .schemas import AC_RUBRIC, GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
-from .sentences import Candidate, Checker, Seed, decode_sentence, parse_json
+from .sentences import Candidate, Checker, Seed, decode_sentence, entity_mentions, parse_json
 
 __all__ = ["Judgement", "Pipeline", "SeedResult", "derive_seed"]
 
@@ -100,6 +100,7 @@ class SeedResult:
     debate: dict[str, Any] | None = None
     _context: dict[str, tuple[list[dict[str, str]], str]] = field(default_factory=dict, repr=False)
     _stopped: set[str] = field(default_factory=set, repr=False)
+    _entities: tuple[dict[str, str], dict[str, list[str]]] | None = field(default=None, repr=False)
 
     @property
     def alive(self) -> bool:
@@ -160,11 +161,8 @@ class Pipeline:
         """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds)."""
         self._sem = asyncio.Semaphore(max(1, self.llm.max_concurrency))  # one per running loop
         self._examples = [s for s in (examples or seeds) if s.spans] or list(examples or seeds)
-        if not self.mentions:  # no dataset inventory given: the batch's own mentions
-            for s in self._examples:
-                for e in s.entities:
-                    if e["text"] not in self.mentions.setdefault(e["type"], []):
-                        self.mentions[e["type"]].append(e["text"])
+        # entity-hint pool: the dataset's inventory, or else the mentions of this batch's own seeds
+        self._pool = self.mentions or entity_mentions([s.tokens for s in self._examples], [s.tags for s in self._examples])
         results = [SeedResult(s) for s in seeds]
         todo = [r for r in results if r.seed.spans or not self.cfg.skip_entityless]
         for r in results:
@@ -333,12 +331,7 @@ class Pipeline:
 
     async def _compose(self, r: SeedResult) -> None:
         example = next((s for s in self._examples if s.key != r.seed.key), None)
-        sections: dict[str, Any] = {"guide": self._composer_view(r, r.guidance)}
-        if not self._substitutes(r):  # entity_hints=0, or no inventory to draw from: the paper's instruction
-            sections["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
-        hints = self._hints(r)
-        if hints:
-            sections["more entities of these types from this dataset (vary the entities across sentences)"] = hints
+        sections: dict[str, Any] = self._entity_sections(r)
         if example is not None:
             sections["example item from this dataset"] = example.as_item(self.cfg.representation)
         if r.attribution is not None:
@@ -348,21 +341,33 @@ class Pipeline:
         msgs = self._messages("composer", **sections)
         r.accepted = [c for c in await self._generate(r, "composer", msgs, self.cfg.num_augmented) if c.ok]
 
+    def _entity_sections(self, r: SeedResult) -> dict[str, Any]:
+        """The guide as the composer and its revisions see it, then either the never-reuse list (entity_hints=0, or
+        nothing to draw from: the paper's instruction) or the further same-type entity hints."""
+        subs, hints = self._entity_plan(r)
+        sections: dict[str, Any] = {"guide": self._composer_view(r, r.guidance)}
+        if not subs:
+            sections["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
+        if hints:
+            sections["more entities of these types from this dataset (vary the entities across sentences)"] = hints
+        return sections
+
+    def _refine_context(self, r: SeedResult) -> dict[str, Any]:
+        """What the composer's revisions see of the seed: the original in the composer's view, then its sections."""
+        return {"original": self._composer_view(r, r.seed.as_item(self.cfg.representation)), **self._entity_sections(r)}
+
     def _composer_view(self, r: SeedResult, data: Any) -> Any:
-        """``data`` with each of the seed's entity texts replaced by a same-type entity from the dataset
-        (entity_hints > 0). A small composer copies whatever entity it is shown, the seed's own or a placeholder
-        alike; shown a real, new one, its copies are still correct new training sentences."""
-        subs = self._substitutes(r)
+        """``data`` with each of the seed's entity texts replaced by its substitute (see :meth:`_entity_plan`). A
+        small composer copies whatever entity it is shown, the seed's own or a placeholder alike; shown a real, new
+        one, its copies are still correct new training sentences."""
+        subs = self._entity_plan(r)[0]
         if not subs:
             return data
         pattern = _entity_pattern(r.seed)
 
-        def swap(text: str) -> str:
-            return pattern.sub(lambda m: subs.get(_squeeze(m.group(0)), m.group(0)), text)
-
         def walk(x: Any) -> Any:
             if isinstance(x, str):
-                return swap(x)
+                return pattern.sub(lambda m: subs.get(_squeeze(m.group(0)), m.group(0)), x)
             if isinstance(x, dict):
                 return {k: walk(v) for k, v in x.items()}
             if isinstance(x, list):
@@ -371,47 +376,33 @@ class Pipeline:
 
         return walk(data)
 
-    def _substitutes(self, r: SeedResult) -> dict[str, str]:
-        """One new entity per distinct seed entity text (keyed by its squeezed lower-case form), same type, drawn
-        from the inventory with a seed fixed per seed sentence; empty when entity_hints is 0."""
-        if self.cfg.entity_hints == 0 or not r.seed.spans:
-            return {}
-        own = {_squeeze(e["text"]) for e in r.seed.entities}
-        rng = random.Random(derive_seed(self.cfg.seed, r.seed.key, "substitutes"))
-        out: dict[str, str] = {}
-        for e in r.seed.entities:
-            key = _squeeze(e["text"])
-            pool = [m for m in self.mentions.get(e["type"], []) if _squeeze(m) not in own and m not in out.values()]
-            if key not in out and pool:
-                out[key] = rng.choice(pool[:500])
-        return out
+    def _entity_plan(self, r: SeedResult) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """Computed once per seed, with random draws fixed per seed sentence; both empty when entity_hints is 0.
 
-    def _refine_context(self, r: SeedResult) -> dict[str, Any]:
-        """What the composer's revisions see of the seed: the original and the guide, entity texts masked like the
-        composer's view (or listed as never to reuse when entity_hints is 0), and the entity hints."""
-        ctx: dict[str, Any] = {"original": self._composer_view(r, r.seed.as_item(self.cfg.representation)),
-                               "guide": self._composer_view(r, r.guidance)}
-        if not self._substitutes(r):
-            ctx["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
-        hints = self._hints(r)
-        if hints:
-            ctx["more entities of these types from this dataset (vary the entities across sentences)"] = hints
-        return ctx
-
-    def _hints(self, r: SeedResult) -> dict[str, list[str]]:
-        """Up to ``entity_hints`` further mentions per seed type from the inventory: never the seed's own nor the
-        guide's substitutes (fixed per seed)."""
-        k = self.cfg.entity_hints
-        if k == 0:
-            return {}
-        used = {_squeeze(e["text"]) for e in r.seed.entities} | {_squeeze(v) for v in self._substitutes(r).values()}
-        rng = random.Random(derive_seed(self.cfg.seed, r.seed.key, "hints"))
-        out = {}
-        for t in dict.fromkeys(e["type"] for e in r.seed.entities):
-            pool = [m for m in self.mentions.get(t, [])[:500] if _squeeze(m) not in used]
-            if pool:
-                out[t] = rng.sample(pool, min(k, len(pool)))
-        return out
+        Returns:
+            ``substitutes``: one new entity per distinct seed entity text (keyed by its squeezed lower-case form),
+            same type, from the pool; ``hints``: up to ``entity_hints`` further mentions per seed type, never the
+            seed's own nor a substitute.
+        """
+        if r._entities is None:
+            subs: dict[str, str] = {}
+            hints: dict[str, list[str]] = {}
+            if self.cfg.entity_hints and r.seed.spans:
+                own = {_squeeze(e["text"]) for e in r.seed.entities}
+                rng = random.Random(derive_seed(self.cfg.seed, r.seed.key, "substitutes"))
+                for e in r.seed.entities:
+                    key = _squeeze(e["text"])
+                    pool = [m for m in self._pool.get(e["type"], []) if _squeeze(m) not in own and m not in subs.values()]
+                    if key not in subs and pool:
+                        subs[key] = rng.choice(pool[:500])
+                used = own | {_squeeze(v) for v in subs.values()}
+                rng = random.Random(derive_seed(self.cfg.seed, r.seed.key, "hints"))
+                for t in dict.fromkeys(e["type"] for e in r.seed.entities):
+                    pool = [m for m in self._pool.get(t, [])[:500] if _squeeze(m) not in used]
+                    if pool:
+                        hints[t] = rng.sample(pool, min(self.cfg.entity_hints, len(pool)))
+            r._entities = (subs, hints)
+        return r._entities
 
     async def _where(self, r: SeedResult) -> None:
         """WHERE: leave-one-out attribution picks the words to replace."""

@@ -20,7 +20,7 @@ from typing import Any
 from ._exceptions import ParseError, SchemaError
 from .tags import Span, spans_to_tags, tags_to_spans, tokenize
 
-__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "head_statistics", "parse_json"]
+__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "entity_mentions", "head_statistics", "parse_json"]
 
 _NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "}", "%", "'s"}
 _NO_SPACE_AFTER = {"(", "[", "{"}
@@ -172,6 +172,17 @@ def decode_sentence(item: Any, types: Sequence[str], representation: str = "enti
         return _decode_entities(item, types)
     except SchemaError as err:  # overlapping spans etc.
         return Candidate(raw=item).reject("invalid_tags", str(err))
+
+
+def entity_mentions(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]], *,
+                    per_type: int = 2000) -> dict[str, list[str]]:
+    """Distinct entity texts per type (IOB2 tags), most frequent first (at most ``per_type``): the pool the
+    composer's entity hints are drawn from."""
+    counts: dict[str, Counter[str]] = {}
+    for tokens, tags in zip(token_rows, tag_rows):
+        for s in tags_to_spans(list(tags), strict=False):
+            counts.setdefault(s.label, Counter())[detokenize(tokens[s.start : s.end])] += 1
+    return {t: [m for m, _ in c.most_common(per_type)] for t, c in sorted(counts.items())}
 
 
 def head_statistics(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]], *,

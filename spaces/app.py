@@ -56,7 +56,7 @@ def examples() -> list[list[str]]:
 def _mentions(types: tuple[str, ...]) -> dict[str, list[str]]:
     """Entity-hint pool: the mentions of a benchmark dataset beside the Space whose entity types are exactly
     ``types``; empty otherwise (the composer then gets the never-reuse instruction)."""
-    from hf_rgda.augmenter import entity_mentions
+    from hf_rgda.sentences import entity_mentions
 
     for name in DOMAINS:
         path = DATA / name / "train.jsonl"

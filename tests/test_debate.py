@@ -150,8 +150,9 @@ def test_review_accepts_at_sigma_revises_below_and_rejects_after_last_round() ->
     assert res.accepted[0][1] == [[100, 100]] and res.rounds == 3
     assert {c[0] for c in calls} == {1, 2} and all(c[1] == "debate_review" for c in calls)
     assert [t["role"] for t in res.transcript] == ["review", "review", "revise"] * 2 + ["review", "review"]
-    # every input ends accepted, rejected or replaced by its revision: nothing is lost
-    assert len(res.accepted) + len(res.rejected) + len(res.revised) == 3 + len(res.revised)
+    # every sentence, the 3 given and each revision written, ends accepted, rejected or replaced: nothing is lost
+    written = sum(len(t["content"]) for t in res.transcript if t["role"] == "revise")
+    assert written == 3 and len(res.accepted) + len(res.rejected) + len(res.revised) == 3 + written
 
 
 def test_review_revision_that_yields_nothing_ends_the_review() -> None:

@@ -168,7 +168,7 @@ def test_composer_sees_substituted_entities_and_dataset_hints() -> None:
 
 
 def test_entity_mentions_most_frequent_first() -> None:
-    from hf_rgda.augmenter import entity_mentions
+    from hf_rgda.sentences import entity_mentions
 
     rows = [["a", "gout", "b"], ["x", "gout"], ["lung", "cancer", "y"]]
     tags = [["O", "B-Disease", "O"], ["O", "B-Disease"], ["B-Disease", "I-Disease", "O"]]
