@@ -63,7 +63,7 @@ def run_chunk(seeds, aug: RGDAAugmenter) -> dict:
             seed_text[r["rgda_source"]] = " ".join(r["tokens"])
         elif r["rgda_status"] == "accepted":
             examples.append({"seed": seed_text.get(r["rgda_source"], ""), "sentence": " ".join(r["tokens"]),
-                             "entities": _entities(r["tokens"], r["ner_tags"])})
+                             "entities": _entities(r["tokens"], r["ner_tags"]), "repairs": r["rgda_reason"]})
     traces = [t for t, st in zip(out["rgda_trace"], out["rgda_status"]) if t and st != "rejected"]  # not raw rows
     return {"traces": traces, "examples": examples, "wall": wall, "seeds": len(seeds)}
 
@@ -76,18 +76,21 @@ def _entities(tokens: list[str], tags: list[str]) -> list[list[str]]:
 
 def report(results: dict, path: Path) -> int:
     """A markdown page: one row per cell, the schedule comparison, and accepted rows printed in full."""
-    lines = [f"# Local pipeline benchmark\n\nCommand: `{results['command']}`  \nMachine: {results['machine']}  \n"
+    commands = results.get("commands") or [results["command"]]
+    lines = [f"# Local pipeline benchmark\n\nCommand{'s' if len(commands) > 1 else ''}: "
+             f"{'; '.join(f'`{c}`' for c in commands)}  \nMachine: {results['machine']}  \n"
              f"LLM: `{results['llm']}`  \nCode: commit {results.get('commit', '?')}\n",
-             "| cell | seeds | accepted / seed | rejected by reason | failed seeds | LLM calls | s / seed | "
-             "s / accepted | tokens / accepted | GR rounds | AC rounds | judge scores (mean by round) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| cell | seeds | accepted / seed | rejected by reason | accepted after repair | failed seeds | LLM calls | "
+             "s / seed | s / accepted | tokens / accepted | GR rounds | AC rounds | judge scores (mean by round) | code |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, c in results["cells"].items():
         scores = ", ".join(f"{k} {v['mean']}" for k, v in c["judge_scores"].items())
         lines.append(f"| {key} | {c['seeds']} | {c['accepted_per_seed']} | "
-                     f"{', '.join(f'{k} {v}' for k, v in c['rejected_by_reason'].items())} | {c['failed_seeds']} | "
+                     f"{', '.join(f'{k} {v}' for k, v in c['rejected_by_reason'].items())} | "
+                     f"{', '.join(f'{k} {v}' for k, v in c.get('salvaged_by_rule', {}).items())} | {c['failed_seeds']} | "
                      f"{c['llm_calls']} | {c['seconds_per_seed']} | {c['seconds_per_accepted']} | "
                      f"{c['tokens_per_accepted']} | {c['judge_rounds'].get('gr') or ''} | "
-                     f"{c['judge_rounds'].get('ac') or ''} | {scores} |")
+                     f"{c['judge_rounds'].get('ac') or ''} | {scores} | {', '.join(c.get('commits', []))} |")
     sched = {k.split("schedule=")[1]: c for k, c in results["cells"].items() if "schedule=" in k}
     if len(sched) == 2:
         lines.append("\n## Stage-major vs row-major scheduling (rgda, same seeds, same run)\n")
@@ -118,7 +121,8 @@ def report(results: dict, path: Path) -> int:
         if c["examples"] and "=" not in key:
             lines.append(f"\n## {key}: accepted rows (up to 10)\n")
             for e in c["examples"]:
-                lines.append(f"- seed: {e['seed']}\n  - new: {e['sentence']}\n  - entities: {e['entities']}")
+                lines.append(f"- seed: {e['seed']}\n  - new: {e['sentence']}\n  - entities: {e['entities']}"
+                             + (f"\n  - checker's repairs: {e['repairs']}" if e.get("repairs") else ""))
     path.write_text("\n".join(lines) + "\n")
     print(f"wrote {path}")
     return 0
@@ -156,7 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         return report(json.loads(args.out.read_text()), args.out.with_suffix(".md"))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    results.update({"command": "python benchmarks/local_pipeline.py " + " ".join(argv or sys.argv[1:]),
+    command = "python benchmarks/local_pipeline.py " + " ".join(argv or sys.argv[1:])
+    results.setdefault("commands", [])
+    if command not in results["commands"]:  # several invocations may fill one results file (e.g. a method on fewer seeds)
+        results["commands"].append(command)
+    results.update({"command": command,
                     "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU", "llm": args.llm,
                     "commit": _commit()})
     chunks = results.setdefault("chunks", {})
@@ -168,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             examples = [x for c in done.values() for x in c["examples"]]
             cells[key] = cell_figures(traces, examples, sum(c["wall"] for c in done.values()),
                                       sum(c["seeds"] for c in done.values()))
+            cells[key]["commits"] = sorted({c.get("commit", "?") for c in done.values()})
         results["cells"] = cells
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1))

@@ -30,7 +30,7 @@ from .cache import ResponseCache
 from .config import DEFAULT_LLM, AugmentConfig
 from .llm import LLM, load_llm
 from .pipeline import Pipeline, SeedResult
-from .sentences import Checker, Seed, entity_mentions, head_statistics
+from .sentences import Checker, Seed, entity_mentions, head_statistics, splits_hyphens
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types, tags_to_spans, validate_tags
 
@@ -43,7 +43,7 @@ META_COLUMNS: dict[str, pa.DataType] = {
     "rgda_status": pa.string(),  # original | accepted | rejected | failed
     "rgda_method": pa.string(),
     "rgda_source": pa.string(),  # key of the seed row
-    "rgda_reason": pa.string(),  # why rejected or failed; "" otherwise
+    "rgda_reason": pa.string(),  # why rejected or failed; for an accepted row, the checker's repairs (salvage)
     "rgda_gr_scores": pa.list_(pa.int64()),
     "rgda_ac_scores": pa.list_(pa.int64()),
     "rgda_trace": pa.string(),  # JSON: the seed's full record, on its first row; "" elsewhere
@@ -90,6 +90,8 @@ class RGDAAugmenter:
             :func:`~hf_rgda.sentences.head_statistics`); :meth:`from_dataset` computes them from the split.
         mentions: ``{type: [entity text, ...]}``, the pool of the composer's entity hints (``entity_hints``);
             :meth:`from_dataset` takes it from the split (see :func:`~hf_rgda.sentences.entity_mentions`), otherwise each batch's seeds.
+        split_hyphens: tokenize generated sentences with hyphens as tokens of their own, as the data does
+            ("Prader - Willi"); :meth:`from_dataset` detects it (see :func:`~hf_rgda.sentences.splits_hyphens`).
         **config: fields of :class:`~hf_rgda.config.AugmentConfig` (``method``, ``num_augmented``, ...).
 
     Attributes:
@@ -103,7 +105,7 @@ class RGDAAugmenter:
                  attribution_model: str | None = None, debate_llms: Sequence[str | LLM] = (),
                  mentions: Mapping[str, Sequence[str]] | None = None,
                  entity_heads: Mapping[str, Mapping[str, int]] | None = None,
-                 context_words: Mapping[str, int] | None = None,
+                 context_words: Mapping[str, int] | None = None, split_hyphens: bool = False,
                  config: AugmentConfig | None = None, **config_fields: Any) -> None:
         if scheme not in SCHEMES:
             raise ConfigError(f"scheme={scheme!r}; choose one of {', '.join(SCHEMES)}")
@@ -127,6 +129,7 @@ class RGDAAugmenter:
         # sorted dicts, never sets: the pickled state (the datasets fingerprint) must not depend on hash order
         self.entity_heads = {t: dict(sorted(v.items())) for t, v in sorted((entity_heads or {}).items())}
         self.context_words = dict(sorted((context_words or {}).items()))
+        self.split_hyphens = bool(split_hyphens)
         self.attribution_model = str(attribution_model) if attribution_model else None
         if self.config.uses_attribution and not self.attribution_model:
             raise ConfigError(f"method {self.config.method!r}{' with where=True' if self.config.where else ''} needs "
@@ -152,6 +155,7 @@ class RGDAAugmenter:
         kwargs.setdefault("mentions", entity_mentions(ds[tokens_column], iob2))
         if "entity_heads" not in kwargs:
             kwargs["entity_heads"], kwargs["context_words"] = head_statistics(ds[tokens_column], iob2)
+        kwargs.setdefault("split_hyphens", splits_hyphens(ds[tokens_column]))
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 
     # ---------------------------------------------------------------- hashing and pickling
@@ -170,7 +174,8 @@ class RGDAAugmenter:
     def _pipeline(self) -> Pipeline:
         notes = "\n".join(f"- {t}: {d}" for t, d in self.type_descriptions.items())
         checker = Checker(tuple(self.types), self.max_entity_len, self.config.near_copy_ratio,
-                          heads=self.entity_heads, context_words=self.context_words)
+                          heads=self.entity_heads, context_words=self.context_words, salvage=self.config.salvage,
+                          split_hyphens=self.split_hyphens)
         cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
         if self.config.uses_attribution and self._selector is None:
             from .attribution import AttributionSelector
@@ -239,7 +244,7 @@ class RGDAAugmenter:
                 add(k, r.seed.tokens, batch[self.tags_column][k], "original", "", r, trace)
                 trace = ""
             for c in r.accepted:
-                add(k, c.tokens, self._out_tags(c.tags, as_ids), "accepted", "", r, trace)
+                add(k, c.tokens, self._out_tags(c.tags, as_ids), "accepted", "; ".join(c.salvaged), r, trace)
                 trace = ""
             if self.config.keep_rejected:
                 for stage, c in r.rejected:
@@ -285,6 +290,7 @@ def _trace(r: SeedResult, method: str) -> dict[str, Any]:
         "superseded": r.superseded, "skipped": r.skipped, "guidance": r.guidance,
         "attribution": r.attribution, "debate": r.debate,
         "rejected": [{"stage": s, "reason": c.reason, "detail": c.detail} for s, c in r.rejected],
+        "salvaged": [x for c in r.accepted for x in c.salvaged],
         "gr": [dataclasses.asdict(j) for j in r.judgements["gr"]],
         "ac": [dataclasses.asdict(j) for j in r.judgements["ac"]],
         "calls": r.calls, "cached_calls": r.cached_calls, "prompt_tokens": r.prompt_tokens,

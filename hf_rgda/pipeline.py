@@ -286,7 +286,8 @@ class Pipeline:
         kept: list[Candidate] = list(keep)
         out: list[Candidate] = []
         for item in items[:n]:
-            cand = decode_sentence(item, self.checker.types, self.cfg.representation)
+            cand = decode_sentence(item, self.checker.types, self.cfg.representation,
+                                   split_hyphens=self.checker.split_hyphens)
             self.checker.check(cand, r.seed, kept, forbid_seed_entities=stage != "seed_generation")
             (kept if cand.ok else out).append(cand)
             if not cand.ok:

@@ -20,7 +20,8 @@ from typing import Any
 from ._exceptions import ParseError, SchemaError
 from .tags import Span, spans_to_tags, tags_to_spans, tokenize
 
-__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "entity_mentions", "head_statistics", "parse_json"]
+__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "entity_mentions", "head_statistics", "parse_json",
+           "splits_hyphens"]
 
 _NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "}", "%", "'s"}
 _NO_SPACE_AFTER = {"(", "[", "{"}
@@ -85,6 +86,7 @@ class Candidate:
     reason: str = ""
     detail: str = ""
     repair_asked: bool = False  # a targeted re-ask has already covered this rejection
+    salvaged: list[str] = field(default_factory=list)  # deterministic repairs the checker made (salvage=True)
 
     @property
     def ok(self) -> bool:
@@ -117,34 +119,51 @@ def _find(tokens: list[str], needle: list[str], taken: list[bool]) -> list[int]:
             if tokens[i : i + n] == needle and not any(taken[i : i + n])]
 
 
-def _decode_entities(item: Mapping[str, Any], types: Sequence[str]) -> Candidate:
+def _find_loose(tokens: list[str], needle: str, taken: list[bool]) -> list[tuple[int, int]]:
+    """Token ranges whose text, spaces removed, equals ``needle`` (spaces removed): "life - long anemia" (copied
+    from a pre-tokenized seed) against "life-long anemia" in the sentence, or the other way round."""
+    out = []
+    for i in range(len(tokens)):
+        text, j = "", i
+        while j < len(tokens) and len(text) < len(needle):
+            text += tokens[j]
+            j += 1
+        if text == needle and not any(taken[i:j]):
+            out.append((i, j))
+    return out
+
+
+def _decode_entities(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool) -> Candidate:
     cand = Candidate(raw=item)
     text, entities = item.get("text"), item.get("entities")
     if not isinstance(text, str) or not isinstance(entities, list):
         return cand.reject("malformed", "item needs 'text' (string) and 'entities' (list)")
-    tokens = tokenize(text)
+    tokens = tokenize(text, split_hyphens=split_hyphens)
     low = [t.lower() for t in tokens]  # entities match case-insensitively; the sentence keeps its own casing
     taken = [False] * len(tokens)
     spans: list[Span] = []
-    for ent in sorted(entities, key=lambda e: -len(tokenize(str(e.get("text", ""))))):
-        etoks, etype = [t.lower() for t in tokenize(str(ent.get("text", "")))], ent.get("type")
+    def words(e: Any) -> list[str]:
+        return tokenize(str(e.get("text", "")) if isinstance(e, Mapping) else "", split_hyphens=split_hyphens)
+
+    for ent in sorted(entities, key=lambda e: -len(words(e))):
+        etoks, etype = [t.lower() for t in words(ent)], ent.get("type") if isinstance(ent, Mapping) else None
         if etype not in types:
             return cand.reject("unknown_type", f"type {etype!r} is not in {list(types)}")
         if not etoks:
             return cand.reject("empty_entity", f"entity {ent!r} has no text")
-        starts = _find(low, etoks, taken)
-        if not starts:
-            if any(s.label == etype and low[s.start : s.end] == etoks for s in spans):
+        found = [(st, st + len(etoks)) for st in _find(low, etoks, taken)] or _find_loose(low, "".join(etoks), taken)
+        if not found:
+            if any(s.label == etype and "".join(low[s.start : s.end]) == "".join(etoks) for s in spans):
                 continue  # listed twice: already tagged
             return cand.reject("entity_not_in_sentence", f"{ent.get('text')!r} does not occur in the sentence")
-        for st in starts:
-            spans.append(Span(st, st + len(etoks), etype))
-            taken[st : st + len(etoks)] = [True] * len(etoks)
+        for st, end in found:
+            spans.append(Span(st, end, etype))
+            taken[st:end] = [True] * (end - st)
     cand.tokens, cand.tags = tokens, spans_to_tags(spans, len(tokens))
     return cand
 
 
-def _decode_segments(item: Mapping[str, Any], types: Sequence[str]) -> Candidate:
+def _decode_segments(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool) -> Candidate:
     cand = Candidate(raw=item)
     segs = item.get("segments")
     if not isinstance(segs, list):
@@ -152,7 +171,7 @@ def _decode_segments(item: Mapping[str, Any], types: Sequence[str]) -> Candidate
     tokens: list[str] = []
     spans: list[Span] = []
     for seg in segs:
-        stoks, stype = tokenize(str(seg.get("text", ""))), seg.get("type")
+        stoks, stype = tokenize(str(seg.get("text", "")), split_hyphens=split_hyphens), seg.get("type")
         if stype != "O" and stype not in types:
             return cand.reject("unknown_type", f"type {stype!r} is not in {list(types)}")
         if stype != "O" and stoks:
@@ -162,14 +181,16 @@ def _decode_segments(item: Mapping[str, Any], types: Sequence[str]) -> Candidate
     return cand
 
 
-def decode_sentence(item: Any, types: Sequence[str], representation: str = "entities") -> Candidate:
-    """Turn one answer item into tokens and IOB2 tags (or a rejected :class:`Candidate`)."""
+def decode_sentence(item: Any, types: Sequence[str], representation: str = "entities", *,
+                    split_hyphens: bool = False) -> Candidate:
+    """Turn one answer item into tokens and IOB2 tags (or a rejected :class:`Candidate`); ``split_hyphens`` follows
+    the dataset's tokenization (see :func:`splits_hyphens`)."""
     if not isinstance(item, Mapping):
         return Candidate(raw=item).reject("malformed", f"expected an object, got {type(item).__name__}")
     try:
         if representation == "segments":
-            return _decode_segments(item, types)
-        return _decode_entities(item, types)
+            return _decode_segments(item, types, split_hyphens)
+        return _decode_entities(item, types, split_hyphens)
     except SchemaError as err:  # overlapping spans etc.
         return Candidate(raw=item).reject("invalid_tags", str(err))
 
@@ -185,6 +206,20 @@ def entity_mentions(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequ
     return {t: [m for m, _ in c.most_common(per_type)] for t, c in sorted(counts.items())}
 
 
+def splits_hyphens(token_rows: Sequence[Sequence[str]]) -> bool:
+    """Whether the corpus writes hyphens as tokens of their own ("Prader - Willi", NCBI-disease) rather than inside
+    words ("state-of-the-art", SciERC): the generated sentences are tokenized the same way, so their near-copy check
+    and their tokens match the data they join."""
+    alone = inside = 0
+    for tokens in token_rows:
+        for i, t in enumerate(tokens):
+            if t == "-" and 0 < i < len(tokens) - 1 and str(tokens[i - 1])[-1:].isalnum() and str(tokens[i + 1])[:1].isalnum():
+                alone += 1
+            elif "-" in t[1:-1]:
+                inside += 1
+    return alone > inside
+
+
 def head_statistics(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]], *,
                     min_count: int = 5) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """Per type, how often each word ends one of its mentions; and how often each word used at least ``min_count``
@@ -198,6 +233,13 @@ def head_statistics(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequ
         outside.update(str(t) for t, g in zip(tokens, tags) if g == "O" and any(c.isalpha() for c in str(t)))
     return ({t: dict(sorted(h.items())) for t, h in sorted(heads.items())},
             {w: c for w, c in sorted(outside.items()) if c >= min_count})
+
+
+def _sentence_breaks(toks: Sequence[str]) -> list[int]:
+    """Indices of tokens ending a sentence that another follows ("... word . Next")."""
+    return [i for i in range(1, len(toks) - 1)
+            if toks[i] in (".", "!", "?") and toks[i - 1].isalpha() and toks[i - 1].islower() and len(toks[i - 1]) > 2
+            and toks[i + 1][:1].isupper() and toks[i + 1].isalpha()]
 
 
 def _ngram_loop(tokens: Sequence[str], n: int = 4) -> bool:
@@ -221,6 +263,12 @@ class Checker:
             generated multi-word entity whose last word the split uses outside entities, and as the end of a
             mention of that type in under ``atypical_share`` of its uses, is rejected (``atypical_head``:
             "Rb tumor suppressor gene" as a Disease in NCBI-disease, where "gene" almost never ends a Disease mention).
+        salvage: repair instead of reject where the fix is certain and local: untag an entity rejected as
+            ``atypical_head`` or ``tagged_seed_context`` (the evidence says the text is not of that type, so the row
+            is right with it untagged), and keep one of several sentences (the one with most entities). Each repair
+            is listed in the candidate's ``salvaged``; the row must still pass every rule afterwards.
+        split_hyphens: the split writes hyphens as tokens of their own (see :func:`splits_hyphens`); generated
+            sentences are decoded the same way.
     """
 
     types: tuple[str, ...]
@@ -231,16 +279,56 @@ class Checker:
     heads: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     context_words: Mapping[str, int] = field(default_factory=dict)
     atypical_share: float = 0.02
+    salvage: bool = False
+    split_hyphens: bool = False
 
     def _never_tagged(self, word: str, label: str) -> bool:
         """Whether the split never ends a ``label`` mention with ``word`` (so a bare type name is a placeholder);
         without split statistics, a bare type name counts as one (SciERC's "method" as Generic needs the split)."""
         return not any(h.lower() == word for h in self.heads.get(label, {}))
 
+    def _not_of_type(self, cand: Candidate, seed: Seed) -> tuple[Span, str, str] | None:
+        """The first entity that the split's statistics (``atypical_head``) or the seed's own annotation
+        (``tagged_seed_context``) say is not of its type, with the rule and the evidence."""
+        toks, low, spans = cand.tokens, [t.lower() for t in cand.tokens], tags_to_spans(cand.tags)
+        for s in spans:
+            head, outside = toks[s.end - 1], self.context_words.get(toks[s.end - 1], 0)
+            as_head = self.heads.get(s.label, {}).get(head, 0)
+            if s.end - s.start > 1 and outside and s.label in self.heads and as_head < self.atypical_share * (as_head + outside):
+                return s, "atypical_head", (f"{' '.join(toks[s.start : s.end])!r}: {head!r} ends {as_head} {s.label} "
+                                            f"mention(s) in the split and is used {outside} times outside entities")
+        seed_low, seed_o = [t.lower() for t in seed.tokens], [g == "O" for g in seed.tags]
+        for s in spans:
+            m = low[s.start : s.end]
+            for i in range(len(seed_low) - len(m) + 1):
+                if seed_low[i : i + len(m)] == m and all(seed_o[i : i + len(m)]) and any(c.isalpha() for c in "".join(m)):
+                    return s, "tagged_seed_context", (f"{' '.join(toks[s.start : s.end])!r} is untagged context in the "
+                                                      "seed sentence")
+        return None
+
+    def _salvage(self, cand: Candidate, seed: Seed) -> None:
+        """Deterministic repairs (``salvage=True``), each recorded in ``cand.salvaged``: of several sentences keep the
+        one with the most entities; untag every entity :meth:`_not_of_type` flags (the rest of the row stays)."""
+        toks, tags = cand.tokens, cand.tags
+        cuts = _sentence_breaks(toks)
+        if cuts:
+            bounds = list(zip([0, *(c + 1 for c in cuts)], [c + 1 for c in cuts] + [len(toks)]))
+            spans = tags_to_spans(tags)
+            if not any(a < s.start < b < s.end for s in spans for a, b in bounds):  # no entity crosses a break
+                a, b = max(bounds, key=lambda ab: (sum(ab[0] <= s.start < ab[1] for s in spans), -ab[0]))
+                cand.tokens, cand.tags = toks[a:b], tags[a:b]
+                cand.salvaged.append(f"several_sentences: kept sentence {bounds.index((a, b)) + 1} of {len(bounds)}")
+        while bad := self._not_of_type(cand, seed):
+            s, rule, detail = bad
+            cand.tags = cand.tags[: s.start] + ["O"] * (s.end - s.start) + cand.tags[s.end :]
+            cand.salvaged.append(f"{rule}: untagged {' '.join(cand.tokens[s.start : s.end])!r} ({detail})")
+
     def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *, forbid_seed_entities: bool) -> Candidate:
         """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings."""
         if not cand.ok:
             return cand
+        if self.salvage:
+            self._salvage(cand, seed)
         toks, low = cand.tokens, [t.lower() for t in cand.tokens]
         spans = tags_to_spans(cand.tags)
         if len(toks) < self.min_tokens:
@@ -255,30 +343,19 @@ class Checker:
             bare = "".join(low[s.start : s.end])
             if bare.strip("<>[]{}") in names and (bare != bare.strip("<>[]{}") or self._never_tagged(bare, s.label)):
                 return cand.reject("placeholder", f"entity {' '.join(toks[s.start : s.end])!r} is a type name")
-        for i in range(1, len(toks) - 1):  # "... word . Next": a second sentence in one row
-            if (toks[i] in (".", "!", "?") and toks[i - 1].isalpha() and toks[i - 1].islower() and len(toks[i - 1]) > 2
-                    and toks[i + 1][:1].isupper() and toks[i + 1].isalpha()):
-                return cand.reject("several_sentences", f"a sentence ends at token {i} and another begins")
+        cut = _sentence_breaks(toks)
+        if cut:
+            return cand.reject("several_sentences", f"a sentence ends at token {cut[0]} and another begins")
         context = len(toks) - sum(s.end - s.start for s in spans)
         if context < self.min_context:
             return cand.reject("no_context", f"only {context} token(s) outside the entities")
-        for s in spans:
-            head, outside = toks[s.end - 1], self.context_words.get(toks[s.end - 1], 0)
-            as_head = self.heads.get(s.label, {}).get(head, 0)
-            if s.end - s.start > 1 and outside and s.label in self.heads and as_head < self.atypical_share * (as_head + outside):
-                return cand.reject("atypical_head", f"{' '.join(toks[s.start : s.end])!r}: {head!r} ends {as_head} "
-                                   f"{s.label} mention(s) in the split and is used {outside} times outside entities")
+        bad = self._not_of_type(cand, seed)
+        if bad:
+            return cand.reject(bad[1], bad[2])
         for s in spans:
             limit = self.max_entity_len.get(s.label)
             if limit and s.end - s.start > limit:
                 return cand.reject("entity_too_long", f"{s.label} of {s.end - s.start} tokens (seed split max {limit})")
-        seed_low, seed_o = [t.lower() for t in seed.tokens], [g == "O" for g in seed.tags]
-        for s in spans:  # the seed's own annotation says this text is not an entity
-            m = low[s.start : s.end]
-            for i in range(len(seed_low) - len(m) + 1):
-                if seed_low[i : i + len(m)] == m and all(seed_o[i : i + len(m)]) and any(c.isalpha() for c in "".join(m)):
-                    return cand.reject("tagged_seed_context", f"{' '.join(toks[s.start : s.end])!r} is untagged "
-                                       "context in the seed sentence")
         taken = {i for s in spans for i in range(s.start, s.end)}
         mentions = {tuple(t.lower() for t in seed.tokens[s.start : s.end]) for s in seed.spans}
         mentions |= {tuple(low[s.start : s.end]) for s in spans}
@@ -292,6 +369,7 @@ class Checker:
             reused = [" ".join(low[s.start : s.end]) for s in spans if tuple(low[s.start : s.end]) in seed_ents]
             if reused:
                 return cand.reject("seed_entity_reused", f"reuses {reused[0]!r}")
+        seed_low = [t.lower() for t in seed.tokens]
         if low == seed_low or difflib.SequenceMatcher(a=seed_low, b=low).ratio() >= self.near_copy_ratio:
             return cand.reject("near_copy_of_seed", "too similar to the seed sentence")
         if _ngram_loop(toks):

@@ -25,6 +25,7 @@ class RunSummary:
     failed_seeds: int = 0
     skipped_seeds: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
+    salvaged: Counter[str] = field(default_factory=Counter)  # repairs inside accepted rows, by the rule they fixed
     failures: Counter[str] = field(default_factory=Counter)
     calls: int = 0
     cached_calls: int = 0
@@ -48,6 +49,7 @@ class RunSummary:
             self.failed_seeds += 1
             self.failures[trace["failure"].split(":")[0]] += 1
         self.rejected.update(r["reason"] for r in trace["rejected"])
+        self.salvaged.update(x.split(":")[0] for x in trace.get("salvaged", []))
         for key in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
             setattr(self, key, getattr(self, key) + trace[key])
         self.llm_seconds += trace["llm_seconds"]
@@ -82,6 +84,7 @@ class RunSummary:
             "accepted_per_seed": round(self.accepted / self.seeds, 3) if self.seeds else 0.0,
             "failed_seeds": self.failed_seeds, "skipped_seeds_without_entities": self.skipped_seeds, "failures_by_stage": dict(self.failures),
             "rejected_by_reason": dict(self.rejected.most_common()), "rejected": sum(self.rejected.values()),
+            "salvaged_by_rule": dict(self.salvaged.most_common()),
             "llm_calls": self.calls, "cached_calls": self.cached_calls, "stage_calls": dict(self.stage_calls),
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "cached_prompt_tokens": sum(u["cached_tokens"] for u in self.stage_usage.values()),
@@ -105,6 +108,8 @@ class RunSummary:
         ]
         if d["rejected_by_reason"]:
             lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in d["rejected_by_reason"].items()))
+        if d["salvaged_by_rule"]:
+            lines.append("accepted after a deterministic repair: " + ", ".join(f"{k} {v}" for k, v in d["salvaged_by_rule"].items()))
         if d["failures_by_stage"]:
             lines.append("failed seeds by stage: " + ", ".join(f"{k} {v}" for k, v in d["failures_by_stage"].items()))
         for kind, hist in d["judge_rounds"].items():

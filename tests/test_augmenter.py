@@ -113,3 +113,39 @@ def test_async_map(ds: Dataset) -> None:
     out = ds.map(aug.acall, batched=True)
     assert out["rgda_status"].count("accepted") == 9
     assert aug.summary.seeds == 3 and aug.summary.accepted == 9
+
+
+def test_salvaged_rows_carry_their_repairs_and_are_counted() -> None:
+    """A sentence whose only fault is a context word tagged as an entity is kept with the tag undone
+    (salvage=True, the default), its repair in rgda_reason; with salvage=False it is rejected."""
+    import json
+
+    def handler(messages, schema, params):
+        answer = {"text": "Germline BRCA1 mutations predispose women to ovarian cancer early .",
+                  "entities": [{"text": "BRCA1", "type": "Disease"}, {"text": "ovarian cancer", "type": "Disease"}]}
+        return {"sentences": [answer]}
+
+    ds = Dataset.from_dict({k: v[:1] for k, v in SEED_ROWS.items()})
+    aug = make_aug(method="naive", num_augmented=1, llm=ScriptedLLM(handler, name="salvage"))
+    kept = ds.map(aug, batched=True)
+    assert aug.summary.to_dict()["salvaged_by_rule"] == {"tagged_seed_context": 1} and aug.summary.rejected == {}
+    row = kept[1]
+    assert row["rgda_status"] == "accepted"
+    assert row["ner_tags"] == ["O", "O", "O", "O", "O", "O", "B-Disease", "I-Disease", "O", "O"]
+    assert row["rgda_reason"].startswith("tagged_seed_context: untagged 'BRCA1'")
+    assert json.loads(kept[0]["rgda_trace"])["salvaged"] == [row["rgda_reason"]]
+    strict = make_aug(method="naive", num_augmented=1, salvage=False, max_repairs=0, keep_rejected=True,
+                      llm=ScriptedLLM(handler, name="salvage"))
+    out = ds.map(strict, batched=True)
+    assert out["rgda_status"] == ["original", "rejected"] and out["rgda_reason"][1] == "seed_generation/tagged_seed_context"
+    assert strict.summary.to_dict()["rejected_by_reason"] == {"tagged_seed_context": 1}
+
+
+def test_from_dataset_detects_the_hyphen_convention() -> None:
+    llm = ScriptedLLM(stateless_handler, name="stateless")
+    split = Dataset.from_dict({"tokens": [["Prader", "-", "Willi", "syndrome", "."]], "ner_tags": [["B-Disease", "I-Disease", "I-Disease", "I-Disease", "O"]]})
+    whole = Dataset.from_dict({"tokens": [["Prader-Willi", "syndrome", "."]], "ner_tags": [["B-Disease", "I-Disease", "O"]]})
+    assert RGDAAugmenter.from_dataset(split, llm=llm).split_hyphens
+    assert not RGDAAugmenter.from_dataset(whole, llm=llm).split_hyphens
+    assert Hasher.hash(RGDAAugmenter.from_dataset(split, llm=llm)) != Hasher.hash(
+        RGDAAugmenter.from_dataset(split, llm=llm, split_hyphens=False))

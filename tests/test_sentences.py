@@ -185,3 +185,73 @@ def test_a_type_name_the_split_tags_is_an_entity_not_a_placeholder() -> None:
                            "entities": [{"text": "<Method>", "type": "Method"}]}, ["Generic", "Method"])
     check.check(bad, SEED, [], forbid_seed_entities=True)
     assert bad.reason == "placeholder"
+
+
+def test_entity_copied_with_pre_tokenized_spacing_is_found() -> None:
+    """"life - long" (copied from an NCBI-style seed) matches "life-long" in the sentence, and the other way round."""
+    c = decode("Fava beans trigger life-long hemolytic anemia in carriers .", ("life - long hemolytic anemia", "Disease"))
+    assert c.ok, c.detail
+    assert c.tokens[3:6] == ["life-long", "hemolytic", "anemia"] and c.tags[3:6] == ["B-Disease", "I-Disease", "I-Disease"]
+    back = decode("The Prader - Willi syndrome was studied in children .", ("Prader-Willi syndrome", "Disease"))
+    assert back.ok and back.tags[1:5] == ["B-Disease", "I-Disease", "I-Disease", "I-Disease"]
+    partial = decode("Fava beans trigger life-long anemia in carriers .", ("life - long hemolytic anemia", "Disease"))
+    assert partial.reason == "entity_not_in_sentence"
+
+
+def test_salvage_untags_what_the_evidence_says_is_no_entity_and_keeps_the_row() -> None:
+    from hf_rgda.sentences import head_statistics
+
+    rows = [["The", "gene", "of", "breast", "cancer", "."]] * 6 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
+    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 6 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
+    heads, outside = head_statistics(rows, tags)
+    strict = Checker(("Disease",), heads=heads, context_words=outside)
+    lenient = Checker(("Disease",), heads=heads, context_words=outside, salvage=True)
+    item = ("Loss of the Rb tumor suppressor gene causes retinoblastoma in children .",
+            ("Rb tumor suppressor gene", "Disease"), ("retinoblastoma", "Disease"))
+    rejected = strict.check(decode(*item), SEED, [], forbid_seed_entities=True)
+    assert rejected.reason == "atypical_head"
+    kept = lenient.check(decode(*item), SEED, [], forbid_seed_entities=True)
+    assert kept.ok, kept.detail
+    assert kept.tags == ["O"] * 8 + ["B-Disease"] + ["O"] * 3  # only retinoblastoma stays tagged
+    assert kept.salvaged == ["atypical_head: untagged 'Rb tumor suppressor gene' ('Rb tumor suppressor gene': 'gene' "
+                             "ends 0 Disease mention(s) in the split and is used 7 times outside entities)"]
+    # the seed's own annotation: "BRCA1" is context in SEED, so tagging it is undone, not fatal
+    ctx = lenient.check(decode("A BRCA1 variant raises the risk of gout in men .", ("BRCA1", "Disease"), ("gout", "Disease")),
+                        SEED, [], forbid_seed_entities=True)
+    assert ctx.ok and ctx.tags[1] == "O" and ctx.tags[7] == "B-Disease" and ctx.salvaged[0].startswith("tagged_seed_context")
+    # nothing left after untagging: still rejected, for the rule the row now fails
+    empty = lenient.check(decode("Loss of the Rb tumor suppressor gene was seen in mice .", ("Rb tumor suppressor gene", "Disease")),
+                          SEED, [], forbid_seed_entities=True)
+    assert empty.reason == "no_entity"
+
+
+def test_salvage_keeps_the_sentence_with_the_entities() -> None:
+    lenient = Checker(("Disease",), {"Disease": 3}, salvage=True)
+    two = decode("The new design improves care . Asthma was studied in many adults .", ("Asthma", "Disease"))
+    lenient.check(two, SEED, [], forbid_seed_entities=True)
+    assert two.ok, two.detail
+    assert two.tokens == ["Asthma", "was", "studied", "in", "many", "adults", "."] and two.tags[0] == "B-Disease"
+    assert two.salvaged == ["several_sentences: kept sentence 2 of 2"]
+    short = decode("Asthma was studied in adults . It helps .", ("Asthma", "Disease"))
+    lenient.check(short, SEED, [], forbid_seed_entities=True)
+    assert short.ok and short.tokens[-2:] == ["adults", "."]
+
+
+def test_generated_sentences_follow_the_datasets_hyphen_convention() -> None:
+    from hf_rgda.sentences import splits_hyphens
+
+    ncbi_like = [["Prader", "-", "Willi", "syndrome", "(", "PWS", ")", "."], ["a", "life", "-", "long", "anemia"]]
+    scierc_like = [["a", "state-of-the-art", "parser", "."], ["non-local", "features", "-", "and", "rules"]]
+    assert splits_hyphens(ncbi_like) and not splits_hyphens(scierc_like)
+    item = {"text": "Children with Prader-Willi syndrome ( PWS ) were studied .",
+            "entities": [{"text": "Prader-Willi syndrome", "type": "Disease"}, {"text": "PWS", "type": "Disease"}]}
+    split = decode_sentence(item, ["Disease"], split_hyphens=True)
+    assert split.tokens[2:6] == ["Prader", "-", "Willi", "syndrome"]
+    assert split.tags[2:8] == ["B-Disease", "I-Disease", "I-Disease", "I-Disease", "O", "B-Disease"]
+    whole = decode_sentence(item, ["Disease"])
+    assert whole.tokens[2:4] == ["Prader-Willi", "syndrome"] and whole.tags[2:4] == ["B-Disease", "I-Disease"]
+    # the near-copy check compares like with like: the seed's "Prader - Willi" equals the split form
+    seed = Seed("k", tuple(split.tokens), tuple(split.tags))
+    copy = decode_sentence(item, ["Disease"], split_hyphens=True)
+    Checker(("Disease",), split_hyphens=True).check(copy, seed, [], forbid_seed_entities=False)
+    assert copy.reason == "near_copy_of_seed"
