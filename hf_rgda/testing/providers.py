@@ -96,6 +96,9 @@ class ProviderServer:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests handled at once
+        # (monotonic time, +1 request arrived / -1 its latency is over and the answer goes out), to merge servers;
+        # the end is taken before the answer is written, so a client's next request cannot overlap it spuriously
+        self.events: list[tuple[float, int]] = []
         self._httpd: ThreadingHTTPServer | None = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -110,6 +113,7 @@ class ProviderServer:
                 with server._lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    server.events.append((time.monotonic(), 1))
                 try:
                     server._handle(self)
                 finally:
@@ -169,6 +173,8 @@ class ProviderServer:
         action = self._next()
         if self.latency or action.delay:
             time.sleep(self.latency + action.delay)
+        with self._lock:
+            self.events.append((time.monotonic(), -1))
         if provider == "unknown":
             return _send(h, 404, {"error": {"message": f"no route {h.path}"}})
         key = req.headers.get("authorization", "").removeprefix("Bearer ") or req.headers.get("x-api-key") \
