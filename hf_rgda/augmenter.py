@@ -30,7 +30,7 @@ from .cache import ResponseCache
 from .config import DEFAULT_LLM, AugmentConfig
 from .llm import LLM, load_llm
 from .pipeline import Pipeline, SeedResult
-from .sentences import Checker, Seed, entity_mentions, head_statistics, splits_hyphens
+from .sentences import Checker, Seed, entity_mentions, head_statistics, mention_lexicon, splits_hyphens
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types, tags_to_spans, validate_tags
 
@@ -90,6 +90,8 @@ class RGDAAugmenter:
             :func:`~hf_rgda.sentences.head_statistics`); :meth:`from_dataset` computes them from the split.
         mentions: ``{type: [entity text, ...]}``, the pool of the composer's entity hints (``entity_hints``);
             :meth:`from_dataset` takes it from the split (see :func:`~hf_rgda.sentences.entity_mentions`), otherwise each batch's seeds.
+        lexicon: ``{lower-cased entity text: type}`` the split tags consistently, for the checker's
+            ``known_mention`` rule; :meth:`from_dataset` builds it (see :func:`~hf_rgda.sentences.mention_lexicon`).
         split_hyphens: tokenize generated sentences with hyphens as tokens of their own, as the data does
             ("Prader - Willi"); :meth:`from_dataset` detects it (see :func:`~hf_rgda.sentences.splits_hyphens`).
         **config: fields of :class:`~hf_rgda.config.AugmentConfig` (``method``, ``num_augmented``, ...).
@@ -106,6 +108,7 @@ class RGDAAugmenter:
                  mentions: Mapping[str, Sequence[str]] | None = None,
                  entity_heads: Mapping[str, Mapping[str, int]] | None = None,
                  context_words: Mapping[str, int] | None = None, split_hyphens: bool = False,
+                 lexicon: Mapping[str, str] | None = None,
                  config: AugmentConfig | None = None, **config_fields: Any) -> None:
         if scheme not in SCHEMES:
             raise ConfigError(f"scheme={scheme!r}; choose one of {', '.join(SCHEMES)}")
@@ -130,6 +133,7 @@ class RGDAAugmenter:
         self.entity_heads = {t: dict(sorted(v.items())) for t, v in sorted((entity_heads or {}).items())}
         self.context_words = dict(sorted((context_words or {}).items()))
         self.split_hyphens = bool(split_hyphens)
+        self.lexicon = dict(sorted((lexicon or {}).items()))
         self.attribution_model = str(attribution_model) if attribution_model else None
         if self.config.uses_attribution and not self.attribution_model:
             raise ConfigError(f"method {self.config.method!r}{' with where=True' if self.config.where else ''} needs "
@@ -156,6 +160,7 @@ class RGDAAugmenter:
         if "entity_heads" not in kwargs:
             kwargs["entity_heads"], kwargs["context_words"] = head_statistics(ds[tokens_column], iob2)
         kwargs.setdefault("split_hyphens", splits_hyphens(ds[tokens_column]))
+        kwargs.setdefault("lexicon", mention_lexicon(ds[tokens_column], iob2))
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 
     # ---------------------------------------------------------------- hashing and pickling
@@ -175,7 +180,7 @@ class RGDAAugmenter:
         notes = "\n".join(f"- {t}: {d}" for t, d in self.type_descriptions.items())
         checker = Checker(tuple(self.types), self.max_entity_len, self.config.near_copy_ratio,
                           heads=self.entity_heads, context_words=self.context_words, salvage=self.config.salvage,
-                          split_hyphens=self.split_hyphens)
+                          split_hyphens=self.split_hyphens, lexicon=self.lexicon)
         cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
         if self.config.uses_attribution and self._selector is None:
             from .attribution import AttributionSelector

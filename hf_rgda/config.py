@@ -49,7 +49,8 @@ class AugmentConfig:
     near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed at or above which a sentence is a near copy")
     salvage: bool = _f(True, "repair a generated sentence deterministically instead of rejecting it when one part is "
                        "wrong: untag an entity the split's statistics or the seed's own annotation say is not of its "
-                       "type, keep the first of several sentences; each repair is recorded in rgda_reason")
+                       "type, tag a text the split always tags, keep the one of several sentences with the entities; each repair is "
+                       "recorded in rgda_reason")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold")
     skip_entityless: bool = _f(True, "leave seeds without any entity un-augmented (small models invent entities for them)")
     entity_hints: int = _f(6, "guided methods: the composer's guide shows a same-type entity from the dataset in place "

@@ -20,7 +20,7 @@ from typing import Any
 from ._exceptions import ParseError, SchemaError
 from .tags import Span, spans_to_tags, tags_to_spans, tokenize
 
-__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "entity_mentions", "head_statistics", "parse_json",
+__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "entity_mentions", "head_statistics", "mention_lexicon", "parse_json",
            "splits_hyphens"]
 
 _NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "}", "%", "'s"}
@@ -206,6 +206,38 @@ def entity_mentions(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequ
     return {t: [m for m, _ in c.most_common(per_type)] for t, c in sorted(counts.items())}
 
 
+def mention_lexicon(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]], *, min_count: int = 3,
+                    min_rate: float = 0.9) -> dict[str, str]:
+    """Entity texts the split tags consistently: lower-cased text (tokens joined by spaces) -> type, for texts used at
+    least ``min_count`` times and tagged as that one type in at least ``min_rate`` of their uses (IOB2 tags; a use
+    inside a longer entity is not counted). Input of :class:`Checker`'s ``known_mention`` rule: a generated
+    sentence that leaves "hemolytic anemia" untagged contradicts how NCBI-disease annotates it."""
+    tagged: dict[tuple[str, ...], Counter[str]] = {}
+    spans_of = []
+    for tokens, tags in zip(token_rows, tag_rows):
+        spans = tags_to_spans(list(tags), strict=False)
+        spans_of.append(spans)
+        for s in spans:
+            tagged.setdefault(tuple(str(t).lower() for t in tokens[s.start : s.end]), Counter())[s.label] += 1
+    lengths = sorted({len(m) for m in tagged})
+    uses: Counter[tuple[str, ...]] = Counter()
+    for tokens, spans in zip(token_rows, spans_of):
+        low = [str(t).lower() for t in tokens]
+        exact = {(s.start, s.end) for s in spans}
+        for n in lengths:
+            for i in range(len(low) - n + 1):
+                m = tuple(low[i : i + n])
+                if m in tagged and ((i, i + n) in exact or not any(
+                        s.start <= i and i + n <= s.end and s.end - s.start > n for s in spans)):
+                    uses[m] += 1
+    out = {}
+    for m, labels in tagged.items():
+        label, count = labels.most_common(1)[0]
+        if uses[m] >= min_count and count >= min_rate * uses[m] and any(c.isalpha() for c in "".join(m)):
+            out[" ".join(m)] = label
+    return dict(sorted(out.items()))
+
+
 def splits_hyphens(token_rows: Sequence[Sequence[str]]) -> bool:
     """Whether the corpus writes hyphens as tokens of their own ("Prader - Willi", NCBI-disease) rather than inside
     words ("state-of-the-art", SciERC): the generated sentences are tokenized the same way, so their near-copy check
@@ -265,8 +297,12 @@ class Checker:
             "Rb tumor suppressor gene" as a Disease in NCBI-disease, where "gene" almost never ends a Disease mention).
         salvage: repair instead of reject where the fix is certain and local: untag an entity rejected as
             ``atypical_head`` or ``tagged_seed_context`` (the evidence says the text is not of that type, so the row
-            is right with it untagged), and keep one of several sentences (the one with most entities). Each repair
+            is right with it untagged), tag an untagged text of the ``lexicon``, and keep one of several sentences (the
+            one with most entities). Each repair
             is listed in the candidate's ``salvaged``; the row must still pass every rule afterwards.
+        lexicon: entity texts the split tags consistently (see :func:`mention_lexicon`); one left untagged in a
+            generated sentence is rejected (``known_mention``), or tagged under ``salvage``, unless the seed's own
+            annotation leaves it untagged.
         split_hyphens: the split writes hyphens as tokens of their own (see :func:`splits_hyphens`); generated
             sentences are decoded the same way.
     """
@@ -281,6 +317,7 @@ class Checker:
     atypical_share: float = 0.02
     salvage: bool = False
     split_hyphens: bool = False
+    lexicon: Mapping[str, str] = field(default_factory=dict)
 
     def _never_tagged(self, word: str, label: str) -> bool:
         """Whether the split never ends a ``label`` mention with ``word`` (so a bare type name is a placeholder);
@@ -306,6 +343,21 @@ class Checker:
                                                       "seed sentence")
         return None
 
+    def _known_untagged(self, cand: Candidate, seed: Seed) -> Span | None:
+        """The first (longest) text of the lexicon that the sentence leaves untagged, as the span it should be."""
+        if not self.lexicon:
+            return None
+        low, taken = [t.lower() for t in cand.tokens], {i for s in tags_to_spans(cand.tags) for i in range(s.start, s.end)}
+        for n in range(min(len(low), 8), 0, -1):
+            for i in range(len(low) - n + 1):
+                text = " ".join(low[i : i + n])
+                label = self.lexicon.get(text)
+                if label and not any(j in taken for j in range(i, i + n)) and label in self.types:
+                    probe = Candidate(raw=None, tokens=cand.tokens, tags=spans_to_tags([Span(i, i + n, label)], len(low)))
+                    if self._not_of_type(probe, seed) is None:  # the seed's own annotation wins
+                        return Span(i, i + n, label)
+        return None
+
     def _salvage(self, cand: Candidate, seed: Seed) -> None:
         """Deterministic repairs (``salvage=True``), each recorded in ``cand.salvaged``: of several sentences keep the
         one with the most entities; untag every entity :meth:`_not_of_type` flags (the rest of the row stays)."""
@@ -322,6 +374,10 @@ class Checker:
             s, rule, detail = bad
             cand.tags = cand.tags[: s.start] + ["O"] * (s.end - s.start) + cand.tags[s.end :]
             cand.salvaged.append(f"{rule}: untagged {' '.join(cand.tokens[s.start : s.end])!r} ({detail})")
+        while known := self._known_untagged(cand, seed):
+            cand.tags = spans_to_tags([*tags_to_spans(cand.tags), known], len(cand.tokens))
+            cand.salvaged.append(f"known_mention: tagged {' '.join(cand.tokens[known.start : known.end])!r} as "
+                                 f"{known.label} (the split tags it so)")
 
     def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *, forbid_seed_entities: bool) -> Candidate:
         """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings."""
@@ -364,6 +420,10 @@ class Checker:
                 if tuple(low[i : i + len(m)]) == m and not all(j in taken for j in range(i, i + len(m))):
                     return cand.reject("untagged_mention", f"{' '.join(toks[i : i + len(m)])!r} is an entity "
                                        "elsewhere but is not tagged here")
+        known = self._known_untagged(cand, seed)
+        if known:
+            return cand.reject("known_mention", f"{' '.join(toks[known.start : known.end])!r} is left untagged but the "
+                               f"split tags it as {known.label}")
         if forbid_seed_entities:
             seed_ents = {tuple(t.lower() for t in seed.tokens[s.start : s.end]) for s in seed.spans}
             reused = [" ".join(low[s.start : s.end]) for s in spans if tuple(low[s.start : s.end]) in seed_ents]

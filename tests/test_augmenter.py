@@ -149,3 +149,11 @@ def test_from_dataset_detects_the_hyphen_convention() -> None:
     assert not RGDAAugmenter.from_dataset(whole, llm=llm).split_hyphens
     assert Hasher.hash(RGDAAugmenter.from_dataset(split, llm=llm)) != Hasher.hash(
         RGDAAugmenter.from_dataset(split, llm=llm, split_hyphens=False))
+
+
+def test_from_dataset_builds_the_lexicon_of_consistently_tagged_texts() -> None:
+    ds = Dataset.from_dict({"tokens": [["Cases", "of", "gout", "rose", "."]] * 3 + [["A", "gout", "study", "."]],
+                            "ner_tags": [["O", "O", "B-Disease", "O", "O"]] * 3 + [["O", "O", "O", "O"]]})
+    llm = ScriptedLLM(stateless_handler, name="stateless")
+    assert RGDAAugmenter.from_dataset(ds.select(range(3)), llm=llm).lexicon == {"gout": "Disease"}
+    assert RGDAAugmenter.from_dataset(ds, llm=llm).lexicon == {}  # 3 of 4 uses tagged: below 90%

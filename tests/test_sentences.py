@@ -255,3 +255,30 @@ def test_generated_sentences_follow_the_datasets_hyphen_convention() -> None:
     copy = decode_sentence(item, ["Disease"], split_hyphens=True)
     Checker(("Disease",), split_hyphens=True).check(copy, seed, [], forbid_seed_entities=False)
     assert copy.reason == "near_copy_of_seed"
+
+
+def test_known_mentions_left_untagged_are_rejected_or_tagged() -> None:
+    from hf_rgda.sentences import mention_lexicon
+
+    rows = [["Episodes", "of", "hemolytic", "anemia", "were", "seen", "."]] * 3 + [
+        ["The", "gene", "causes", "chronic", "hemolytic", "anemia", "."],  # inside a longer mention: not a use
+        ["A", "study", "of", "cancer", "cells", "."], ["Breast", "cancer", "risk", "rises", "."],
+        ["Cancer", "screening", "saves", "lives", "."]]
+    tags = [["O", "O", "B-Disease", "I-Disease", "O", "O", "O"]] * 3 + [
+        ["O", "O", "O", "B-Disease", "I-Disease", "I-Disease", "O"],
+        ["O", "O", "O", "O", "O", "O"], ["B-Disease", "I-Disease", "O", "O", "O"], ["B-Disease", "O", "O", "O", "O"]]
+    lexicon = mention_lexicon(rows, tags)
+    assert lexicon["hemolytic anemia"] == "Disease"
+    assert "cancer" not in lexicon  # tagged in 1 of its 2 uses outside longer mentions
+    item = ("Aniridia is often linked to hemolytic anemia in adults .", ("Aniridia", "Disease"))
+    strict = Checker(("Disease",), lexicon=lexicon)
+    bad = strict.check(decode(*item), SEED, [], forbid_seed_entities=True)
+    assert bad.reason == "known_mention" and "'hemolytic anemia'" in bad.detail
+    fixed = Checker(("Disease",), lexicon=lexicon, salvage=True).check(decode(*item), SEED, [], forbid_seed_entities=True)
+    assert fixed.ok, fixed.detail
+    assert fixed.tags == ["B-Disease", "O", "O", "O", "O", "B-Disease", "I-Disease", "O", "O", "O"]
+    assert fixed.salvaged == ["known_mention: tagged 'hemolytic anemia' as Disease (the split tags it so)"]
+    # the seed's own annotation wins: a seed that leaves the text untagged allows it untagged
+    seed = Seed("s", ("Carriers", "of", "hemolytic", "anemia", "traits", "were", "tested", "."), ("O",) * 8)
+    ok = strict.check(decode(*item), seed, [], forbid_seed_entities=True)
+    assert ok.ok, ok.detail
