@@ -71,13 +71,14 @@ class Proposal:
     def mean(self) -> float:
         return statistics.fmean(self.scores[-1]) if self.scores and self.scores[-1] else 0.0
 
-    def apply(self, tokens: Sequence[str], tags: Sequence[str]) -> tuple[list[str], list[str]]:
-        """The new sentence: each chosen word replaced by the tokens of its new text (tagged ``O``)."""
+    def apply(self, tokens: Sequence[str], tags: Sequence[str], *, split_hyphens: bool = False) -> tuple[list[str], list[str]]:
+        """The new sentence: each chosen word replaced by the tokens of its new text (tagged ``O``), tokenized the
+        data's way (``split_hyphens``)."""
         out_t: list[str] = []
         out_g: list[str] = []
         for i, (tok, tag) in enumerate(zip(tokens, tags)):
             if i in self.replacements:
-                words = tokenize(self.replacements[i]) or [tok]
+                words = tokenize(self.replacements[i], split_hyphens=split_hyphens) or [tok]
                 out_t += words
                 out_g += ["O"] * len(words)
             else:

@@ -424,11 +424,11 @@ class Pipeline:
         floor = dataclasses.replace(self.checker, near_copy_ratio=1.0)  # replacing a few words is the method
         kept: list[Candidate] = []
         for p in result.rejected:
-            tokens, tags = p.apply(r.seed.tokens, r.seed.tags)
+            tokens, tags = p.apply(r.seed.tokens, r.seed.tags, split_hyphens=self.checker.split_hyphens)
             r.rejected.append(("debate", Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
                                .reject("below_sigma", f"mean reviewer score {p.mean:.1f} < {self.cfg.debate_sigma}")))
         for p in result.accepted:
-            tokens, tags = p.apply(r.seed.tokens, r.seed.tags)
+            tokens, tags = p.apply(r.seed.tokens, r.seed.tags, split_hyphens=self.checker.split_hyphens)
             cand = Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
             floor.check(cand, r.seed, kept, forbid_seed_entities=False)
             if cand.ok:

@@ -328,7 +328,10 @@ class Checker:
         """The first entity that the split's statistics (``atypical_head``) or the seed's own annotation
         (``tagged_seed_context``) say is not of its type, with the rule and the evidence."""
         toks, low, spans = cand.tokens, [t.lower() for t in cand.tokens], tags_to_spans(cand.tags)
+        gold = {(tuple(t.lower() for t in seed.tokens[s.start : s.end]), s.label) for s in seed.spans}
         for s in spans:
+            if (tuple(low[s.start : s.end]), s.label) in gold:  # the seed's own annotation says it is one
+                continue
             head, outside = toks[s.end - 1], self.context_words.get(toks[s.end - 1], 0)
             as_head = self.heads.get(s.label, {}).get(head, 0)
             if s.end - s.start > 1 and outside and s.label in self.heads and as_head < self.atypical_share * (as_head + outside):

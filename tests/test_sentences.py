@@ -282,3 +282,13 @@ def test_known_mentions_left_untagged_are_rejected_or_tagged() -> None:
     seed = Seed("s", ("Carriers", "of", "hemolytic", "anemia", "traits", "were", "tested", "."), ("O",) * 8)
     ok = strict.check(decode(*item), seed, [], forbid_seed_entities=True)
     assert ok.ok, ok.detail
+
+
+def test_a_seed_mention_is_never_flagged_atypical() -> None:
+    """The seed's gold annotation outranks the split's head statistics (BioRDA keeps the seed's entities)."""
+    seed = Seed("s", ("Loss", "of", "Rb", "tumor", "suppressor", "gene", "function", "."),
+                ("O", "O", "B-Disease", "I-Disease", "I-Disease", "I-Disease", "O", "O"))
+    check = Checker(("Disease",), heads={"Disease": {"cancer": 6}}, context_words={"gene": 7}, salvage=True)
+    c = decode("Partial loss of Rb tumor suppressor gene activity was reported .", ("Rb tumor suppressor gene", "Disease"))
+    check.check(c, seed, [], forbid_seed_entities=False)
+    assert c.ok and not c.salvaged, c.detail
