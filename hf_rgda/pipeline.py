@@ -496,7 +496,12 @@ class Pipeline:
             msgs = self._messages("guidance_refine", sentence=r.seed.text, entities=r.seed.entities,
                                   guide=r.guidance, reviewer_feedback=verdict.feedback_text(GR_RUBRIC))
             data, _ = await self._call(r, "guidance_refine", msgs, guidance_schema(self.checker.types), salt=rnd)
-            r.guidance = _check_guidance(data)
+            new_guide = _check_guidance(data)
+            if _squeeze(json.dumps(new_guide, sort_keys=True)) == _squeeze(json.dumps(r.guidance, sort_keys=True)):
+                # judging the same guide again only samples the judge's noise: the loop ends on this verdict
+                r.notes.append(f"GR refinement round {rnd} returned the guide unchanged: loop stopped")
+                r._stopped.add("gr")
+            r.guidance = new_guide
             return
         current = self._valid(r)
         msgs = self._messages("composition_refine", **self._refine_context(r), **{
@@ -504,7 +509,11 @@ class Pipeline:
                                  "reviewer feedback": verdict.feedback_text(AC_RUBRIC),
                                  "task": f"Write {self.cfg.num_augmented} revised sentences."})
         new = [c for c in await self._generate(r, "composition_refine", msgs, self.cfg.num_augmented, salt=rnd) if c.ok]
-        if len(new) >= len(current):
+        if sorted(_squeeze(" ".join(c.tokens)) for c in new) == sorted(_squeeze(" ".join(c.tokens)) for c in current):
+            r.notes.append(f"AC refinement round {rnd} returned the sentences unchanged: loop stopped")
+            r.superseded += len(new)
+            r._stopped.add("ac")
+        elif len(new) >= len(current):
             r.superseded += len(current)
             r.accepted = new
         else:

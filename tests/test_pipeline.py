@@ -44,6 +44,31 @@ def test_refine_loop_stops_at_threshold_or_max_rounds(scores: list[int], rounds:
     assert world.stages.count("gr_refine") == rounds - 1 and world.stages.count("ac_refine") == rounds - 1
 
 
+def test_a_refinement_that_changes_nothing_ends_its_loop() -> None:
+    """A small model often hands the guide (or the sentences) back verbatim; judging them again would only sample
+    the judge's noise, so the loop ends on the last verdict, with a note."""
+
+    class Stubborn(FakeWorld):
+        def __call__(self, messages, schema, params):
+            stage = stage_of(list(messages))
+            if stage == "gr_refine":
+                self.stages.append(stage)
+                return json.loads(messages[-1]["content"].split("Guide:\n", 1)[1].split("\n\nReviewer feedback", 1)[0])
+            if stage == "ac_refine":
+                self.stages.append(stage)
+                body = messages[-1]["content"].split("Current sentences:\n", 1)[1].split("\n\nReviewer feedback", 1)[0]
+                return {"sentences": json.loads(body)}
+            return super().__call__(messages, schema, params)
+
+    world = Stubborn(gr_scores=[10], ac_scores=[10])
+    [r] = run(world, seeds=SEEDS[:1])
+    assert world.stages.count("gr_judge") == world.stages.count("gr_refine") == 1
+    assert world.stages.count("ac_judge") == world.stages.count("ac_refine") == 1
+    assert "GR refinement round 1 returned the guide unchanged: loop stopped" in r.notes
+    assert "AC refinement round 1 returned the sentences unchanged: loop stopped" in r.notes
+    assert len(r.accepted) == 3 and r.superseded == 3  # the copies are accounted for, the originals kept
+
+
 @pytest.mark.parametrize(("method", "gr", "ac", "guided"), [
     ("naive", False, False, False), ("gda", False, False, True), ("rgda-no-gr", False, True, True),
     ("rgda-no-ac", True, False, True), ("rgda", True, True, True)])

@@ -79,9 +79,10 @@ class FakeWorld:
         if stage in ("seed_generation", "composer", "ac_refine", "repair"):
             n = schema["properties"]["sentences"]["minItems"]
             return {"sentences": [self.sentence() for _ in range(n)]}
-        if stage in ("guidance", "gr_refine"):
+        if stage in ("guidance", "gr_refine"):  # every refinement changes the guide a little
             return {"context": "oncology genetics", "structure": "a gene variant causes a disease",
-                    "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}], "keywords": ["gene"]}
+                    "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}],
+                    "keywords": ["gene"] + [f"variant {self.stages.count('gr_refine')}"] * (stage == "gr_refine")}
         if stage == "debate_review":
             from ..debate import CRITERIA
 
