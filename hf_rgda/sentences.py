@@ -363,7 +363,9 @@ class Checker:
 
     def _salvage(self, cand: Candidate, seed: Seed) -> None:
         """Deterministic repairs (``salvage=True``), each recorded in ``cand.salvaged``: of several sentences keep the
-        one with the most entities; untag every entity :meth:`_not_of_type` flags (the rest of the row stays)."""
+        one with the most entities; untag every entity :meth:`_not_of_type` flags (the rest of the row stays), unless
+        its head word typically ends mentions of another type (then it may be a mistyped entity and is left for
+        the checks to reject); tag every known mention left untagged."""
         toks, tags = cand.tokens, cand.tags
         cuts = _sentence_breaks(toks)
         if cuts:
@@ -375,6 +377,12 @@ class Checker:
                 cand.salvaged.append(f"several_sentences: kept sentence {bounds.index((a, b)) + 1} of {len(bounds)}")
         while bad := self._not_of_type(cand, seed):
             s, rule, detail = bad
+            head = cand.tokens[s.end - 1]
+            if rule == "atypical_head" and any(
+                    h.get(head, 0) >= self.atypical_share * (h.get(head, 0) + self.context_words.get(head, 0))
+                    for t, h in self.heads.items() if t != s.label):
+                break  # maybe an entity of another type ("natural language processing" as Material): untagging
+                # it would teach that it is no entity, so the row is rejected instead
             cand.tags = cand.tags[: s.start] + ["O"] * (s.end - s.start) + cand.tags[s.end :]
             cand.salvaged.append(f"{rule}: untagged {' '.join(cand.tokens[s.start : s.end])!r} ({detail})")
         while known := self._known_untagged(cand, seed):

@@ -292,3 +292,14 @@ def test_a_seed_mention_is_never_flagged_atypical() -> None:
     c = decode("Partial loss of Rb tumor suppressor gene activity was reported .", ("Rb tumor suppressor gene", "Disease"))
     check.check(c, seed, [], forbid_seed_entities=False)
     assert c.ok and not c.salvaged, c.detail
+
+
+def test_salvage_does_not_untag_what_may_be_an_entity_of_another_type() -> None:
+    """"natural language processing" typed Material: 'processing' never ends a Material but often a Task, so the
+    row is rejected (a wrong type) rather than kept with the mention untagged (a wrong training signal)."""
+    heads = {"Material": {"corpus": 9}, "Task": {"processing": 6}}
+    check = Checker(("Material", "Task"), heads=heads, context_words={"processing": 40, "gene": 50}, salvage=True)
+    item = {"text": "We test the model on natural language processing with a new corpus .",
+            "entities": [{"text": "natural language processing", "type": "Material"}, {"text": "corpus", "type": "Material"}]}
+    c = check.check(decode_sentence(item, ["Material", "Task"]), SEED, [], forbid_seed_entities=True)
+    assert c.reason == "atypical_head" and not c.salvaged
