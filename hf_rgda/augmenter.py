@@ -188,7 +188,7 @@ class RGDAAugmenter:
             self._selector = AttributionSelector(self.attribution_model, type_descriptions=self.type_descriptions,
                                                  top_n=self.config.attribution_top_n)
         return Pipeline(self.config, self.llm, checker, cache=cache, type_notes=notes, attribution=self._selector,
-                        debate_llms=self.debate_llms, mentions=self.mentions)
+                        debate_llms=self.debate_llms, mentions=self.mentions, progress=_progress_bars())
 
     # ---------------------------------------------------------------- input
     def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:
@@ -280,6 +280,15 @@ class RGDAAugmenter:
     def __call__(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None = None) -> pa.Table:
         """Augment one batch (a dict of columns). Pass ``with_indices=True`` to ``map`` for row numbers in errors."""
         return _run_sync(self.acall(batch, indices))
+
+
+def _progress_bars() -> bool:
+    """Per-stage bars inside a batch follow datasets' own setting (``datasets.disable_progress_bars()``)."""
+    try:
+        from datasets.utils.tqdm import are_progress_bars_disabled
+    except ImportError:  # pragma: no cover - older datasets
+        return True
+    return not are_progress_bars_disabled()
 
 
 def _passthrough(values: list[Any], source: list[Any]) -> pa.Array:

@@ -139,8 +139,9 @@ class Pipeline:
 
     def __init__(self, config: AugmentConfig, llm: LLM, checker: Checker, *, cache: ResponseCache | None = None,
                  type_notes: str = "", attribution: Any = None, debate_llms: Sequence[LLM] = (),
-                 mentions: Mapping[str, Sequence[str]] | None = None) -> None:
+                 mentions: Mapping[str, Sequence[str]] | None = None, progress: bool = False) -> None:
         self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
+        self.progress = progress  # a transient bar per stage inside a batch (a batch can take many minutes locally)
         self.mentions = {t: list(v) for t, v in (mentions or {}).items()}
         if config.uses_attribution and attribution is None:
             raise ConfigError(f"method {config.method!r}{' with where=True' if config.where else ''} needs an "
@@ -214,7 +215,23 @@ class Pipeline:
                 else:
                     r.failure = msg
 
-        await asyncio.gather(*(guarded(r) for r in rs if r.alive and (not soft or soft not in r._stopped)))
+        todo = [r for r in rs if r.alive and (not soft or soft not in r._stopped)]
+        bar = None
+        if self.progress and todo:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(todo), desc=_stage_label(fn), unit="seed", leave=False)
+
+        async def tracked(r: SeedResult) -> None:
+            try:
+                await guarded(r)
+            finally:
+                if bar is not None:
+                    bar.update(1)
+
+        await asyncio.gather(*(tracked(r) for r in todo))
+        if bar is not None:
+            bar.close()
 
     async def _loop(self, rs: list[SeedResult], kind: str) -> None:
         """Algorithm 1: judge; refine while below threshold and rounds remain."""
@@ -520,6 +537,18 @@ class Pipeline:
             r.notes.append(f"AC refinement round {rnd} kept: {len(new)} valid < {len(current)} current")
             r.superseded += len(new)
             r._stopped.add("ac")
+
+
+def _stage_label(fn: Any) -> str:
+    """"GR judge, round 2" from ``partial(self._judge, kind="gr", rnd=2)``."""
+    kw = getattr(fn, "keywords", {}) or {}
+    name = (getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", "stage")).strip("_")
+    name = name.replace("_", " ")
+    if "kind" in kw:
+        name = f"{kw['kind'].upper()} {name}"
+    if "stage" in kw:
+        name = f"{name} ({kw['stage'].replace('_', ' ')})"
+    return f"{name}, round {kw['rnd']}" if "rnd" in kw else name
 
 
 def _entity_pattern(seed: Seed) -> re.Pattern[str]:

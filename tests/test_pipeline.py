@@ -198,3 +198,12 @@ def test_entity_mentions_most_frequent_first() -> None:
     rows = [["a", "gout", "b"], ["x", "gout"], ["lung", "cancer", "y"]]
     tags = [["O", "B-Disease", "O"], ["O", "B-Disease"], ["B-Disease", "I-Disease", "O"]]
     assert entity_mentions(rows, tags) == {"Disease": ["gout", "lung cancer"]}
+
+
+def test_progress_bars_name_each_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    pipe = Pipeline(AugmentConfig(), ScriptedLLM(FakeWorld(gr_scores=[10, 95])), Checker(("Disease",)), progress=True)
+    asyncio.run(pipe.run(SEEDS[:2]))
+    err = capsys.readouterr().err
+    for label in ("seed generation", "guidance", "GR judge, round 1", "GR refine, round 1", "GR judge, round 2",
+                  "compose", "AC judge, round 1"):
+        assert label + ":" in err, label
