@@ -48,7 +48,25 @@ def cell_figures(traces: list[str], examples: list[dict], wall: float, n_seeds: 
     d["seconds_per_seed"] = round(method_seconds / n_seeds, 1) if n_seeds else None
     d["wall_seconds_paid_per_seed"] = round(wall / n_seeds, 1) if n_seeds else None
     d["examples"] = examples[:10]
+    # refinements the model answered with its input unchanged (each ends its loop), against all refinement calls
+    notes = [n for t in traces for n in (json.loads(t).get("notes") or []) if t]
+    d["unchanged_refinements"] = {k: {"unchanged": sum(n.startswith(f"{k.upper()} refinement") and "unchanged" in n
+                                                         for n in notes),
+                                      "calls": d["stage_calls"].get(stage, 0)}
+                                  for k, stage in (("gr", "guidance_refine"), ("ac", "composition_refine"))}
     return d
+
+
+def cells_of(chunks: dict) -> dict:
+    """Every cell's figures from its finished chunks (each chunk keeps its seed traces, rows and commit)."""
+    cells = {}
+    for key, done in chunks.items():
+        traces = [t for c in done.values() for t in c["traces"]]
+        examples = [x for c in done.values() for x in c["examples"]]
+        cells[key] = cell_figures(traces, examples, sum(c["wall"] for c in done.values()),
+                                  sum(c["seeds"] for c in done.values()))
+        cells[key]["commits"] = sorted({c.get("commit", "?") for c in done.values()})
+    return cells
 
 
 def run_chunk(seeds, aug: RGDAAugmenter) -> dict:
@@ -81,8 +99,9 @@ def report(results: dict, path: Path) -> int:
              f"{'; '.join(f'`{c}`' for c in commands)}  \nMachine: {results['machine']}  \n"
              f"LLM: `{results['llm']}`  \nCode: commit {results.get('commit', '?')}\n",
              "| cell | seeds | accepted / seed | rejected by reason | accepted after repair | failed seeds | LLM calls | "
-             "s / seed | s / accepted | tokens / accepted | GR rounds | AC rounds | judge scores (mean by round) | code |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "s / seed | s / accepted | tokens / accepted | GR rounds | AC rounds | judge scores (mean by round) | "
+             "refinements returned unchanged (GR, AC) | code |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, c in results["cells"].items():
         scores = ", ".join(f"{k} {v['mean']}" for k, v in c["judge_scores"].items())
         lines.append(f"| {key} | {c['seeds']} | {c['accepted_per_seed']} | "
@@ -90,7 +109,7 @@ def report(results: dict, path: Path) -> int:
                      f"{', '.join(f'{k} {v}' for k, v in c.get('salvaged_by_rule', {}).items())} | {c['failed_seeds']} | "
                      f"{c['llm_calls']} | {c['seconds_per_seed']} | {c['seconds_per_accepted']} | "
                      f"{c['tokens_per_accepted']} | {c['judge_rounds'].get('gr') or ''} | "
-                     f"{c['judge_rounds'].get('ac') or ''} | {scores} | {', '.join(c.get('commits', []))} |")
+                     f"{c['judge_rounds'].get('ac') or ''} | {scores} | {_unchanged(c)} | {', '.join(c.get('commits', []))} |")
     sched = {k.split("schedule=")[1]: c for k, c in results["cells"].items() if "schedule=" in k}
     if len(sched) == 2:
         lines.append("\n## Stage-major vs row-major scheduling (rgda, same seeds, same run)\n")
@@ -128,6 +147,11 @@ def report(results: dict, path: Path) -> int:
     return 0
 
 
+def _unchanged(c: dict) -> str:
+    u = c.get("unchanged_refinements") or {}
+    return ", ".join(f"{k.upper()} {v['unchanged']} of {v['calls']}" for k, v in u.items() if v["calls"])
+
+
 def _commit() -> str:
     import subprocess
 
@@ -157,8 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/local_pipeline_v2.sqlite3"))
     p.add_argument("--report", action="store_true", help="only write the markdown report from --out")
     args = p.parse_args(argv)
-    if args.report:
-        return report(json.loads(args.out.read_text()), args.out.with_suffix(".md"))
+    if args.report:  # figures recomputed from the stored chunks, so a report change needs no rerun
+        results = json.loads(args.out.read_text())
+        results["cells"] = cells_of(results["chunks"])
+        args.out.write_text(json.dumps(results, indent=1))
+        return report(results, args.out.with_suffix(".md"))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     command = "python benchmarks/local_pipeline.py " + " ".join(argv or sys.argv[1:])
     results.setdefault("commands", [])
@@ -170,14 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     chunks = results.setdefault("chunks", {})
 
     def save() -> None:
-        cells = {}
-        for key, done in chunks.items():
-            traces = [t for c in done.values() for t in c["traces"]]
-            examples = [x for c in done.values() for x in c["examples"]]
-            cells[key] = cell_figures(traces, examples, sum(c["wall"] for c in done.values()),
-                                      sum(c["seeds"] for c in done.values()))
-            cells[key]["commits"] = sorted({c.get("commit", "?") for c in done.values()})
-        results["cells"] = cells
+        results["cells"] = cells_of(chunks)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1))
 
