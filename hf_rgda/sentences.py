@@ -274,6 +274,11 @@ def _sentence_breaks(toks: Sequence[str]) -> list[int]:
             and toks[i + 1][:1].isupper() and toks[i + 1].isalpha()]
 
 
+def _subsequence(needle: Sequence[str], hay: Sequence[str]) -> bool:
+    it = iter(hay)
+    return all(x in it for x in needle)
+
+
 def _ngram_loop(tokens: Sequence[str], n: int = 4) -> bool:
     words = [t.lower() for t in tokens if any(c.isalnum() for c in t)]
     grams = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
@@ -340,10 +345,16 @@ class Checker:
         seed_low, seed_o = [t.lower() for t in seed.tokens], [g == "O" for g in seed.tags]
         for s in spans:
             m = low[s.start : s.end]
+            if not any(c.isalpha() for c in "".join(m)):
+                continue
+            # the seed's untagged context, word for word or with up to 2 words dropped from inside it ("N -
+            # acetylgalactosamine - 6 - sulfatase" from the seed's untagged "... - 6 - sulfate sulfatase")
             for i in range(len(seed_low) - len(m) + 1):
-                if seed_low[i : i + len(m)] == m and all(seed_o[i : i + len(m)]) and any(c.isalpha() for c in "".join(m)):
-                    return s, "tagged_seed_context", (f"{' '.join(toks[s.start : s.end])!r} is untagged context in the "
-                                                      "seed sentence")
+                for w in range(len(m), len(m) + 3 if len(m) > 1 else len(m) + 1):
+                    win = seed_low[i : i + w]
+                    if len(win) == w and all(seed_o[i : i + w]) and win[0] == m[0] and win[-1] == m[-1] and _subsequence(m, win):
+                        return s, "tagged_seed_context", (f"{' '.join(toks[s.start : s.end])!r} is untagged context in "
+                                                          "the seed sentence")
         return None
 
     def _known_untagged(self, cand: Candidate, seed: Seed) -> Span | None:

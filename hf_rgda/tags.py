@@ -41,7 +41,7 @@ _PREFIXES = {
     "IO": ("I",),
 }
 _TOKEN_RE = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
-_TOKEN_SPLIT_HYPHENS_RE = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
+_TOKEN_SPLIT_HYPHENS_RE = re.compile(r"\w+|[^\w\s]")
 
 
 class Span(NamedTuple):
@@ -208,14 +208,15 @@ def validate_tags(
 
 
 def tokenize(text: str, *, split_hyphens: bool = False) -> list[str]:
-    """Split text into word and punctuation tokens; hyphenated words stay whole unless ``split_hyphens`` (the
-    convention of corpora such as NCBI-disease, which write "Prader - Willi").
+    """Split text into word and punctuation tokens; hyphenated words (and "Huntington's") stay whole unless
+    ``split_hyphens`` (the convention of corpora such as NCBI-disease and FIN, which write "Prader - Willi" and
+    "Bank ' s").
 
     Example:
         >>> tokenize("BRCA1-linked breast cancer (BC).")
         ['BRCA1-linked', 'breast', 'cancer', '(', 'BC', ')', '.']
-        >>> tokenize("BRCA1-linked cancer", split_hyphens=True)
-        ['BRCA1', '-', 'linked', 'cancer']
+        >>> tokenize("Huntington's BRCA1-linked cancer", split_hyphens=True)
+        ['Huntington', "'", 's', 'BRCA1', '-', 'linked', 'cancer']
     """
     return (_TOKEN_SPLIT_HYPHENS_RE if split_hyphens else _TOKEN_RE).findall(text)
 

@@ -303,3 +303,16 @@ def test_salvage_does_not_untag_what_may_be_an_entity_of_another_type() -> None:
             "entities": [{"text": "natural language processing", "type": "Material"}, {"text": "corpus", "type": "Material"}]}
     c = check.check(decode_sentence(item, ["Material", "Task"]), SEED, [], forbid_seed_entities=True)
     assert c.reason == "atypical_head" and not c.salvaged
+
+
+def test_a_shortened_copy_of_the_seeds_context_is_still_context() -> None:
+    seed = Seed("s", ("Missense", "mutations", "in", "N", "-", "acetylgalactosamine", "-", "6", "-", "sulfate", "sulfatase",
+                      "cause", "mucopolysaccharidosis", "IVA", "."), ("O",) * 12 + ("B-Disease", "I-Disease", "O"))
+    item = {"text": "Missense mutations in N-acetylgalactosamine-6-sulfatase were found in patients with MJD .",
+            "entities": [{"text": "N-acetylgalactosamine-6-sulfatase", "type": "Disease"}, {"text": "MJD", "type": "Disease"}]}
+    c = decode_sentence(item, ["Disease"], split_hyphens=True)
+    Checker(("Disease",), split_hyphens=True).check(c, seed, [], forbid_seed_entities=True)
+    assert c.reason == "tagged_seed_context" and "sulfatase" in c.detail
+    kept = Checker(("Disease",), split_hyphens=True, salvage=True).check(
+        decode_sentence(item, ["Disease"], split_hyphens=True), seed, [], forbid_seed_entities=True)
+    assert kept.ok and kept.tags[-3:] == ["O", "B-Disease", "O"] and "B-Disease" not in kept.tags[:8]
