@@ -40,8 +40,9 @@ _PREFIXES = {
     "BILOU": ("B", "I", "L", "U"),
     "IO": ("I",),
 }
-_TOKEN_RE = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
-_TOKEN_SPLIT_HYPHENS_RE = re.compile(r"\w+|[^\w\s]")
+_PTB_BRACKETS = r"-[LR][RSC]B-|"  # "-LRB-" etc.: Penn Treebank brackets, as SciERC writes "(" (models copy them)
+_TOKEN_RE = re.compile(_PTB_BRACKETS + r"\w+(?:[-'’]\w+)*|[^\w\s]")
+_TOKEN_SPLIT_HYPHENS_RE = re.compile(_PTB_BRACKETS + r"\w+|[^\w\s]")
 
 
 class Span(NamedTuple):
@@ -215,6 +216,8 @@ def tokenize(text: str, *, split_hyphens: bool = False) -> list[str]:
     Example:
         >>> tokenize("BRCA1-linked breast cancer (BC).")
         ['BRCA1-linked', 'breast', 'cancer', '(', 'BC', ')', '.']
+        >>> tokenize("virtual reality -LRB- VR -RRB-")
+        ['virtual', 'reality', '-LRB-', 'VR', '-RRB-']
         >>> tokenize("Huntington's BRCA1-linked cancer", split_hyphens=True)
         ['Huntington', "'", 's', 'BRCA1', '-', 'linked', 'cancer']
     """

@@ -316,3 +316,11 @@ def test_a_shortened_copy_of_the_seeds_context_is_still_context() -> None:
     kept = Checker(("Disease",), split_hyphens=True, salvage=True).check(
         decode_sentence(item, ["Disease"], split_hyphens=True), seed, [], forbid_seed_entities=True)
     assert kept.ok and kept.tags[-3:] == ["O", "B-Disease", "O"] and "B-Disease" not in kept.tags[:8]
+
+
+def test_penn_treebank_brackets_stay_single_tokens() -> None:
+    """SciERC writes "(" as "-LRB-"; a model copying that must not leave "- LRB -" inside an entity."""
+    item = {"text": "We study virtual reality -LRB- VR -RRB- for training surgeons .",
+            "entities": [{"text": "virtual reality", "type": "Task"}, {"text": "VR", "type": "Task"}]}
+    c = decode_sentence(item, ["Task"])
+    assert c.ok and c.tokens[4:7] == ["-LRB-", "VR", "-RRB-"] and c.tags[2:7] == ["B-Task", "I-Task", "O", "B-Task", "O"]
