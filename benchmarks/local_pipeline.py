@@ -98,7 +98,7 @@ def report(results: dict, path: Path) -> int:
     lines = [f"# Local pipeline benchmark\n\nCommand{'s' if len(commands) > 1 else ''}: "
              f"{'; '.join(f'`{c}`' for c in commands)}  \nMachine: {results['machine']}  \n"
              f"LLM: `{results['llm']}`  \nCode: commit {results.get('commit', '?')}\n",
-             "| cell | seeds | accepted / seed | rejected by reason | accepted after repair | failed seeds | LLM calls | "
+             "| cell | seeds | accepted / seed | rejected by reason | repairs in accepted rows (by rule) | failed seeds | LLM calls | "
              "s / seed | s / accepted | tokens / accepted | GR rounds | AC rounds | judge scores (mean by round) | "
              "refinements returned unchanged (GR, AC) | code |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
