@@ -156,11 +156,12 @@ class RGDAAugmenter:
             names = ["O"] + sorted(seen - {"O"})
         kwargs.setdefault("max_entity_len", entity_length_limits(rows, scheme))
         iob2 = rows if scheme == "IOB2" else [convert_tags(list(r), scheme, "IOB2") for r in rows]
-        kwargs.setdefault("mentions", entity_mentions(ds[tokens_column], iob2))
+        tokens = ds[tokens_column]  # read from Arrow once: every statistic below walks it
+        kwargs.setdefault("mentions", entity_mentions(tokens, iob2))
         if "entity_heads" not in kwargs:
-            kwargs["entity_heads"], kwargs["context_words"] = head_statistics(ds[tokens_column], iob2)
-        kwargs.setdefault("split_hyphens", splits_hyphens(ds[tokens_column]))
-        kwargs.setdefault("lexicon", mention_lexicon(ds[tokens_column], iob2))
+            kwargs["entity_heads"], kwargs["context_words"] = head_statistics(tokens, iob2)
+        kwargs.setdefault("split_hyphens", splits_hyphens(tokens))
+        kwargs.setdefault("lexicon", mention_lexicon(tokens, iob2))
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 
     # ---------------------------------------------------------------- hashing and pickling

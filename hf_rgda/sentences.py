@@ -329,6 +329,13 @@ class Checker:
         without split statistics, a bare type name counts as one (SciERC's "method" as Generic needs the split)."""
         return not any(h.lower() == word for h in self.heads.get(label, {}))
 
+    def _atypical(self, head: str, label: str) -> bool:
+        """Whether the split uses ``head`` outside entities and as the last word of a ``label`` mention in under
+        ``atypical_share`` of those uses (no statistics: never atypical)."""
+        outside = self.context_words.get(head, 0)
+        as_head = self.heads.get(label, {}).get(head, 0)
+        return bool(outside) and label in self.heads and as_head < self.atypical_share * (as_head + outside)
+
     def _not_of_type(self, cand: Candidate, seed: Seed) -> tuple[Span, str, str] | None:
         """The first entity that the split's statistics (``atypical_head``) or the seed's own annotation
         (``tagged_seed_context``) say is not of its type, with the rule and the evidence."""
@@ -337,11 +344,11 @@ class Checker:
         for s in spans:
             if (tuple(low[s.start : s.end]), s.label) in gold:  # the seed's own annotation says it is one
                 continue
-            head, outside = toks[s.end - 1], self.context_words.get(toks[s.end - 1], 0)
-            as_head = self.heads.get(s.label, {}).get(head, 0)
-            if s.end - s.start > 1 and outside and s.label in self.heads and as_head < self.atypical_share * (as_head + outside):
-                return s, "atypical_head", (f"{' '.join(toks[s.start : s.end])!r}: {head!r} ends {as_head} {s.label} "
-                                            f"mention(s) in the split and is used {outside} times outside entities")
+            head = toks[s.end - 1]
+            if s.end - s.start > 1 and self._atypical(head, s.label):
+                return s, "atypical_head", (f"{' '.join(toks[s.start : s.end])!r}: {head!r} ends "
+                                            f"{self.heads[s.label].get(head, 0)} {s.label} mention(s) in the split and "
+                                            f"is used {self.context_words[head]} times outside entities")
         seed_low, seed_o = [t.lower() for t in seed.tokens], [g == "O" for g in seed.tags]
         for s in spans:
             m = low[s.start : s.end]
@@ -389,9 +396,7 @@ class Checker:
         while bad := self._not_of_type(cand, seed):
             s, rule, detail = bad
             head = cand.tokens[s.end - 1]
-            if rule == "atypical_head" and any(
-                    h.get(head, 0) >= self.atypical_share * (h.get(head, 0) + self.context_words.get(head, 0))
-                    for t, h in self.heads.items() if t != s.label):
+            if rule == "atypical_head" and any(not self._atypical(head, t) for t in self.heads if t != s.label):
                 break  # maybe an entity of another type ("natural language processing" as Material): untagging
                 # it would teach that it is no entity, so the row is rejected instead
             cand.tags = cand.tags[: s.start] + ["O"] * (s.end - s.start) + cand.tags[s.end :]

@@ -109,7 +109,7 @@ class RunSummary:
         if d["rejected_by_reason"]:
             lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in d["rejected_by_reason"].items()))
         if d["salvaged_by_rule"]:
-            lines.append("accepted after a deterministic repair: " + ", ".join(f"{k} {v}" for k, v in d["salvaged_by_rule"].items()))
+            lines.append("checker repairs in accepted rows: " + ", ".join(f"{k} {v}" for k, v in d["salvaged_by_rule"].items()))
         if d["failures_by_stage"]:
             lines.append("failed seeds by stage: " + ", ".join(f"{k} {v}" for k, v in d["failures_by_stage"].items()))
         for kind, hist in d["judge_rounds"].items():

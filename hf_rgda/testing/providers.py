@@ -94,8 +94,6 @@ class ProviderServer:
         self.requests: list[Request] = []
         self._seen_prefixes: set[str] = set()
         self._lock = threading.Lock()
-        self.in_flight = 0
-        self.max_in_flight = 0  # the most requests handled at once
         # (monotonic time, +1 request arrived / -1 its latency is over and the answer goes out), to merge servers;
         # the end is taken before the answer is written, so a client's next request cannot overlap it spuriously
         self.events: list[tuple[float, int]] = []
@@ -111,14 +109,8 @@ class ProviderServer:
 
             def do_POST(self) -> None:
                 with server._lock:
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     server.events.append((time.monotonic(), 1))
-                try:
-                    server._handle(self)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                server._handle(self)
 
             def log_message(self, *args: Any) -> None:
                 pass
