@@ -5,7 +5,8 @@ Per dataset: sample ``--num-seeds`` seed sentences from train (fixed sample seed
 IOB2) on the test split, BERTScore of augmented sentences against their seeds (diversity, lower = more diverse),
 and a paired bootstrap of ΔF1 = F1(R-GDA) − F1(method) over test sentences for every other method. Each method is trained twice: at equal
 epochs, and at equal optimizer steps (every method gets the steps a full 1:ratio augmented set takes at
-``--epochs``, so seeds-only training runs more epochs), because augmentation also buys more optimizer steps.
+``--epochs``, so seeds-only training runs more epochs), because augmentation also buys more optimizer steps; where
+the two schedules coincide (the method's rows fill as many batches per epoch as a full set) it is trained once.
 ``--runs`` repeats training with other seeds.
 
 Methods: ``noaug`` (seeds only), ``eda``, ``mr`` (mention replacement), and the LLM methods ``naive``, ``gda``,
@@ -111,6 +112,7 @@ def train_eval(train_rows: Any, test: Any, *, steps: int, run: int, args: argpar
     from hf_rgda.metrics import seqeval
     from hf_rgda.train import TrainConfig, predict_tags, to_tag_names, train_ner
 
+    start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         cfg = TrainConfig(model=args.encoder, epochs=args.epochs, max_steps=steps, batch_size=args.train_batch,
                           learning_rate=args.lr, seed=1000 + run)
@@ -120,7 +122,8 @@ def train_eval(train_rows: Any, test: Any, *, steps: int, run: int, args: argpar
     refs = to_tag_names(test)
     m = seqeval(preds, refs)
     return {"f1": round(m["overall_f1"], 4), "precision": round(m["overall_precision"], 4),
-            "recall": round(m["overall_recall"], 4), "steps": metrics["train_steps"], "predictions": preds}
+            "recall": round(m["overall_recall"], 4), "steps": metrics["train_steps"],
+            "seconds": round(time.perf_counter() - start, 1), "predictions": preds}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,14 +181,18 @@ def main(argv: list[str] | None = None) -> int:
             start = time.perf_counter()
             aug, llm_summary = augment(method, name, train, seeds, args)
             cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug), "llm": llm_summary,
-                    "encoder": args.encoder, "epochs": args.epochs, "augment_seconds": round(time.perf_counter() - start, 1),
+                    "encoder": args.encoder, "epochs": args.epochs, "commit": _commit(),
+                    "augment_seconds": round(time.perf_counter() - start, 1),
                     "bertscore_vs_seed": diversity(aug, seeds, args), "runs": []}
             cols = ["tokens", "ner_tags"]
             rows = __import__("datasets").concatenate_datasets([seeds.select_columns(cols), aug.select_columns(cols)])
             full_steps = -(-len(seeds) * (1 + args.ratio) // args.train_batch) * int(args.epochs)
             for run in range(args.runs):
                 epochs_run = train_eval(rows, test, steps=-1, run=run, args=args)
-                steps_run = train_eval(rows, test, steps=full_steps, run=run, args=args)
+                # a method whose rows fill the same number of batches per epoch as a full 1:ratio set already ran the
+                # equal-steps schedule (same steps, same seed, same data order): training it again would repeat it
+                steps_run = (dict(epochs_run, same_run_as_equal_epochs=True) if epochs_run["steps"] == full_steps
+                             else train_eval(rows, test, steps=full_steps, run=run, args=args))
                 cell["runs"].append({"equal_epochs": {k: v for k, v in epochs_run.items() if k != "predictions"},
                                      "equal_steps": {k: v for k, v in steps_run.items() if k != "predictions"}})
                 if run == 0:  # kept for the paired bootstrap of R-GDA against every other method
@@ -203,6 +210,14 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap(results, scale, test, args)
         save()
     return report(results, args.out)
+
+
+def _commit() -> str:
+    """The code a cell ran at (``local_pipeline``'s helper: short hash, flagged when ``hf_rgda/`` had edits)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from local_pipeline import _commit as commit
+
+    return commit()
 
 
 def bootstrap(results: dict[str, Any], scale: str, test: Any, args: argparse.Namespace) -> None:
