@@ -184,3 +184,24 @@ def test_train_ner_loss_falls_and_cli_train_evaluate(tmp_path: Path, capsys) -> 
                  str(tmp_path / "eval.json")]) == 0
     report = json.loads((tmp_path / "eval.json").read_text())
     assert report["sentences"] == 2 and report["metrics"]["overall_f1"] == metrics["eval"]["overall_f1"]
+
+
+@needs_minilm
+def test_predict_tags_sorted_batches_map_back_to_their_sentences(tokenizer) -> None:
+    """Batches are formed shortest first; every prediction must land on its own sentence and word."""
+    import torch
+    from transformers import AutoConfig, AutoModelForTokenClassification
+
+    from hf_rgda.train import predict_tags
+
+    torch.manual_seed(0)
+    config = AutoConfig.from_pretrained(str(MINILM), num_labels=len(LABELS), id2label=dict(enumerate(LABELS)),
+                                        label2id=L2I)
+    model = AutoModelForTokenClassification.from_config(config)
+    rng = random.Random(3)
+    vocab = ["cancer", "the", "patients", "with", "BRCA1", "mutations", "showed", "breast", "tumors", "in", "."]
+    rows = [[rng.choice(vocab) for _ in range(n)] for n in (30, 2, 17, 5, 1, 40, 9)]
+    together = predict_tags(model, tokenizer, rows, batch_size=3, max_length=24)  # the 30 and 40 words are windowed
+    alone = [predict_tags(model, tokenizer, [r], batch_size=1, max_length=24)[0] for r in rows]
+    assert [len(p) for p in together] == [len(r) for r in rows]
+    assert together == alone
