@@ -168,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     from hf_rgda.data import sample_rows
     from hf_rgda.train import label_names_of
 
+    args.commit = _commit()  # the code this process loaded: edits made while it runs do not reach it
+
     for name in args.datasets:
         train, test = splits(args.data_dir, name)
         args.labels = label_names_of(train, test)
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             start = time.perf_counter()
             aug, llm_summary = augment(method, name, train, seeds, args)
             cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug), "llm": llm_summary,
-                    "encoder": args.encoder, "epochs": args.epochs, "commit": _commit(),
+                    "encoder": args.encoder, "epochs": args.epochs, "commit": args.commit,
                     "augment_seconds": round(time.perf_counter() - start, 1),
                     "bertscore_vs_seed": diversity(aug, seeds, args), "runs": []}
             cols = ["tokens", "ner_tags"]
