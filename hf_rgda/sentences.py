@@ -297,9 +297,10 @@ class Checker:
         min_context: fewest tokens outside entities (a bare entity or a list of entities is no training sentence).
         heads, context_words: split statistics (see :func:`head_statistics`): per type, how often each word (case
             kept) ends a mention of it, and how often the split uses each common word outside any entity. A
-            generated multi-word entity whose last word the split uses outside entities, and as the end of a
+            generated entity whose last (or only) word the split uses outside entities, and as the end of a
             mention of that type in under ``atypical_share`` of its uses, is rejected (``atypical_head``:
-            "Rb tumor suppressor gene" as a Disease in NCBI-disease, where "gene" almost never ends a Disease mention).
+            "Rb tumor suppressor gene" as a Disease in NCBI-disease, where "gene" almost never ends a Disease
+            mention; "BRCA1" alone, which the split uses 233 times outside entities and never as a Disease).
         salvage: repair instead of reject where the fix is certain and local: untag an entity rejected as
             ``atypical_head`` or ``tagged_seed_context`` (the evidence says the text is not of that type, so the row
             is right with it untagged), tag an untagged text of the ``lexicon``, and keep one of several sentences (the
@@ -345,7 +346,7 @@ class Checker:
             if (tuple(low[s.start : s.end]), s.label) in gold:  # the seed's own annotation says it is one
                 continue
             head = toks[s.end - 1]
-            if s.end - s.start > 1 and self._atypical(head, s.label):
+            if self._atypical(head, s.label):  # a one-word entity is its own head ("BRCA1" as a Disease)
                 return s, "atypical_head", (f"{' '.join(toks[s.start : s.end])!r}: {head!r} ends "
                                             f"{self.heads[s.label].get(head, 0)} {s.label} mention(s) in the split and "
                                             f"is used {self.context_words[head]} times outside entities")

@@ -153,6 +153,24 @@ def test_entity_ending_in_a_common_context_word_is_rejected() -> None:
         assert c.ok, c.detail
 
 
+def test_a_one_word_entity_the_split_uses_as_context_is_rejected() -> None:
+    """A gene symbol tagged as a Disease: the split uses it outside entities and never as a Disease mention."""
+    from hf_rgda.sentences import head_statistics
+
+    rows = [["BRCA1", "mutations", "cause", "breast", "cancer", "."]] * 6 + [["APC", "is", "rare", "in", "APC", "kin"]]
+    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 6 + [["B-Disease", "O", "O", "O", "O", "O"]]
+    heads, outside = head_statistics(rows, tags)
+    check = Checker(("Disease",), heads=heads, context_words=outside)
+    bad = decode("Loss of BRCA1 function is common in ovarian cancer .", ("BRCA1", "Disease"), ("ovarian cancer", "Disease"))
+    check.check(bad, SEED, [], forbid_seed_entities=False)
+    assert bad.reason == "atypical_head" and "'BRCA1' ends 0 Disease mention(s)" in bad.detail
+    # a word the split also tags as a Disease, or uses too rarely outside entities to judge, is not flagged
+    for item in (("APC was found in the twins studied here .", ("APC", "Disease")),
+                 ("Gout was found in the twins studied here .", ("Gout", "Disease"))):
+        ok = check.check(decode(*item), SEED, [], forbid_seed_entities=False)
+        assert ok.ok, ok.detail
+
+
 def test_two_sentences_in_one_row_are_rejected_but_abbreviations_are_not() -> None:
     two = decode("Asthma was studied in adults . The new design improves care .", ("Asthma", "Disease"))
     CHECK.check(two, SEED, [], forbid_seed_entities=True)
