@@ -300,7 +300,7 @@ class Checker:
             generated entity whose last (or only) word the split uses outside entities, and as the end of a
             mention of that type in under ``atypical_share`` of its uses, is rejected (``atypical_head``:
             "Rb tumor suppressor gene" as a Disease in NCBI-disease, where "gene" almost never ends a Disease
-            mention; "BRCA1" alone, which the split uses 233 times outside entities and never as a Disease).
+            mention; "BRCA1" alone, which the split uses 221 times outside entities and never as a Disease).
         salvage: repair instead of reject where the fix is certain and local: untag an entity rejected as
             ``atypical_head`` or ``tagged_seed_context`` (the evidence says the text is not of that type, so the row
             is right with it untagged), tag an untagged text of the ``lexicon``, and keep one of several sentences (the
