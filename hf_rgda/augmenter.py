@@ -177,11 +177,18 @@ class RGDAAugmenter:
         self._selector = None
         self.summary = RunSummary()
 
+    def checker(self, *, salvage: bool | None = None) -> Checker:
+        """The deterministic quality floor this augmenter applies to every generated sentence (its split statistics,
+        lexicon and tokenization), e.g. to see what it would say of sentences written by hand; ``salvage`` overrides
+        the configuration's."""
+        return Checker(tuple(self.types), self.max_entity_len, self.config.near_copy_ratio,
+                       heads=self.entity_heads, context_words=self.context_words,
+                       salvage=self.config.salvage if salvage is None else salvage,
+                       split_hyphens=self.split_hyphens, lexicon=self.lexicon)
+
     def _pipeline(self) -> Pipeline:
         notes = "\n".join(f"- {t}: {d}" for t, d in self.type_descriptions.items())
-        checker = Checker(tuple(self.types), self.max_entity_len, self.config.near_copy_ratio,
-                          heads=self.entity_heads, context_words=self.context_words, salvage=self.config.salvage,
-                          split_hyphens=self.split_hyphens, lexicon=self.lexicon)
+        checker = self.checker()
         cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
         if self.config.uses_attribution and self._selector is None:
             from .attribution import AttributionSelector

@@ -67,7 +67,10 @@ def test_segments_representation() -> None:
     ("Mutations in PTEN cause a very long named disease here .", [("a very long named disease", "Disease")], "entity_too_long"),
     ("Variants in PTEN can lead to breast cancer in women .", [("breast cancer", "Disease")], "seed_entity_reused"),
     ("Germline mutations in BRCA1 cause lung cancer .", [("lung cancer", "Disease")], "near_copy_of_seed"),
-    ("Mutations of the gene cause gout and mutations of the gene cause gout .", [("gout", "Disease")], "looping"),
+    ("Mutations of the gene cause gout and mutations of the gene cause gout and the gene cause gout .",
+     [("gout", "Disease")], "looping"),
+    ("In this cohort the gene was linked to gout , and in this cohort the gene was linked to gout too .",
+     [("gout", "Disease")], "looping"),
 ])
 def test_checker_rules(text: str, ents: list[tuple[str, str]], reason: str) -> None:
     c = CHECK.check(decode(text, *ents), SEED, [], forbid_seed_entities=True)
@@ -81,6 +84,36 @@ def test_checker_accepts_good_sentence_and_rejects_duplicates() -> None:
     again = CHECK.check(decode("Inherited PTEN variants raise the risk of glioma .", ("glioma", "Disease")), SEED,
                         [good], forbid_seed_entities=True)
     assert again.reason == "duplicate"
+
+
+def test_a_phrase_twice_is_prose_not_a_loop() -> None:
+    c = decode("Mutations of the gene were found in gout and mutations of the gene were rare in controls .",
+               ("gout", "Disease"))
+    assert CHECK.check(c, SEED, [], forbid_seed_entities=True).ok, c.detail
+
+
+def test_a_seed_mention_the_split_often_leaves_untagged_may_stay_untagged() -> None:
+    """SciERC's seeds tag "it" as Generic now and then; a new sentence need not tag every "it" (the split uses it
+    untagged thousands of times), but a rarer seed mention left untagged is still rejected."""
+    seed = Seed("s", ("We", "train", "it", "with", "CRF", "."), ("O", "O", "B-Generic", "O", "B-Method", "O"))
+    check = Checker(("Generic", "Method"), context_words={"it": 4000, "with": 900})
+    ok = check.check(decode_sentence({"text": "We found that it improves parsing with HMM models .",
+                                      "entities": [{"text": "HMM models", "type": "Method"}]}, ["Generic", "Method"]),
+                     seed, [], forbid_seed_entities=False)
+    assert ok.ok, ok.detail
+    bad = check.check(decode_sentence({"text": "We found that CRF improves parsing with HMM models .",
+                                       "entities": [{"text": "HMM models", "type": "Method"}]}, ["Generic", "Method"]),
+                      seed, [], forbid_seed_entities=False)
+    assert bad.reason == "untagged_mention" and "'CRF'" in bad.detail
+    also = check.check(decode_sentence({"text": "It helps , and we found that it improves parsing with HMM models .",
+                                        "entities": [{"text": "HMM models", "type": "Method"}]}, ["Generic", "Method"]),
+                       seed, [], forbid_seed_entities=False)
+    assert also.ok, also.detail
+    # the sentence's own mentions are still tagged everywhere or nowhere
+    own = Candidate(raw={}, tokens="HMM models help , and it improves parsing with HMM models .".split(),
+                    tags=["B-Method", "I-Method"] + ["O"] * 10)
+    check.check(own, seed, [], forbid_seed_entities=False)
+    assert own.reason == "untagged_mention" and "'HMM models'" in own.detail
 
 
 def test_seed_entity_allowed_when_not_forbidden() -> None:
@@ -138,10 +171,10 @@ def test_tagging_the_seeds_own_context_as_an_entity_is_rejected() -> None:
 def test_entity_ending_in_a_common_context_word_is_rejected() -> None:
     from hf_rgda.sentences import head_statistics
 
-    rows = [["The", "gene", "of", "breast", "cancer", "."]] * 6 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
-    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 6 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
+    rows = [["The", "gene", "of", "breast", "cancer", "."]] * 12 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
+    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
     heads, outside = head_statistics(rows, tags)
-    assert heads == {"Disease": {"cancer": 6, "tumor": 1}} and outside["gene"] == 7 and "cancer" not in outside
+    assert heads == {"Disease": {"cancer": 12, "tumor": 1}} and outside["gene"] == 13 and "cancer" not in outside
     check = Checker(("Disease",), heads=heads, context_words=outside)
     bad = decode("Loss of the Rb tumor suppressor gene causes eye cancer .", ("Rb tumor suppressor gene", "Disease"))
     check.check(bad, SEED, [], forbid_seed_entities=True)
@@ -151,6 +184,24 @@ def test_entity_ending_in_a_common_context_word_is_rejected() -> None:
     for c in (good, one_word):
         check.check(c, SEED, [], forbid_seed_entities=True)
         assert c.ok, c.detail
+
+
+def test_a_one_word_entity_the_split_uses_as_context_is_rejected() -> None:
+    """A gene symbol tagged as a Disease: the split uses it outside entities and never as a Disease mention."""
+    from hf_rgda.sentences import head_statistics
+
+    rows = [["BRCA1", "mutations", "cause", "breast", "cancer", "."]] * 12 + [["APC", "is", "rare", "in", "APC", "kin"]]
+    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12 + [["B-Disease", "O", "O", "O", "O", "O"]]
+    heads, outside = head_statistics(rows, tags)
+    check = Checker(("Disease",), heads=heads, context_words=outside)
+    bad = decode("Loss of BRCA1 function is common in ovarian cancer .", ("BRCA1", "Disease"), ("ovarian cancer", "Disease"))
+    check.check(bad, SEED, [], forbid_seed_entities=False)
+    assert bad.reason == "atypical_head" and "'BRCA1' ends 0 Disease mention(s)" in bad.detail
+    # a word the split also tags as a Disease, or uses too rarely outside entities to judge, is not flagged
+    for item in (("APC was found in the twins studied here .", ("APC", "Disease")),
+                 ("Gout was found in the twins studied here .", ("Gout", "Disease"))):
+        ok = check.check(decode(*item), SEED, [], forbid_seed_entities=False)
+        assert ok.ok, ok.detail
 
 
 def test_two_sentences_in_one_row_are_rejected_but_abbreviations_are_not() -> None:
@@ -201,8 +252,8 @@ def test_entity_copied_with_pre_tokenized_spacing_is_found() -> None:
 def test_salvage_untags_what_the_evidence_says_is_no_entity_and_keeps_the_row() -> None:
     from hf_rgda.sentences import head_statistics
 
-    rows = [["The", "gene", "of", "breast", "cancer", "."]] * 6 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
-    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 6 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
+    rows = [["The", "gene", "of", "breast", "cancer", "."]] * 12 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
+    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
     heads, outside = head_statistics(rows, tags)
     strict = Checker(("Disease",), heads=heads, context_words=outside)
     lenient = Checker(("Disease",), heads=heads, context_words=outside, salvage=True)
@@ -214,7 +265,7 @@ def test_salvage_untags_what_the_evidence_says_is_no_entity_and_keeps_the_row() 
     assert kept.ok, kept.detail
     assert kept.tags == ["O"] * 8 + ["B-Disease"] + ["O"] * 3  # only retinoblastoma stays tagged
     assert kept.salvaged == ["atypical_head: untagged 'Rb tumor suppressor gene' ('Rb tumor suppressor gene': 'gene' "
-                             "ends 0 Disease mention(s) in the split and is used 7 times outside entities)"]
+                             "ends 0 Disease mention(s) in the split and is used 13 times outside entities)"]
     # the seed's own annotation: "BRCA1" is context in SEED, so tagging it is undone, not fatal
     ctx = lenient.check(decode("A BRCA1 variant raises the risk of gout in men .", ("BRCA1", "Disease"), ("gout", "Disease")),
                         SEED, [], forbid_seed_entities=True)

@@ -1,0 +1,112 @@
+"""The checker against human annotation: what the deterministic quality floor says of gold test sentences.
+
+Every sentence ``RGDAAugmenter`` keeps must pass ``Checker`` (built from the train split's statistics, lexicon and
+tokenization, exactly as ``RGDAAugmenter.from_dataset`` builds it). Run on the *test* split's gold sentences (those
+with at least one entity, as the pipeline only augments such seeds), each checked as if an LLM had written it from
+a random train seed, the rules should rarely fire: what they reject here is what they would wrongly reject in
+generated text (or a place where the annotation itself is inconsistent). Reported per dataset and rule: rejections
+without repairs (``salvage=False``), and with them (``salvage=True``, the default) the rows repaired and still
+rejected; a few examples of each, to read. No LLM call is made.
+
+Usage:
+    python benchmarks/checker_gold.py --datasets ncbi_disease scierc fin
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+
+from hf_rgda import RGDAAugmenter
+from hf_rgda.data import load_ner
+from hf_rgda.sentences import Candidate, Seed
+from hf_rgda.tags import tags_to_spans
+
+
+def run(data_dir: Path, name: str, examples: int, sample_seed: int) -> dict:
+    dsd = load_ner(str(data_dir / name))
+    train, test = dsd["train"], dsd["test"]
+    aug = RGDAAugmenter.from_dataset(train)  # the local backend is not loaded: no LLM call is made
+    seeds = [Seed(str(i), tuple(t), tuple(g)) for i, (t, g) in enumerate(zip(train["tokens"], train["ner_tags"]))
+             if any(x != "O" for x in g)]
+    rng = random.Random(sample_seed)
+    out: dict = {}
+    for mode, salvage in (("strict", False), ("salvage", True)):
+        check = aug.checker(salvage=salvage)
+        reasons: Counter[str] = Counter()
+        repairs: Counter[str] = Counter()
+        repaired_rows = 0
+        shown: dict[str, list[str]] = {}
+        n = 0
+        for tokens, tags in zip(test["tokens"], test["ner_tags"]):
+            if not tags_to_spans(list(tags), strict=False):
+                continue
+            n += 1
+            seed = rng.choice(seeds)
+            cand = check.check(Candidate(raw=None, tokens=list(tokens), tags=list(tags)), seed, [],
+                               forbid_seed_entities=False)
+            if cand.salvaged:
+                repaired_rows += 1
+                for r in cand.salvaged:
+                    repairs[r.split(":")[0]] += 1
+                    shown.setdefault(f"repair {r.split(':')[0]}", []).append(f"{' '.join(tokens)}  ->  {r}")
+            if not cand.ok:
+                reasons[cand.reason] += 1
+                shown.setdefault(cand.reason, []).append(f"{' '.join(tokens)}  ->  {cand.detail}")
+        out[mode] = {"sentences": n, "rejected": sum(reasons.values()), "rejected_by_reason": dict(reasons.most_common()),
+                     "repaired_rows": repaired_rows, "repairs_by_rule": dict(repairs.most_common()),
+                     "examples": {k: v[:examples] for k, v in sorted(shown.items())}}
+        rng = random.Random(sample_seed)  # both modes see the same seeds
+    return out
+
+
+def report(results: dict) -> str:
+    lines = ["# The checker on gold test sentences\n", f"Command: `{results['command']}`  \nMachine: {results['machine']}  \n"
+             f"Code: commit {results['commit']}\n",
+             "| dataset | gold sentences (with entities) | rejected, no repairs | by rule | with repairs: rows repaired "
+             "| repairs by rule | still rejected | by rule |", "|---|---|---|---|---|---|---|---|"]
+    for name, r in results["datasets"].items():
+        s, v = r["strict"], r["salvage"]
+        fmt = lambda d: ", ".join(f"{k} {c}" for k, c in d.items())  # noqa: E731
+        lines.append(f"| {name} | {s['sentences']} | {s['rejected']} ({100 * s['rejected'] / s['sentences']:.1f}%) | "
+                     f"{fmt(s['rejected_by_reason'])} | {v['repaired_rows']} | {fmt(v['repairs_by_rule'])} | "
+                     f"{v['rejected']} ({100 * v['rejected'] / v['sentences']:.1f}%) | {fmt(v['rejected_by_reason'])} |")
+    for name, r in results["datasets"].items():
+        lines.append(f"\n## {name}: examples (strict)\n")
+        for k, ex in r["strict"]["examples"].items():
+            lines.append(f"**{k}**\n")
+            lines.extend(f"- {e}" for e in ex)
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
+    p.add_argument("--examples", type=int, default=5, help="examples shown per rule")
+    p.add_argument("--sample-seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/checker_gold.json"))
+    args = p.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from local_pipeline import _commit
+
+    results = {"command": "python benchmarks/checker_gold.py " + " ".join(argv or sys.argv[1:]),
+               "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "commit": _commit(),
+               "datasets": {name: run(args.data_dir, name, args.examples, args.sample_seed) for name in args.datasets}}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1))
+    md = report(results)
+    args.out.with_suffix(".md").write_text(md)
+    print(md.split("\n## ")[0])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
