@@ -251,7 +251,10 @@ def report(results: dict[str, Any], out: Path) -> int:
     for (n_seeds, encoder) in sorted({(c["seeds"], c["encoder"]) for c in cells}):
         group = [c for c in cells if c["seeds"] == n_seeds and c["encoder"] == encoder]
         ds = [d for d in datasets if any(c["dataset"] == d for c in group)]
+        runs = sorted({len(c["runs"]) for c in group})
         lines = [f"## {n_seeds} seeds per dataset, encoder {encoder}\n",
+                 f"F1: mean ± standard deviation over {' or '.join(map(str, runs))} training run(s) (seeds 1000, 1001, ...)."
+                 "\n",
                  "| method | " + " | ".join(f"F1 {d} (epochs / steps)" for d in ds) + " | "
                  + " | ".join(f"BERTScore {d}" for d in ds) + " | paper F1 (Gemini) " + " | ".join(ds) + " |",
                  "|---|" + "---|" * (3 * len(ds))]
@@ -259,7 +262,8 @@ def report(results: dict[str, Any], out: Path) -> int:
             by_d = {c["dataset"]: c for c in group if c["method"] == m}
             if not by_d:
                 continue
-            f1 = [f"{by_d[d]['f1_equal_epochs']:.4f} / {by_d[d]['f1_equal_steps']:.4f}" if d in by_d else "—" for d in ds]
+            f1 = [f"{_mean_sd(by_d[d], 'equal_epochs')} / {_mean_sd(by_d[d], 'equal_steps')}" if d in by_d else "—"
+                  for d in ds]
             bs = [f"{by_d[d]['bertscore_vs_seed']:.3f}" if d in by_d and by_d[d]["bertscore_vs_seed"] is not None
                   else "—" for d in ds]
             paper = PAPER.get(m)
@@ -280,10 +284,21 @@ def report(results: dict[str, Any], out: Path) -> int:
     return 0
 
 
+def _mean_sd(cell: dict[str, Any], mode: str) -> str:
+    f1s = [r[mode]["f1"] for r in cell["runs"]]
+    mean = sum(f1s) / len(f1s)
+    if len(f1s) < 2:
+        return f"{mean:.4f}"
+    sd = (sum((f - mean) ** 2 for f in f1s) / (len(f1s) - 1)) ** 0.5
+    return f"{mean:.4f} ± {sd:.4f}"
+
+
 def bootstrap_table(boot: dict[str, Any]) -> str:
     if not boot:
         return "Bootstrap ΔF1: needs an R-GDA cell and another method with predictions at the same scale (none yet).\n"
     lines = ["## Paired bootstrap, ΔF1 = F1(R-GDA) − F1(method), equal epochs, first run\n",
+             "Resampling test sentences measures the test set's sampling error for one pair of trained models; it says "
+             "nothing of the spread between training runs (the ± column above), which at small scales is larger.\n",
              "| scale | method | ΔF1 | 95% interval | two-sided p | resamples |", "|---|---|---|---|---|---|"]
     for scale, per in boot.items():
         for m, b in per.items():
