@@ -375,3 +375,10 @@ def test_penn_treebank_brackets_stay_single_tokens() -> None:
             "entities": [{"text": "virtual reality", "type": "Task"}, {"text": "VR", "type": "Task"}]}
     c = decode_sentence(item, ["Task"])
     assert c.ok and c.tokens[4:7] == ["-LRB-", "VR", "-RRB-"] and c.tags[2:7] == ["B-Task", "I-Task", "O", "B-Task", "O"]
+
+
+def test_a_doubled_final_period_is_one_period() -> None:
+    c = decode("Ulcerative colitis affects the lining of the digestive tract..", ("Ulcerative colitis", "Disease"))
+    assert c.ok and c.tokens[-2:] == ["tract", "."]
+    dots = decode("Ulcerative colitis affects the lining of the tract ...", ("Ulcerative colitis", "Disease"))
+    assert dots.tokens[-3:] == [".", ".", "."]  # an ellipsis is left as it was written
