@@ -398,18 +398,27 @@ def plot_sweep(cells: list[dict[str, Any]], path: Path) -> None:
 def plot(cells: list[dict[str, Any]], datasets: list[str], methods: list[str], path: Path) -> None:
     plt = _plt()
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
     width = 0.8 / max(1, len(methods))
-    for k, m in enumerate(methods):  # the largest seed count run per dataset
-        by_d = {c["dataset"]: c for c in sorted(cells, key=lambda c: c["seeds"]) if c["method"] == m}
+    scale = {}  # per dataset: the seed count with most methods run, then the largest
+    for d in datasets:
+        mine = [c for c in cells if c["dataset"] == d]
+        n_methods = {s: len({c["method"] for c in mine if c["seeds"] == s}) for s in {c["seeds"] for c in mine}}
+        scale[d] = max(n_methods, key=lambda s: (n_methods[s], s))
+    for k, m in enumerate(methods):
+        by_d = {c["dataset"]: c for c in cells if c["method"] == m and c["seeds"] == scale[c["dataset"]]}
         xs = [i + k * width for i in range(len(datasets))]
         axes[0].bar(xs, [by_d[d]["f1_equal_epochs"] if d in by_d else 0 for d in datasets], width, label=m)
         axes[1].bar(xs, [by_d[d]["f1_equal_steps"] if d in by_d else 0 for d in datasets], width, label=m)
-    for ax, title in zip(axes, ("F1, equal epochs (largest seed count)", "F1, equal optimizer steps")):
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], datasets)
-        ax.set_title(title)
+        axes[2].bar(xs, [by_d[d]["bertscore_vs_seed"] if d in by_d and by_d[d]["bertscore_vs_seed"] is not None
+                         else 0 for d in datasets], width, label=m)
+    for ax, title in zip(axes, ("F1, equal epochs", "F1, equal optimizer steps",
+                                "BERTScore vs seed (lower = more diverse)")):
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], [f"{d}\n{scale[d]} seeds" for d in datasets])
+        ax.set_title(title, fontsize=10)
         ax.set_ylim(0, 1)
-    axes[1].legend(fontsize=8)
+    fig.suptitle("per dataset, the seed count with most methods run", fontsize=9)
+    axes[2].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
