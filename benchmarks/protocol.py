@@ -248,11 +248,11 @@ def report(results: dict[str, Any], out: Path) -> int:
     datasets = sorted({c["dataset"] for c in cells}, key=lambda d: ORDER.get(d, 9))
     methods = [m for m in METHODS if any(c["method"] == m for c in cells)]
     tables = []
-    for (n_seeds, encoder) in sorted({(c["seeds"], c["encoder"]) for c in cells}):
-        group = [c for c in cells if c["seeds"] == n_seeds and c["encoder"] == encoder]
+    for (n_seeds, encoder, epochs) in sorted({(c["seeds"], c["encoder"], c["epochs"]) for c in cells}):
+        group = [c for c in cells if (c["seeds"], c["encoder"], c["epochs"]) == (n_seeds, encoder, epochs)]
         ds = [d for d in datasets if any(c["dataset"] == d for c in group)]
         runs = sorted({len(c["runs"]) for c in group})
-        lines = [f"## {n_seeds} seeds per dataset, encoder {encoder}\n",
+        lines = [f"## {n_seeds} seeds per dataset, encoder {encoder}, {epochs:g} epochs\n",
                  f"F1: mean ± standard deviation over {' or '.join(map(str, runs))} training run(s) (seeds 1000, 1001, ...)."
                  "\n",
                  "| method | " + " | ".join(f"F1 {d} (epochs / steps)" for d in ds) + " | "
@@ -375,8 +375,8 @@ def plot_sweep(cells: list[dict[str, Any]], path: Path) -> None:
     """F1 against the number of seed sentences, per dataset and method (the paper's Fig. 3), where more than one
     seed count was run."""
     groups: dict[tuple[str, str], list[tuple[int, float]]] = {}
-    for c in cells:
-        groups.setdefault((c["dataset"], c["method"]), []).append((c["seeds"], c["f1_equal_epochs"]))
+    for c in cells:  # one line per method and epoch count
+        groups.setdefault((c["dataset"], f"{c['method']} ({c['epochs']:g} ep)"), []).append((c["seeds"], c["f1_equal_epochs"]))
     groups = {k: sorted(v) for k, v in groups.items() if len({s for s, _ in v}) > 1}
     if not groups:
         return
@@ -400,13 +400,14 @@ def plot(cells: list[dict[str, Any]], datasets: list[str], methods: list[str], p
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4))
     width = 0.8 / max(1, len(methods))
-    scale = {}  # per dataset: the seed count with most methods run, then the largest
+    scale = {}  # per dataset: the (seeds, epochs) with most methods run, then the most seeds, then the most epochs
     for d in datasets:
         mine = [c for c in cells if c["dataset"] == d]
-        n_methods = {s: len({c["method"] for c in mine if c["seeds"] == s}) for s in {c["seeds"] for c in mine}}
-        scale[d] = max(n_methods, key=lambda s: (n_methods[s], s))
+        n_methods = {k: len({c["method"] for c in mine if (c["seeds"], c["epochs"]) == k})
+                     for k in {(c["seeds"], c["epochs"]) for c in mine}}
+        scale[d] = max(n_methods, key=lambda k: (n_methods[k], k))
     for k, m in enumerate(methods):
-        by_d = {c["dataset"]: c for c in cells if c["method"] == m and c["seeds"] == scale[c["dataset"]]}
+        by_d = {c["dataset"]: c for c in cells if c["method"] == m and (c["seeds"], c["epochs"]) == scale[c["dataset"]]}
         xs = [i + k * width for i in range(len(datasets))]
         axes[0].bar(xs, [by_d[d]["f1_equal_epochs"] if d in by_d else 0 for d in datasets], width, label=m)
         axes[1].bar(xs, [by_d[d]["f1_equal_steps"] if d in by_d else 0 for d in datasets], width, label=m)
@@ -414,7 +415,7 @@ def plot(cells: list[dict[str, Any]], datasets: list[str], methods: list[str], p
                          else 0 for d in datasets], width, label=m)
     for ax, title in zip(axes, ("F1, equal epochs", "F1, equal optimizer steps",
                                 "BERTScore vs seed (lower = more diverse)")):
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], [f"{d}\n{scale[d]} seeds" for d in datasets])
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], [f"{d}\n{scale[d][0]} seeds, {scale[d][1]:g} ep" for d in datasets])
         ax.set_title(title, fontsize=10)
         ax.set_ylim(0, 1)
     fig.suptitle("per dataset, the seed count with most methods run", fontsize=9)
