@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def save() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1))
+        args.out.write_text(json.dumps(compact(results), indent=1))
 
     from hf_rgda.data import sample_rows
     from hf_rgda.train import label_names_of
@@ -214,6 +214,20 @@ def main(argv: list[str] | None = None) -> int:
     return report(results, args.out)
 
 
+def compact(results: dict[str, Any]) -> dict[str, Any]:
+    """``results`` with each stored prediction (a list of tags) written as one space-joined string: the bootstrap
+    keeps every cell's test predictions, and one JSON line per tag made the file several times larger."""
+    cells = {k: {**c, "_predictions": [[t if isinstance(t, str) else " ".join(t) for t in run]
+                                       for run in c["_predictions"]]} if c.get("_predictions") else c
+             for k, c in results.get("cells", {}).items()}
+    return {**results, "cells": cells}
+
+
+def _tags(pred: list[Any]) -> list[list[str]]:
+    """Predictions as tag lists, whether stored compactly (strings) or not."""
+    return [p.split(" ") if isinstance(p, str) else list(p) for p in pred]
+
+
 def _commit() -> str:
     """The code a cell ran at (``local_pipeline``'s helper: short hash, flagged when ``hf_rgda/`` had edits)."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -236,7 +250,8 @@ def bootstrap(results: dict[str, Any], scale: str, test: Any, args: argparse.Nam
     for method in METHODS:
         b = results["cells"].get(f"{scale}/{method}")
         if method != "rgda" and b and b.get("_predictions") and method not in out:
-            out[method] = paired_bootstrap(refs, a["_predictions"][0], b["_predictions"][0], resamples=args.resamples)
+            out[method] = paired_bootstrap(refs, _tags(a["_predictions"][0]), _tags(b["_predictions"][0]),
+                                           resamples=args.resamples)
 
 
 def report(results: dict[str, Any], out: Path) -> int:
