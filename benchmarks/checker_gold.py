@@ -15,6 +15,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -29,16 +30,18 @@ from hf_rgda.sentences import Candidate, Seed
 from hf_rgda.tags import tags_to_spans
 
 
-def run(data_dir: Path, name: str, examples: int, sample_seed: int) -> dict:
+def run(data_dir: Path, name: str, examples: int, sample_seed: int, min_outside: int | None) -> dict:
     dsd = load_ner(str(data_dir / name))
     train, test = dsd["train"], dsd["test"]
     aug = RGDAAugmenter.from_dataset(train)  # the local backend is not loaded: no LLM call is made
     seeds = [Seed(str(i), tuple(t), tuple(g)) for i, (t, g) in enumerate(zip(train["tokens"], train["ner_tags"]))
              if any(x != "O" for x in g)]
-    rng = random.Random(sample_seed)
     out: dict = {}
     for mode, salvage in (("strict", False), ("salvage", True)):
+        rng = random.Random(sample_seed)  # both modes see the same seeds
         check = aug.checker(salvage=salvage)
+        if min_outside is not None:
+            check = dataclasses.replace(check, atypical_min_outside=min_outside)
         reasons: Counter[str] = Counter()
         repairs: Counter[str] = Counter()
         repaired_rows = 0
@@ -62,7 +65,6 @@ def run(data_dir: Path, name: str, examples: int, sample_seed: int) -> dict:
         out[mode] = {"sentences": n, "rejected": sum(reasons.values()), "rejected_by_reason": dict(reasons.most_common()),
                      "repaired_rows": repaired_rows, "repairs_by_rule": dict(repairs.most_common()),
                      "examples": {k: v[:examples] for k, v in sorted(shown.items())}}
-        rng = random.Random(sample_seed)  # both modes see the same seeds
     return out
 
 
@@ -92,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
     p.add_argument("--examples", type=int, default=5, help="examples shown per rule")
     p.add_argument("--sample-seed", type=int, default=0)
+    p.add_argument("--atypical-min-outside", type=int, default=None,
+                   help="override the checker's floor of outside uses for atypical_head (default: the checker's own)")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/checker_gold.json"))
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).parent))
@@ -99,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results = {"command": "python benchmarks/checker_gold.py " + " ".join(argv or sys.argv[1:]),
                "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "commit": _commit(),
-               "datasets": {name: run(args.data_dir, name, args.examples, args.sample_seed) for name in args.datasets}}
+               "datasets": {name: run(args.data_dir, name, args.examples, args.sample_seed,
+                                                       args.atypical_min_outside) for name in args.datasets}}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     md = report(results)

@@ -282,9 +282,7 @@ def _subsequence(needle: Sequence[str], hay: Sequence[str]) -> bool:
 
 def _ngram_loop(tokens: Sequence[str]) -> bool:
     """A generation loop: a 4-word phrase three times, or an 8-word phrase twice. (A 4-word phrase twice is
-    ordinary prose: "the matrices in M ... the matrices in M" in SciERC; run on the gold test sentences, that rule
-    rejected 7 of 539 NCBI-disease, 5 of 529 SciERC and 24 of 100 FIN sentences; this one 0, 0 and 15:
-    ``benchmarks/checker_gold.py``.)"""
+    ordinary prose, "the matrices in M ... the matrices in M" in SciERC: see ``benchmarks/checker_gold.py``.)"""
     words = [t.lower() for t in tokens if any(c.isalnum() for c in t)]
     for n, times in ((4, 3), (8, 2)):
         grams = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
@@ -341,9 +339,9 @@ class Checker:
 
     def _atypical(self, head: str, label: str) -> bool:
         """Whether the split uses ``head`` outside entities (at least ``atypical_min_outside`` times) and as the last
-        word of a ``label`` mention in under ``atypical_share`` of those uses (no statistics: never atypical). On the
-        gold test sentences a floor of 5 uses flagged 9 NCBI-disease, 54 SciERC and 6 FIN mentions, a floor of 10
-        flagged 4, 26 and 0 (``benchmarks/checker_gold.py``)."""
+        word of a ``label`` mention in under ``atypical_share`` of those uses (no statistics: never atypical). The
+        floor keeps rare words out of the rule; ``benchmarks/checker_gold.py --atypical-min-outside N`` measures
+        what a floor rejects of the gold test sentences."""
         outside = self.context_words.get(head, 0)
         as_head = self.heads.get(label, {}).get(head, 0)
         return (outside >= self.atypical_min_outside and label in self.heads
