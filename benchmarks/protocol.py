@@ -7,7 +7,8 @@ and a paired bootstrap of ΔF1 = F1(R-GDA) − F1(method) over test sentences fo
 epochs, and at equal optimizer steps (every method gets the steps a full 1:ratio augmented set takes at
 ``--epochs``, so seeds-only training runs more epochs), because augmentation also buys more optimizer steps; where
 the two schedules coincide (the method's rows fill as many batches per epoch as a full set) it is trained once.
-``--runs`` repeats training with other seeds.
+``--runs`` repeats training with other seeds; a later call with a larger ``--runs`` adds the missing runs to a finished
+cell when the rerun builds the same training rows (checked by their SHA-256), so runs can grow across sessions.
 
 Methods: ``noaug`` (seeds only), ``eda``, ``mr`` (mention replacement), and the LLM methods ``naive``, ``gda``,
 ``rgda``, ``rgda-no-gr``, ``rgda-no-ac`` (one response cache: calls they share are paid once). Every figure is
@@ -177,26 +178,34 @@ def main(argv: list[str] | None = None) -> int:
         scale = f"{name}/seeds={len(seeds)}/ratio={args.ratio}/encoder={args.encoder}/epochs={args.epochs}"
         for method in args.methods:
             key = f"{scale}/{method}"
-            cell = results["cells"].get(key, {})
-            if cell.get("complete"):
+            old = results["cells"].get(key, {})
+            if old.get("complete") and len(old["runs"]) >= args.runs:
                 continue
             start = time.perf_counter()
             aug, llm_summary = augment(method, name, train, seeds, args)
-            cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug), "llm": llm_summary,
-                    "encoder": args.encoder, "epochs": args.epochs, "commit": args.commit,
-                    "augment_seconds": round(time.perf_counter() - start, 1),
-                    "bertscore_vs_seed": diversity(aug, seeds, args), "runs": []}
             cols = ["tokens", "ner_tags"]
             rows = __import__("datasets").concatenate_datasets([seeds.select_columns(cols), aug.select_columns(cols)])
+            fingerprint = rows_fingerprint(rows)
+            if old.get("rows_sha256") == fingerprint:  # same training rows: keep the finished runs, add the missing ones
+                cell = {k: v for k, v in old.items() if k != "complete"}
+            else:
+                cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug),
+                        "llm": llm_summary, "encoder": args.encoder, "epochs": args.epochs, "commit": args.commit,
+                        "augment_seconds": round(time.perf_counter() - start, 1), "rows_sha256": fingerprint,
+                        "bertscore_vs_seed": diversity(aug, seeds, args), "runs": []}
+                if old.get("runs"):
+                    print(f"{key}: training rows differ from the stored cell's (or it predates fingerprints); "
+                          f"its {len(old['runs'])} run(s) are replaced", flush=True)
             full_steps = -(-len(seeds) * (1 + args.ratio) // args.train_batch) * int(args.epochs)
-            for run in range(args.runs):
+            for run in range(len(cell["runs"]), args.runs):
                 epochs_run = train_eval(rows, test, steps=-1, run=run, args=args)
                 # a method whose rows fill the same number of batches per epoch as a full 1:ratio set already ran the
                 # equal-steps schedule (same steps, same seed, same data order): training it again would repeat it
                 steps_run = (dict(epochs_run, same_run_as_equal_epochs=True) if epochs_run["steps"] == full_steps
                              else train_eval(rows, test, steps=full_steps, run=run, args=args))
                 cell["runs"].append({"equal_epochs": {k: v for k, v in epochs_run.items() if k != "predictions"},
-                                     "equal_steps": {k: v for k, v in steps_run.items() if k != "predictions"}})
+                                     "equal_steps": {k: v for k, v in steps_run.items() if k != "predictions"},
+                                     "commit": args.commit})
                 if run == 0:  # kept for the paired bootstrap of R-GDA against every other method
                     cell["_predictions"] = [epochs_run["predictions"]]
                 results["cells"][key] = cell
@@ -212,6 +221,17 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap(results, scale, test, args)
         save()
     return report(results, args.out)
+
+
+def rows_fingerprint(rows: Any) -> str:
+    """SHA-256 of the training rows (tokens and tags, in order): a stored cell's runs are extended only when a rerun
+    builds exactly the same rows (a checker change, say, makes a new cell)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for toks, tags in zip(rows["tokens"], rows["ner_tags"]):
+        h.update(json.dumps([list(toks), [int(t) for t in tags]]).encode())
+    return h.hexdigest()
 
 
 def compact(results: dict[str, Any]) -> dict[str, Any]:

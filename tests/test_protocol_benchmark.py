@@ -1,0 +1,76 @@
+"""The protocol benchmark's bookkeeping: a rerun with more ``--runs`` adds only the missing training runs, and only
+when it rebuilds the same training rows. Training, augmentation and the report are replaced by recording fakes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from datasets import ClassLabel, Dataset, Features, Sequence, Value
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def protocol(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    spec = importlib.util.spec_from_file_location("protocol_under_test", ROOT / "benchmarks" / "protocol.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    feats = Features({"tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=["O", "B-X", "I-X"]))})
+    train = Dataset.from_dict({"tokens": [["a", "b"], ["c", "d"], ["e"]], "ner_tags": [[1, 0], [0, 1], [1]]}, features=feats)
+    test = Dataset.from_dict({"tokens": [["a"]], "ner_tags": [[1]]}, features=feats)
+    calls: list[int] = []
+    state = {"aug_word": "z"}
+
+    def augment(method, name, train_, seeds, args):  # noqa: ANN001, ANN202
+        rows = Dataset.from_dict({"tokens": [[state["aug_word"]]], "ner_tags": [[1]]}, features=feats)
+        return rows, {}
+
+    def train_eval(rows, test_, *, steps, run, args):  # noqa: ANN001, ANN202
+        calls.append(run)
+        return {"f1": 0.1 * (run + 1), "steps": 4 if steps < 0 else steps, "predictions": [["B-X"]]}
+
+    monkeypatch.setattr(mod, "splits", lambda data_dir, name: (train, test))
+    monkeypatch.setattr(mod, "augment", augment)
+    monkeypatch.setattr(mod, "train_eval", train_eval)
+    monkeypatch.setattr(mod, "diversity", lambda aug, seeds, args: None)
+    monkeypatch.setattr(mod, "_commit", lambda: "test")
+    monkeypatch.setattr(mod, "bootstrap", lambda *a, **k: None)
+    monkeypatch.setattr(mod, "report", lambda results, out: 0)
+    return mod, calls, state
+
+
+def _run(mod, out: Path, runs: int) -> dict:  # noqa: ANN001
+    argv = ["--datasets", "toy", "--methods", "mr", "--num-seeds", "2", "--runs", str(runs), "--out", str(out),
+            "--llm", "none", "--epochs", "2"]
+    assert mod.main(argv) == 0
+    (cell,) = json.loads(out.read_text())["cells"].values()
+    return cell
+
+
+def test_more_runs_extend_a_finished_cell(protocol, tmp_path: Path) -> None:  # noqa: ANN001
+    mod, calls, _ = protocol
+    out = tmp_path / "p.json"
+    cell = _run(mod, out, 1)
+    assert cell["complete"] and len(cell["runs"]) == 1 and calls == [0, 0]  # equal epochs, then equal steps
+    calls.clear()
+    cell = _run(mod, out, 3)
+    assert calls == [1, 1, 2, 2]  # run 0 is not trained again
+    assert [r["equal_epochs"]["f1"] for r in cell["runs"]] == pytest.approx([0.1, 0.2, 0.3])
+    assert cell["f1_equal_epochs"] == pytest.approx(0.2)
+    calls.clear()
+    _run(mod, out, 3)
+    assert calls == []  # nothing left to do
+
+
+def test_changed_rows_start_the_cell_over(protocol, tmp_path: Path) -> None:  # noqa: ANN001
+    mod, calls, state = protocol
+    out = tmp_path / "p.json"
+    _run(mod, out, 1)
+    calls.clear()
+    state["aug_word"] = "y"  # e.g. a checker change accepts other rows
+    cell = _run(mod, out, 2)
+    assert calls == [0, 0, 1, 1]
+    assert len(cell["runs"]) == 2
