@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture()
-def protocol(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+def protocol(monkeypatch: pytest.MonkeyPatch):
     spec = importlib.util.spec_from_file_location("protocol_under_test", ROOT / "benchmarks" / "protocol.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -24,11 +24,11 @@ def protocol(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     calls: list[int] = []
     state = {"aug_word": "z"}
 
-    def augment(method, name, train_, seeds, args):  # noqa: ANN001, ANN202
+    def augment(method, name, train_, seeds, args):
         rows = Dataset.from_dict({"tokens": [[state["aug_word"]]], "ner_tags": [[1]]}, features=feats)
         return rows, {}
 
-    def train_eval(rows, test_, *, steps, run, args):  # noqa: ANN001, ANN202
+    def train_eval(rows, test_, *, steps, run, args):
         calls.append(run)
         return {"f1": 0.1 * (run + 1), "steps": 4 if steps < 0 else steps, "predictions": [["B-X"]]}
 
@@ -42,7 +42,7 @@ def protocol(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     return mod, calls, state
 
 
-def _run(mod, out: Path, runs: int) -> dict:  # noqa: ANN001
+def _run(mod, out: Path, runs: int) -> dict:
     argv = ["--datasets", "toy", "--methods", "mr", "--num-seeds", "2", "--runs", str(runs), "--out", str(out),
             "--llm", "none", "--epochs", "2"]
     assert mod.main(argv) == 0
@@ -50,7 +50,7 @@ def _run(mod, out: Path, runs: int) -> dict:  # noqa: ANN001
     return cell
 
 
-def test_more_runs_extend_a_finished_cell(protocol, tmp_path: Path) -> None:  # noqa: ANN001
+def test_more_runs_extend_a_finished_cell(protocol, tmp_path: Path) -> None:
     mod, calls, _ = protocol
     out = tmp_path / "p.json"
     cell = _run(mod, out, 1)
@@ -65,7 +65,7 @@ def test_more_runs_extend_a_finished_cell(protocol, tmp_path: Path) -> None:  # 
     assert calls == []  # nothing left to do
 
 
-def test_changed_rows_start_the_cell_over(protocol, tmp_path: Path) -> None:  # noqa: ANN001
+def test_changed_rows_start_the_cell_over(protocol, tmp_path: Path) -> None:
     mod, calls, state = protocol
     out = tmp_path / "p.json"
     _run(mod, out, 1)
