@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -153,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
 
         args.llm = DEFAULT_LLM
     results = json.loads(args.out.read_text()) if args.out.exists() else {"cells": {}}
+    # cells keyed "epochs=30.0" by earlier versions are the same scale as "epochs=30"
+    results["cells"] = {re.sub(r"/epochs=(\d+)\.0/", r"/epochs=\1/", k): v for k, v in results.get("cells", {}).items()}
+    results["bootstrap"] = {re.sub(r"/epochs=(\d+)\.0$", r"/epochs=\1", k): v
+                            for k, v in results.get("bootstrap", {}).items()}
     if args.report:
         return report(results, args.out)
     results.setdefault("runs_config", {})
@@ -175,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         train, test = splits(args.data_dir, name)
         args.labels = label_names_of(train, test)
         seeds = sample_rows(train, args.num_seeds, args.sample_seed, min_entities=1)
-        scale = f"{name}/seeds={len(seeds)}/ratio={args.ratio}/encoder={args.encoder}/epochs={args.epochs}"
+        scale = f"{name}/seeds={len(seeds)}/ratio={args.ratio}/encoder={args.encoder}/epochs={args.epochs:g}"
         for method in args.methods:
             key = f"{scale}/{method}"
             old = results["cells"].get(key, {})
@@ -339,8 +344,13 @@ def bootstrap_table(boot: dict[str, Any]) -> str:
         for m, b in per.items():
             if "delta" in b:
                 lines.append(f"| {scale} | {m} | {b['delta']:+.4f} | [{b['ci_low']:+.4f}, {b['ci_high']:+.4f}] | "
-                             f"{b['p_value']:.4f} | {b['resamples']} |")
+                             f"{_p(b['p_value'], b['resamples'])} | {b['resamples']} |")
     return "\n".join(lines) + "\n"
+
+
+def _p(p: float, resamples: int) -> str:
+    """A bootstrap p-value as text: no resample crossing zero means p below 1/resamples, not p = 0."""
+    return f"< {1 / resamples:.4f}" if p == 0 else f"{p:.4f}"
 
 
 def rounds_table(cells: list[dict[str, Any]]) -> str:
