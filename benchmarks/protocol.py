@@ -293,8 +293,8 @@ def report(results: dict[str, Any], out: Path) -> int:
         ds = [d for d in datasets if any(c["dataset"] == d for c in group)]
         runs = sorted({len(c["runs"]) for c in group})
         lines = [f"## {n_seeds} seeds per dataset, encoder {encoder}, {epochs:g} epochs\n",
-                 f"F1: mean ± standard deviation over {' or '.join(map(str, runs))} training run(s) (seeds 1000, 1001, ...)."
-                 "\n",
+                 (f"F1: mean ± standard deviation over {' or '.join(map(str, runs))} training run(s) "
+                  "(seeds 1000, 1001, ...).\n"),
                  "| method | " + " | ".join(f"F1 {d} (epochs / steps)" for d in ds) + " | "
                  + " | ".join(f"BERTScore {d}" for d in ds) + " | paper F1 (Gemini) " + " | ".join(ds) + " |",
                  "|---|" + "---|" * (3 * len(ds))]
@@ -337,8 +337,8 @@ def bootstrap_table(boot: dict[str, Any]) -> str:
     if not boot:
         return "Bootstrap ΔF1: needs an R-GDA cell and another method with predictions at the same scale (none yet).\n"
     lines = ["## Paired bootstrap, ΔF1 = F1(R-GDA) − F1(method), equal epochs, first run\n",
-             "Resampling test sentences measures the test set's sampling error for one pair of trained models; it says "
-             "nothing of the spread between training runs (the ± column above), which at small scales is larger.\n",
+             ("Resampling test sentences measures the test set's sampling error for one pair of trained models; it "
+              "says nothing of the spread between training runs (the ± column above), which at small scales is larger.\n"),
              "| scale | method | ΔF1 | 95% interval | two-sided p | resamples |", "|---|---|---|---|---|---|"]
     for scale, per in boot.items():
         for m, b in per.items():
@@ -365,7 +365,7 @@ def rounds_table(cells: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _plt():  # noqa: ANN202
+def _plt():
     import matplotlib
 
     matplotlib.use("Agg")
