@@ -38,7 +38,7 @@ def cache_key(identity: Mapping[str, Any], messages: Sequence[Mapping[str, str]]
               params: Mapping[str, Any]) -> str:
     """Stable key of one call."""
     blob = json.dumps([identity, [dict(m) for m in messages], schema, params], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate must not crash a key
 
 
 class ResponseCache:

@@ -17,6 +17,7 @@ import random
 import re
 import statistics
 import time
+import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from .cache import ResponseCache, cache_key
 from .config import AugmentConfig
 from .debate import run_debate, run_review
 from .llm.base import LLM, Completion
+from .llm.remote import redact
 from .schemas import AC_RUBRIC, GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
 from .sentences import Candidate, Checker, Seed, decode_sentence, entity_mentions, parse_json
 
@@ -201,14 +203,19 @@ class Pipeline:
 
     async def _each(self, rs: Sequence[SeedResult], fn: Callable[[SeedResult], Awaitable[None]], *,
                     soft: str = "") -> None:
-        """Run ``fn`` on every live seed. Errors fail the seed, or with ``soft`` only stop that loop."""
+        """Run ``fn`` on every live seed. Errors fail the seed, or with ``soft`` only stop that loop; an unexpected
+        exception (a bug, not an LLM answer) fails its seed too, logged with its traceback, and never the batch."""
 
         async def guarded(r: SeedResult) -> None:
             try:
                 await fn(r)
-            except RGDAError as err:
+            except Exception as err:  # noqa: BLE001 - one seed's failure is recorded on it, never the batch's
                 where = getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", "stage")
                 msg = f"{where}: {type(err).__name__}: {err}"
+                if not isinstance(err, RGDAError):  # message redacted (key-shaped text), frames without locals
+                    msg = redact(f"{where}: unexpected {type(err).__name__}: {err}")
+                    log.warning("seed %s failed: %s\n%s", r.seed.key, msg,
+                                redact("".join(traceback.format_tb(err.__traceback__)).rstrip()))
                 if soft:
                     r.notes.append(msg)
                     r._stopped.add(soft)

@@ -108,9 +108,24 @@ def parse_json(text: str) -> Any:
     if fence:
         body = fence.group(1)
     try:
-        return json.loads(body)
+        return _clean_surrogates(json.loads(body))
     except json.JSONDecodeError as err:
         raise ParseError(f"answer is not valid JSON ({err.msg} at char {err.pos})", raw=text) from None
+
+
+def _clean_surrogates(value: Any) -> Any:
+    """``value`` with every string made encodable: a JSON escape may spell half of a surrogate pair ("\\ud83c", a
+    small model cutting an emoji in two), which Python decodes to a lone surrogate that no UTF-8 encoder accepts (the
+    next prompt, the cache key, Arrow). Pairs are joined; a lone half becomes U+FFFD."""
+    if isinstance(value, str):
+        if any("\ud800" <= ch <= "\udfff" for ch in value):
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, list):
+        return [_clean_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean_surrogates(k): _clean_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def _find(tokens: list[str], needle: list[str], taken: list[bool]) -> list[int]:

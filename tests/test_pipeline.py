@@ -87,6 +87,45 @@ def test_garbage_output_fails_that_seed_only() -> None:
     assert all(not r.accepted for r in results)
 
 
+def test_an_unexpected_error_fails_its_seed_only(caplog: pytest.LogCaptureFixture) -> None:
+    """A bug-shaped exception (not an LLM answer) in one seed's call is that seed's failure, named and logged with
+    key-shaped text redacted; the other seeds finish."""
+    world = FakeWorld()
+
+    def handler(messages, schema, params):
+        if stage_of(list(messages)) == "guidance" and "cystic fibrosis" in messages[-1]["content"]:
+            raise UnicodeEncodeError("utf-8", "x", 0, 1, "sk-" + "secret123456789 surrogates not allowed")
+        return world(messages, schema, params)
+
+    pipe = Pipeline(AugmentConfig(), ScriptedLLM(handler), Checker(("Disease",)))
+    results = asyncio.run(pipe.run(SEEDS))
+    [bad] = [r for r in results if r.failure]
+    assert bad.seed.key == "s1" and not bad.accepted
+    assert bad.failure.startswith("_guidance: unexpected UnicodeEncodeError") and "sk-secret" not in bad.failure
+    assert all(len(r.accepted) == 3 for r in results if r is not bad)
+    assert "s1" in caplog.text and "sk-secret" not in caplog.text
+
+
+def test_a_half_surrogate_pair_in_an_answer_is_replaced() -> None:
+    """A small model may cut an emoji in two ("\\ud83c" with no low half). The pipeline must carry on: the next
+    prompt and its cache key have to encode as UTF-8."""
+    world = FakeWorld()
+
+    def handler(messages, schema, params):
+        if stage_of(list(messages)) == "guidance":
+            return '{"context": "oncology \\ud83c genetics", "structure": "x \\ud83c\\udf89", "entity_roles": [], ' \
+                   '"keywords": ["gene"]}'
+        return world(messages, schema, params)
+
+    llm = ScriptedLLM(handler)
+    pipe = Pipeline(AugmentConfig(), llm, Checker(("Disease",)))
+    [r] = asyncio.run(pipe.run(SEEDS[:1]))
+    assert not r.failure and len(r.accepted) == 3
+    judged = next(m for m, _, _ in llm.calls if stage_of(m) == "gr_judge")[-1]["content"]
+    assert "oncology \ufffd genetics" in judged and "x \U0001f389" in judged  # the lone half replaced, a pair joined
+    judged.encode("utf-8")
+
+
 def test_judge_garbage_keeps_unrefined_output() -> None:
     world = FakeWorld(broken=("ac_judge",))
     [r] = run(world, seeds=SEEDS[:1])
