@@ -324,13 +324,18 @@ def report(results: dict[str, Any], out: Path) -> int:
     return 0
 
 
+def _sd(values: list[float]) -> float:
+    """Sample standard deviation (0 for fewer than two values)."""
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+
 def _mean_sd(cell: dict[str, Any], mode: str) -> str:
     f1s = [r[mode]["f1"] for r in cell["runs"]]
     mean = sum(f1s) / len(f1s)
-    if len(f1s) < 2:
-        return f"{mean:.4f}"
-    sd = (sum((f - mean) ** 2 for f in f1s) / (len(f1s) - 1)) ** 0.5
-    return f"{mean:.4f} ± {sd:.4f}"
+    return f"{mean:.4f}" if len(f1s) < 2 else f"{mean:.4f} ± {_sd(f1s):.4f}"
 
 
 def bootstrap_table(boot: dict[str, Any]) -> str:
@@ -454,8 +459,10 @@ def plot(cells: list[dict[str, Any]], datasets: list[str], methods: list[str], p
     for k, m in enumerate(methods):
         by_d = {c["dataset"]: c for c in cells if c["method"] == m and (c["seeds"], c["epochs"]) == scale[c["dataset"]]}
         xs = [i + k * width for i in range(len(datasets))]
-        axes[0].bar(xs, [by_d[d]["f1_equal_epochs"] if d in by_d else 0 for d in datasets], width, label=m)
-        axes[1].bar(xs, [by_d[d]["f1_equal_steps"] if d in by_d else 0 for d in datasets], width, label=m)
+        for ax, mode in zip(axes, ("equal_epochs", "equal_steps")):  # error bars: sd over training runs
+            ax.bar(xs, [by_d[d][f"f1_{mode}"] if d in by_d else 0 for d in datasets], width, label=m,
+                   yerr=[_sd([r[mode]["f1"] for r in by_d[d]["runs"]]) if d in by_d else 0 for d in datasets],
+                   capsize=2, error_kw={"elinewidth": 0.8})
         axes[2].bar(xs, [by_d[d]["bertscore_vs_seed"] if d in by_d and by_d[d]["bertscore_vs_seed"] is not None
                          else 0 for d in datasets], width, label=m)
     for ax, title in zip(axes, ("F1, equal epochs", "F1, equal optimizer steps",
@@ -463,9 +470,10 @@ def plot(cells: list[dict[str, Any]], datasets: list[str], methods: list[str], p
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], [f"{d}\n{scale[d][0]} seeds, {scale[d][1]:g} ep" for d in datasets])
         ax.set_title(title, fontsize=10)
         ax.set_ylim(0, 1)
-    fig.suptitle("per dataset, the seed count with most methods run", fontsize=9)
-    axes[2].legend(fontsize=8)
-    fig.tight_layout()
+    fig.suptitle("per dataset, the seed count with most methods run; error bars: sd over training runs", fontsize=9)
+    handles, labels = axes[2].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 0.93, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
