@@ -235,7 +235,7 @@ def rows_fingerprint(rows: Any) -> str:
 
     h = hashlib.sha256()
     for toks, tags in zip(rows["tokens"], rows["ner_tags"]):
-        h.update(json.dumps([list(toks), [int(t) for t in tags]]).encode())
+        h.update(json.dumps([list(toks), [t if isinstance(t, str) else int(t) for t in tags]]).encode())
     return h.hexdigest()
 
 

@@ -65,6 +65,14 @@ def test_more_runs_extend_a_finished_cell(protocol, tmp_path: Path) -> None:
     assert calls == []  # nothing left to do
 
 
+def test_fingerprint_takes_string_and_id_tags(protocol) -> None:
+    mod, _, _ = protocol
+    names = Dataset.from_dict({"tokens": [["a"]], "ner_tags": [["B-X"]]})
+    ids = Dataset.from_dict({"tokens": [["a"]], "ner_tags": [[1]]})
+    assert mod.rows_fingerprint(names) != mod.rows_fingerprint(ids)
+    assert mod.rows_fingerprint(names) == mod.rows_fingerprint(Dataset.from_dict({"tokens": [["a"]], "ner_tags": [["B-X"]]}))
+
+
 def test_changed_rows_start_the_cell_over(protocol, tmp_path: Path) -> None:
     mod, calls, state = protocol
     out = tmp_path / "p.json"
