@@ -95,12 +95,12 @@ def _entities(tokens: list[str], tags: list[str]) -> list[list[str]]:
 def report(results: dict, path: Path) -> int:
     """A markdown page: one row per cell, the schedule comparison, and accepted rows printed in full."""
     commands = results.get("commands") or [results["command"]]
-    lines = [f"# Local pipeline benchmark\n\nCommand{'s' if len(commands) > 1 else ''}: "
-             f"{'; '.join(f'`{c}`' for c in commands)}  \nMachine: {results['machine']}  \n"
-             f"LLM: `{results['llm']}`  \nCode: commit {results.get('commit', '?')}\n",
-             "| cell | seeds | accepted / seed | rejected by reason | repairs in accepted rows (by rule) | failed seeds | LLM calls | "
-             "s / seed | s / accepted | tokens / accepted | GR rounds | AC rounds | judge scores (mean by round) | "
-             "refinements returned unchanged (GR, AC) | code |",
+    lines = [(f"# Local pipeline benchmark\n\nCommand{'s' if len(commands) > 1 else ''}: "
+              f"{'; '.join(f'`{c}`' for c in commands)}  \nMachine: {results['machine']}  \n"
+              f"LLM: `{results['llm']}`  \nCode: commit {results.get('commit', '?')}\n"),
+             ("| cell | seeds | accepted / seed | rejected by reason | repairs in accepted rows (by rule) | failed seeds | "
+              "LLM calls | s / seed | s / accepted | tokens / accepted | GR rounds | AC rounds | judge scores (mean by "
+              "round) | refinements returned unchanged (GR, AC) | code |"),
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, c in results["cells"].items():
         scores = ", ".join(f"{k} {v['mean']}" for k, v in c["judge_scores"].items())
@@ -110,6 +110,7 @@ def report(results: dict, path: Path) -> int:
                      f"{c['llm_calls']} | {c['seconds_per_seed']} | {c['seconds_per_accepted']} | "
                      f"{c['tokens_per_accepted']} | {c['judge_rounds'].get('gr') or ''} | "
                      f"{c['judge_rounds'].get('ac') or ''} | {scores} | {_unchanged(c)} | {', '.join(c.get('commits', []))} |")
+    lines += chunk_table(results.get("chunks", {}))
     sched = {k.split("schedule=")[1]: c for k, c in results["cells"].items() if "schedule=" in k}
     if len(sched) == 2:
         lines.append("\n## Stage-major vs row-major scheduling (rgda, same seeds, same run)\n")
@@ -147,6 +148,24 @@ def report(results: dict, path: Path) -> int:
     return 0
 
 
+def chunk_table(chunks: dict) -> list[str]:
+    """One row per cell and chunk: a method's cost per seed in that chunk (calls it paid plus shared calls at what
+    they cost when paid), accepted per seed, wall seconds and commit, so a chunk that ran under load stands out."""
+    lines = ["\n## Per chunk\n", ("Seconds per seed count every call a seed made at the seconds it took when paid, so "
+                                   "a chunk whose calls ran while another process shared the cores shows up here.\n"),
+             "| cell | chunk | seeds | accepted / seed | s / seed | wall s (paid now) | commit |", "|---|---|---|---|---|---|---|"]
+    for key, done in chunks.items():
+        for cid in sorted(done, key=lambda c: int(c.split("-")[0])):
+            c = done[cid]
+            traces = [json.loads(t) for t in c["traces"] if t]
+            secs = sum(t.get("llm_seconds", 0) + t.get("cached_seconds", 0) for t in traces)
+            acc = sum(t.get("accepted", 0) for t in traces)
+            n = c["seeds"] or 1
+            lines.append(f"| {key} | {cid} | {c['seeds']} | {acc / n:.2f} | {secs / n:.1f} | {c['wall']:.0f} | "
+                         f"{c.get('commit', '?')} |")
+    return lines
+
+
 def _unchanged(c: dict) -> str:
     u = c.get("unchanged_refinements") or {}
     return ", ".join(f"{k.upper()} {v['unchanged']} of {v['calls']}" for k, v in u.items() if v["calls"])
@@ -156,8 +175,10 @@ def _commit() -> str:
     import subprocess
 
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "hf_rgda"], capture_output=True, text=True).stdout
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=False).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "hf_rgda"], capture_output=True, text=True,
+                               check=False).stdout
         return head + ("+uncommitted changes in hf_rgda/" if dirty.strip() else "")
     except OSError:
         return "unknown"
