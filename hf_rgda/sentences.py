@@ -321,12 +321,15 @@ class Checker:
             generated entity whose last (or only) word the split uses outside entities, and as the end of a
             mention of that type in under ``atypical_share`` of its uses, is rejected (``atypical_head``:
             "Rb tumor suppressor gene" as a Disease in NCBI-disease, where "gene" almost never ends a Disease
-            mention; "BRCA1" alone, which the split uses 221 times outside entities and never as a Disease).
+            mention; "BRCA1" alone, which the split uses 221 times outside entities and never as a Disease). A
+            capitalized word the split never shows is judged by its lowercase form. An entity with no letter at all
+            is rejected where under ``atypical_share`` of the type's mentions end in a letterless word
+            (``no_letters``: "93 %" as a Disease).
         salvage: repair instead of reject where the fix is certain and local: untag an entity rejected as
-            ``atypical_head`` or ``tagged_seed_context`` (the evidence says the text is not of that type, so the row
-            is right with it untagged), tag an untagged text of the ``lexicon``, and keep one of several sentences (the
-            one with most entities). Each repair
-            is listed in the candidate's ``salvaged``; the row must still pass every rule afterwards.
+            ``atypical_head``, ``no_letters`` or ``tagged_seed_context`` (the evidence says the text is not of that
+            type, so the row is right with it untagged), tag an untagged text of the ``lexicon``, and keep one of
+            several sentences (the one with most entities). Each repair is listed in the candidate's ``salvaged``;
+            the row must still pass every rule afterwards.
         lexicon: entity texts the split tags consistently (see :func:`mention_lexicon`); one left untagged in a
             generated sentence is rejected (``known_mention``), or tagged under ``salvage``, unless the seed's own
             annotation leaves it untagged.
@@ -357,10 +360,29 @@ class Checker:
         word of a ``label`` mention in under ``atypical_share`` of those uses (no statistics: never atypical). The
         floor keeps rare words out of the rule; ``benchmarks/checker_gold.py --atypical-min-outside N`` measures
         what a floor rejects of the gold test sentences."""
+        head = self._stats_form(head)
         outside = self.context_words.get(head, 0)
         as_head = self.heads.get(label, {}).get(head, 0)
         return (outside >= self.atypical_min_outside and label in self.heads
                 and as_head < self.atypical_share * (as_head + outside))
+
+    def _stats_form(self, word: str) -> str:
+        """The form whose statistics speak for ``word``: itself, or for a capitalized word the split never shows
+        (statistics are case-kept, and "Study" opening a generated sentence may be rare in the split) its lowercase
+        form. A capitalized word the split does show keeps its own counts (FIN tags "Lender" as PER, not "lender")."""
+        if word in self.context_words or any(word in h for h in self.heads.values()):
+            return word
+        low = word.lower()
+        return low if word[:1].isupper() and word[1:] == low[1:] and low != word else word
+
+    def _rarely_letterless(self, label: str) -> bool:
+        """Whether the split's ``label`` mentions almost never end in a word without a letter (under
+        ``atypical_share`` of them, among at least 50): then a mention with no letter at all ("93 %", "163" as a
+        Disease) is not of that type. Types that do end in numbers (addresses as FIN's LOC) are left alone."""
+        heads = self.heads.get(label, {})
+        total = sum(heads.values())
+        letterless = sum(c for h, c in heads.items() if not any(ch.isalpha() for ch in h))
+        return total >= 50 and letterless < self.atypical_share * total
 
     def _not_of_type(self, cand: Candidate, seed: Seed) -> tuple[Span, str, str] | None:
         """The first entity that the split's statistics (``atypical_head``) or the seed's own annotation
@@ -370,11 +392,17 @@ class Checker:
         for s in spans:
             if (tuple(low[s.start : s.end]), s.label) in gold:  # the seed's own annotation says it is one
                 continue
+            text = " ".join(toks[s.start : s.end])
+            if not any(c.isalpha() for c in text) and self._rarely_letterless(s.label):
+                return s, "no_letters", (f"{text!r} has no letter; under {self.atypical_share:.0%} of the split's "
+                                         f"{s.label} mentions end in a word without one")
             head = toks[s.end - 1]
             if self._atypical(head, s.label):  # a one-word entity is its own head ("BRCA1" as a Disease)
-                return s, "atypical_head", (f"{' '.join(toks[s.start : s.end])!r}: {head!r} ends "
-                                            f"{self.heads[s.label].get(head, 0)} {s.label} mention(s) in the split and "
-                                            f"is used {self.context_words[head]} times outside entities")
+                form = self._stats_form(head)
+                shown = f"{head!r}" + (f" (as {form!r})" if form != head else "")
+                return s, "atypical_head", (f"{text!r}: {shown} ends {self.heads[s.label].get(form, 0)} {s.label} "
+                                            f"mention(s) in the split and is used {self.context_words[form]} times "
+                                            "outside entities")
         seed_low, seed_o = [t.lower() for t in seed.tokens], [g == "O" for g in seed.tags]
         for s in spans:
             m = low[s.start : s.end]
@@ -425,6 +453,8 @@ class Checker:
             if rule == "atypical_head" and any(not self._atypical(head, t) for t in self.heads if t != s.label):
                 break  # maybe an entity of another type ("natural language processing" as Material): untagging
                 # it would teach that it is no entity, so the row is rejected instead
+            if rule == "no_letters" and any(not self._rarely_letterless(t) for t in self.heads if t != s.label):
+                break  # another type does have number-only mentions (a LOC's postcode): maybe just mistyped
             cand.tags = cand.tags[: s.start] + ["O"] * (s.end - s.start) + cand.tags[s.end :]
             cand.salvaged.append(f"{rule}: untagged {' '.join(cand.tokens[s.start : s.end])!r} ({detail})")
         while known := self._known_untagged(cand, seed):

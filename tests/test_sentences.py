@@ -356,6 +356,51 @@ def test_salvage_does_not_untag_what_may_be_an_entity_of_another_type() -> None:
     assert c.reason == "atypical_head" and not c.salvaged
 
 
+def test_a_capitalized_word_the_split_never_shows_is_judged_by_its_lowercase_form() -> None:
+    """"Study" opening a generated sentence, tagged as a Disease: the split shows only "study" (often, never as a
+    Disease). A capitalized word the split does show keeps its own counts (FIN tags "Lender" as PER)."""
+    from hf_rgda.sentences import head_statistics
+
+    rows = ([["the", "study", "of", "breast", "cancer", "."]] * 12
+            + [["the", "lender", "and", "the", "Lender", "sign"]] * 12)
+    tags = ([["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12
+            + [["O", "O", "O", "O", "B-Disease", "O"]] * 12)
+    heads, outside = head_statistics(rows, tags)
+    check = Checker(("Disease",), heads=heads, context_words=outside, salvage=True)
+    c = check.check(decode("Study shows that gout is common in older men .", ("Study", "Disease"), ("gout", "Disease")),
+                    SEED, [], forbid_seed_entities=True)
+    assert c.ok and c.tags[0] == "O" and c.tags[3] == "B-Disease"
+    assert c.salvaged == [("atypical_head: untagged 'Study' ('Study': 'Study' (as 'study') ends 0 Disease mention(s) "
+                           "in the split and is used 12 times outside entities)")]
+    kept = check.check(decode("The Lender reported gout in older men .", ("Lender", "Disease"), ("gout", "Disease")),
+                       SEED, [], forbid_seed_entities=True)
+    assert kept.ok and not kept.salvaged and kept.tags[1] == "B-Disease"
+
+
+def test_an_entity_without_a_letter_is_untagged_where_the_type_never_has_one() -> None:
+    """"93 %" and "163" typed Disease (the 1.5B wrote them): NCBI's Disease mentions almost never end in a letterless
+    word. A type whose mentions do (FIN's LOC, addresses ending in postcodes) keeps them."""
+    heads = {"Disease": {"cancer": 60, "2": 1}, "LOC": {"York": 20, "02108": 10}}
+    item = ("About 93 % of the 163 carriers had gout .", ("93 %", "Disease"), ("163", "Disease"), ("gout", "Disease"))
+    c = Checker(("Disease",), heads={"Disease": heads["Disease"]}, salvage=True).check(
+        decode(*item), SEED, [], forbid_seed_entities=True)
+    assert c.ok, c.detail
+    assert c.tags == ["O"] * 8 + ["B-Disease", "O"]
+    assert [r.split(":")[0] for r in c.salvaged] == ["no_letters", "no_letters"]
+    # where another type does have letterless mentions, the number may just be mistyped: rejected, not untagged
+    strict = Checker(("Disease", "LOC"), heads=heads, salvage=True).check(decode(*item), SEED, [],
+                                                                          forbid_seed_entities=True)
+    assert strict.reason == "no_letters" and "'93 %' has no letter" in strict.detail and not strict.salvaged
+    # a type with enough letterless mentions keeps them; so does a type without statistics
+    for label in ("LOC", "Other"):
+        h = {**heads, "Other": {}} if label == "Other" else heads
+        ok = Checker(("Disease", "LOC", "Other"), heads=h).check(
+            decode_sentence({"text": "The office moved to Boston 02108 last year .",
+                             "entities": [{"text": "02108", "type": label}]}, ["Disease", "LOC", "Other"]),
+            SEED, [], forbid_seed_entities=True)
+        assert ok.ok, (label, ok.detail)
+
+
 def test_a_shortened_copy_of_the_seeds_context_is_still_context() -> None:
     seed = Seed("s", ("Missense", "mutations", "in", "N", "-", "acetylgalactosamine", "-", "6", "-", "sulfate", "sulfatase",
                       "cause", "mucopolysaccharidosis", "IVA", "."), ("O",) * 12 + ("B-Disease", "I-Disease", "O"))
