@@ -519,6 +519,11 @@ class Checker:
             return cand.reject("near_copy_of_seed", "too similar to the seed sentence")
         if _ngram_loop(toks):
             return cand.reject("looping", "a phrase repeats (4 words three times, or 8 words twice)")
+        for a, b in zip(spans, spans[1:]):  # "David Fischer and David Fischer will repay ..." (the 1.5B, FIN)
+            if low[a.start : a.end] == low[b.start : b.end] and all(t in ("and", "or", ",", "&", "/")
+                                                                    for t in low[a.end : b.start]):
+                return cand.reject("self_coordinated", f"{' '.join(toks[a.start : b.end])!r} coordinates an entity "
+                                   "with itself")
         if any(low == [t.lower() for t in other.tokens] for other in accepted):
             return cand.reject("duplicate", "same as another output for this seed")
         return cand

@@ -401,6 +401,17 @@ def test_an_entity_without_a_letter_is_untagged_where_the_type_never_has_one() -
         assert ok.ok, (label, ok.detail)
 
 
+def test_an_entity_coordinated_with_itself_is_rejected() -> None:
+    bad = decode("David Fischer and David Fischer will repay the loan to the bank .", ("David Fischer", "Disease"))
+    CHECK.check(bad, SEED, [], forbid_seed_entities=True)
+    assert bad.reason == "self_coordinated" and "'David Fischer and David Fischer'" in bad.detail
+    # the same entity twice, apart, is ordinary prose; two different ones coordinated too
+    for item in (("Gout is common , and gout is painful in older men .", ("gout", "Disease")),
+                 ("Gout and asthma were studied in older men .", ("gout", "Disease"), ("asthma", "Disease"))):
+        ok = CHECK.check(decode(*item), SEED, [], forbid_seed_entities=True)
+        assert ok.ok, ok.detail
+
+
 def test_a_shortened_copy_of_the_seeds_context_is_still_context() -> None:
     seed = Seed("s", ("Missense", "mutations", "in", "N", "-", "acetylgalactosamine", "-", "6", "-", "sulfate", "sulfatase",
                       "cause", "mucopolysaccharidosis", "IVA", "."), ("O",) * 12 + ("B-Disease", "I-Disease", "O"))
