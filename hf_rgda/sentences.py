@@ -372,8 +372,8 @@ class Checker:
         form. A capitalized word the split does show keeps its own counts (FIN tags "Lender" as PER, not "lender")."""
         if word in self.context_words or any(word in h for h in self.heads.values()):
             return word
-        low = word.lower()
-        return low if word[:1].isupper() and word[1:] == low[1:] and low != word else word
+        rest = word[1:]  # "Study", not "I" (a Roman numeral in FIN's "Venture I"), not "BRCA1"
+        return word.lower() if word[:1].isupper() and rest.isalpha() and rest.islower() else word
 
     def _rarely_letterless(self, label: str) -> bool:
         """Whether the split's ``label`` mentions almost never end in a word without a letter (under
@@ -520,8 +520,8 @@ class Checker:
         if _ngram_loop(toks):
             return cand.reject("looping", "a phrase repeats (4 words three times, or 8 words twice)")
         for a, b in zip(spans, spans[1:]):  # "David Fischer and David Fischer will repay ..." (the 1.5B, FIN)
-            if low[a.start : a.end] == low[b.start : b.end] and all(t in ("and", "or", ",", "&", "/")
-                                                                    for t in low[a.end : b.start]):
+            # joined by "and"/"or"/"&" only: "New York , New York" (city, state) is a FIN address
+            if low[a.start : a.end] == low[b.start : b.end] and low[a.end : b.start] in (["and"], ["or"], ["&"]):
                 return cand.reject("self_coordinated", f"{' '.join(toks[a.start : b.end])!r} coordinates an entity "
                                    "with itself")
         if any(low == [t.lower() for t in other.tokens] for other in accepted):

@@ -375,6 +375,7 @@ def test_a_capitalized_word_the_split_never_shows_is_judged_by_its_lowercase_for
     kept = check.check(decode("The Lender reported gout in older men .", ("Lender", "Disease"), ("gout", "Disease")),
                        SEED, [], forbid_seed_entities=True)
     assert kept.ok and not kept.salvaged and kept.tags[1] == "B-Disease"
+    assert check._stats_form("I") == "I" and check._stats_form("BRCA1") == "BRCA1"  # "Venture I", gene symbols
 
 
 def test_an_entity_without_a_letter_is_untagged_where_the_type_never_has_one() -> None:
@@ -407,6 +408,7 @@ def test_an_entity_coordinated_with_itself_is_rejected() -> None:
     assert bad.reason == "self_coordinated" and "'David Fischer and David Fischer'" in bad.detail
     # the same entity twice, apart, is ordinary prose; two different ones coordinated too
     for item in (("Gout is common , and gout is painful in older men .", ("gout", "Disease")),
+                 ("A holiday in New York , New York closes the banks .", ("New York", "Disease")),
                  ("Gout and asthma were studied in older men .", ("gout", "Disease"), ("asthma", "Disease"))):
         ok = CHECK.check(decode(*item), SEED, [], forbid_seed_entities=True)
         assert ok.ok, ok.detail
