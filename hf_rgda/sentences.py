@@ -10,6 +10,7 @@ Two output forms are supported (chosen by measurement, see ``benchmarks/represen
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import re
 from collections import Counter
@@ -519,7 +520,7 @@ class Checker:
             return cand.reject("near_copy_of_seed", "too similar to the seed sentence")
         if _ngram_loop(toks):
             return cand.reject("looping", "a phrase repeats (4 words three times, or 8 words twice)")
-        for a, b in zip(spans, spans[1:]):  # "David Fischer and David Fischer will repay ..." (the 1.5B, FIN)
+        for a, b in itertools.pairwise(spans):  # "David Fischer and David Fischer will repay ..." (the 1.5B, FIN)
             # joined by "and"/"or"/"&" only: "New York , New York" (city, state) is a FIN address
             if low[a.start : a.end] == low[b.start : b.end] and low[a.end : b.start] in (["and"], ["or"], ["&"]):
                 return cand.reject("self_coordinated", f"{' '.join(toks[a.start : b.end])!r} coordinates an entity "
