@@ -157,12 +157,9 @@ def chunk_table(chunks: dict) -> list[str]:
     for key, done in chunks.items():
         for cid in sorted(done, key=lambda c: int(c.split("-")[0])):
             c = done[cid]
-            traces = [json.loads(t) for t in c["traces"] if t]
-            secs = sum(t.get("llm_seconds", 0) + t.get("cached_seconds", 0) for t in traces)
-            acc = sum(t.get("accepted", 0) for t in traces)
-            n = c["seeds"] or 1
-            lines.append(f"| {key} | {cid} | {c['seeds']} | {acc / n:.2f} | {secs / n:.1f} | {c['wall']:.0f} | "
-                         f"{c.get('commit', '?')} |")
+            f = cell_figures([t for t in c["traces"] if t], [], c["wall"], c["seeds"])
+            lines.append(f"| {key} | {cid} | {c['seeds']} | {f['accepted_per_seed']:.2f} | {f['seconds_per_seed']:.1f} | "
+                         f"{c['wall']:.0f} | {c.get('commit', '?')} |")
     return lines
 
 

@@ -33,7 +33,7 @@ import argparse
 import json
 import os
 import platform
-import re
+import statistics
 import sys
 import tempfile
 import time
@@ -154,10 +154,6 @@ def main(argv: list[str] | None = None) -> int:
 
         args.llm = DEFAULT_LLM
     results = json.loads(args.out.read_text()) if args.out.exists() else {"cells": {}}
-    # cells keyed "epochs=30.0" by earlier versions are the same scale as "epochs=30"
-    results["cells"] = {re.sub(r"/epochs=(\d+)\.0/", r"/epochs=\1/", k): v for k, v in results.get("cells", {}).items()}
-    results["bootstrap"] = {re.sub(r"/epochs=(\d+)\.0$", r"/epochs=\1", k): v
-                            for k, v in results.get("bootstrap", {}).items()}
     if args.report:
         return report(results, args.out)
     results.setdefault("runs_config", {})
@@ -326,15 +322,12 @@ def report(results: dict[str, Any], out: Path) -> int:
 
 def _sd(values: list[float]) -> float:
     """Sample standard deviation (0 for fewer than two values)."""
-    if len(values) < 2:
-        return 0.0
-    mean = sum(values) / len(values)
-    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def _mean_sd(cell: dict[str, Any], mode: str) -> str:
     f1s = [r[mode]["f1"] for r in cell["runs"]]
-    mean = sum(f1s) / len(f1s)
+    mean = statistics.mean(f1s)
     return f"{mean:.4f}" if len(f1s) < 2 else f"{mean:.4f} ± {_sd(f1s):.4f}"
 
 
