@@ -475,6 +475,10 @@ class Checker:
             return cand.reject("too_short", f"{len(toks)} tokens")
         if seed.spans and not spans:
             return cand.reject("no_entity", "the seed has entities but this sentence tags none")
+        garbled = next((t for t in toks if "\ufffd" in t), None)
+        if garbled is not None and not any("\ufffd" in t for t in seed.tokens):
+            # a lone half of a surrogate pair in the answer (see _clean_surrogates), or a byte the model mangled
+            return cand.reject("garbled", f"{garbled!r} holds U+FFFD, a character the model's answer lost")
         names = {t.lower() for t in self.types}
         for i in range(len(low) - 2):
             if low[i] in ("<", "[", "{") and low[i + 1] in names and low[i + 2] in (">", "]", "}"):

@@ -64,6 +64,7 @@ def test_segments_representation() -> None:
 @pytest.mark.parametrize(("text", "ents", "reason"), [
     ("Lupus .", [("Lupus", "Disease")], "too_short"),
     ("Mutations in PTEN are frequent in tumours .", [], "no_entity"),
+    ("Imbr\ufffd and colleagues traced gout through three generations .", [("gout", "Disease")], "garbled"),
     ("Mutations in PTEN cause a very long named disease here .", [("a very long named disease", "Disease")], "entity_too_long"),
     ("Variants in PTEN can lead to breast cancer in women .", [("breast cancer", "Disease")], "seed_entity_reused"),
     ("Germline mutations in BRCA1 cause lung cancer .", [("lung cancer", "Disease")], "near_copy_of_seed"),
@@ -84,6 +85,14 @@ def test_checker_accepts_good_sentence_and_rejects_duplicates() -> None:
     again = CHECK.check(decode("Inherited PTEN variants raise the risk of glioma .", ("glioma", "Disease")), SEED,
                         [good], forbid_seed_entities=True)
     assert again.reason == "duplicate"
+
+
+def test_a_replacement_character_the_seed_already_has_is_not_garbling() -> None:
+    """U+FFFD in a user's own seed (FIN's test split has six such rows) may be copied; only a new one is garbling."""
+    seed = Seed("s", ("Mutations", "in", "Gen\ufffdve", "families", "cause", "gout", "."),
+                ("O", "O", "O", "O", "O", "B-Disease", "O"))
+    c = decode("Gen\ufffdve registries list many cases of hereditary lupus in children .", ("hereditary lupus", "Disease"))
+    assert CHECK.check(c, seed, [], forbid_seed_entities=True).ok, c.detail
 
 
 def test_a_phrase_twice_is_prose_not_a_loop() -> None:
