@@ -74,7 +74,7 @@ def attribution(args: argparse.Namespace) -> dict:
     return out
 
 
-def forward_ceiling(model, tok, rows, words: int, repeats: int = 5) -> dict:  # noqa: ANN001
+def forward_ceiling(model, tok, rows, words: int, repeats: int = 5) -> dict:
     """The most any batching can gain for this model on this machine: plain forwards (no Captum) of ``words + 1``
     copies of a typical sentence, one per forward vs all in one forward. Leave-one-out needs exactly those forwards,
     so when this ratio is below the attribution target, the target is out of reach by batching alone (the work is

@@ -69,13 +69,15 @@ def run(data_dir: Path, name: str, examples: int, sample_seed: int, min_outside:
 
 
 def report(results: dict) -> str:
-    lines = ["# The checker on gold test sentences\n", f"Command: `{results['command']}`  \nMachine: {results['machine']}  \n"
-             f"Code: commit {results['commit']}\n",
-             "| dataset | gold sentences (with entities) | rejected, no repairs | by rule | with repairs: rows repaired "
-             "| repairs by rule | still rejected | by rule |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["# The checker on gold test sentences\n",
+             (f"Command: `{results['command']}`  \nMachine: {results['machine']}  \n"
+              f"Code: commit {results['commit']}\n"),
+             ("| dataset | gold sentences (with entities) | rejected, no repairs | by rule | with repairs: rows repaired "
+              "| repairs by rule | still rejected | by rule |"), "|---|---|---|---|---|---|---|---|"]
     for name, r in results["datasets"].items():
         s, v = r["strict"], r["salvage"]
-        fmt = lambda d: ", ".join(f"{k} {c}" for k, c in d.items())  # noqa: E731
+        def fmt(d: dict) -> str:
+            return ", ".join(f"{k} {c}" for k, c in d.items())
         lines.append(f"| {name} | {s['sentences']} | {s['rejected']} ({100 * s['rejected'] / s['sentences']:.1f}%) | "
                      f"{fmt(s['rejected_by_reason'])} | {v['repaired_rows']} | {fmt(v['repairs_by_rule'])} | "
                      f"{v['rejected']} ({100 * v['rejected'] / v['sentences']:.1f}%) | {fmt(v['rejected_by_reason'])} |")

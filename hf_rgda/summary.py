@@ -100,11 +100,11 @@ class RunSummary:
         """A human-readable block for the terminal."""
         d = self.to_dict()
         lines = [
-            f"seeds in: {d['seeds']}   accepted: {d['accepted']} ({d['accepted_per_seed']}/seed)   "
-            f"rejected: {d['rejected']}   failed seeds: {d['failed_seeds']}   "
-            f"seeds without entities (not augmented): {d['skipped_seeds_without_entities']}",
-            f"LLM calls: {d['llm_calls']} ({d['cached_calls']} from cache)   tokens: {d['prompt_tokens']} prompt + "
-            f"{d['completion_tokens']} completion   LLM time: {d['llm_seconds']} s   wall: {d['wall_seconds']} s",
+            (f"seeds in: {d['seeds']}   accepted: {d['accepted']} ({d['accepted_per_seed']}/seed)   "
+             f"rejected: {d['rejected']}   failed seeds: {d['failed_seeds']}   "
+             f"seeds without entities (not augmented): {d['skipped_seeds_without_entities']}"),
+            (f"LLM calls: {d['llm_calls']} ({d['cached_calls']} from cache)   tokens: {d['prompt_tokens']} prompt + "
+             f"{d['completion_tokens']} completion   LLM time: {d['llm_seconds']} s   wall: {d['wall_seconds']} s"),
         ]
         if d["rejected_by_reason"]:
             lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in d["rejected_by_reason"].items()))

@@ -38,7 +38,7 @@ def run_py(hub: HubServer, code: str, tmp_path: Path, token: str | None = TOKEN)
                OPENAI_API_KEY=API_KEY, HF_HUB_DISABLE_IMPLICIT_TOKEN="1")
     if token is not None:
         env["HF_TOKEN"] = token
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 @pytest.fixture

@@ -119,7 +119,7 @@ def test_a_seed_mention_the_split_often_leaves_untagged_may_stay_untagged() -> N
                        seed, [], forbid_seed_entities=False)
     assert also.ok, also.detail
     # the sentence's own mentions are still tagged everywhere or nowhere
-    own = Candidate(raw={}, tokens="HMM models help , and it improves parsing with HMM models .".split(),
+    own = Candidate(raw={}, tokens="HMM models help , and it improves parsing with HMM models .".split(),  # noqa: SIM905
                     tags=["B-Method", "I-Method"] + ["O"] * 10)
     check.check(own, seed, [], forbid_seed_entities=False)
     assert own.reason == "untagged_mention" and "'HMM models'" in own.detail
@@ -273,8 +273,8 @@ def test_salvage_untags_what_the_evidence_says_is_no_entity_and_keeps_the_row() 
     kept = lenient.check(decode(*item), SEED, [], forbid_seed_entities=True)
     assert kept.ok, kept.detail
     assert kept.tags == ["O"] * 8 + ["B-Disease"] + ["O"] * 3  # only retinoblastoma stays tagged
-    assert kept.salvaged == ["atypical_head: untagged 'Rb tumor suppressor gene' ('Rb tumor suppressor gene': 'gene' "
-                             "ends 0 Disease mention(s) in the split and is used 13 times outside entities)"]
+    assert kept.salvaged == [("atypical_head: untagged 'Rb tumor suppressor gene' ('Rb tumor suppressor gene': 'gene' "
+                              "ends 0 Disease mention(s) in the split and is used 13 times outside entities)")]
     # the seed's own annotation: "BRCA1" is context in SEED, so tagging it is undone, not fatal
     ctx = lenient.check(decode("A BRCA1 variant raises the risk of gout in men .", ("BRCA1", "Disease"), ("gout", "Disease")),
                         SEED, [], forbid_seed_entities=True)

@@ -59,7 +59,7 @@ def test_api_endpoint_with_gradio_client(space: str) -> None:
 
     client = Client(space, verbose=False)
     sentence = "Carriers of the mutation had a higher risk of [ovarian cancer](Disease) ."
-    status, guidance, gr_rounds, ac_rounds, result, rejected, download, heat, transcript = client.predict(
+    status, guidance, _gr_rounds, _ac_rounds, _result, _rejected, download, _heat, _transcript = client.predict(
         sentence, "Disease", "biomedical research abstracts", "gda", "local", "", "", "", 2, "", api_name="/augment")
     assert "**gda**" in status and "LLM calls" in status
     assert isinstance(guidance, dict) and "context" in guidance  # the gda guidance stage ran

@@ -129,7 +129,7 @@ class ProviderServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> ProviderServer:
+    def __enter__(self) -> ProviderServer:  # noqa: PYI034 (typing.Self needs 3.11)
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
