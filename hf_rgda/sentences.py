@@ -325,9 +325,10 @@ class Checker:
             mention; "BRCA1" alone, which the split uses 221 times outside entities and never as a Disease). A
             capitalized word the split never shows is judged by its lowercase form. An entity with no letter at all
             is rejected where under ``atypical_share`` of the type's mentions end in a letterless word
-            (``no_letters``: "93 %" as a Disease).
+            (``no_letters``: "93 %" as a Disease), and one with no capital letter where under ``atypical_share`` of
+            them end in a word without one (``lowercase_name``: "compliance" as FIN's PER).
         salvage: repair instead of reject where the fix is certain and local: untag an entity rejected as
-            ``atypical_head``, ``no_letters`` or ``tagged_seed_context`` (the evidence says the text is not of that
+            ``atypical_head``, ``no_letters``, ``lowercase_name`` or ``tagged_seed_context`` (the evidence says the text is not of that
             type, so the row is right with it untagged), tag an untagged text of the ``lexicon``, and keep one of
             several sentences (the one with most entities). Each repair is listed in the candidate's ``salvaged``;
             the row must still pass every rule afterwards.
@@ -385,6 +386,16 @@ class Checker:
         letterless = sum(c for h, c in heads.items() if not any(ch.isalpha() for ch in h))
         return total >= 50 and letterless < self.atypical_share * total
 
+    def _rarely_lowercase(self, label: str) -> bool:
+        """Whether the split's ``label`` mentions almost never end in a word without a capital letter (under
+        ``atypical_share`` of them, among at least 50): a name type (FIN's PER, 5 of 747), where an all-lowercase
+        entity ("compliance" as a PER) is not of that type. Types of common nouns (NCBI-disease's Disease, SciERC's
+        Method) and FIN's ORG ("bank", 9 of 243) are left alone."""
+        heads = self.heads.get(label, {})
+        total = sum(heads.values())
+        lower = sum(c for h, c in heads.items() if any(ch.isalpha() for ch in h) and not any(ch.isupper() for ch in h))
+        return total >= 50 and lower < self.atypical_share * total
+
     def _not_of_type(self, cand: Candidate, seed: Seed) -> tuple[Span, str, str] | None:
         """The first entity that the split's statistics (``atypical_head``) or the seed's own annotation
         (``tagged_seed_context``) say is not of its type, with the rule and the evidence."""
@@ -397,6 +408,10 @@ class Checker:
             if not any(c.isalpha() for c in text) and self._rarely_letterless(s.label):
                 return s, "no_letters", (f"{text!r} has no letter; under {self.atypical_share:.0%} of the split's "
                                          f"{s.label} mentions end in a word without one")
+            if (any(c.isalpha() for c in text) and not any(c.isupper() for c in text)
+                    and self._rarely_lowercase(s.label)):
+                return s, "lowercase_name", (f"{text!r} has no capital letter; under {self.atypical_share:.0%} of the "
+                                             f"split's {s.label} mentions end in a word without one")
             head = toks[s.end - 1]
             if self._atypical(head, s.label):  # a one-word entity is its own head ("BRCA1" as a Disease)
                 form = self._stats_form(head)
@@ -456,6 +471,8 @@ class Checker:
                 # it would teach that it is no entity, so the row is rejected instead
             if rule == "no_letters" and any(not self._rarely_letterless(t) for t in self.heads if t != s.label):
                 break  # another type does have number-only mentions (a LOC's postcode): maybe just mistyped
+            if rule == "lowercase_name" and any(not self._rarely_lowercase(t) for t in self.heads if t != s.label):
+                break  # another type does have lowercase mentions (FIN's "bank" as ORG): maybe just mistyped
             cand.tags = cand.tags[: s.start] + ["O"] * (s.end - s.start) + cand.tags[s.end :]
             cand.salvaged.append(f"{rule}: untagged {' '.join(cand.tokens[s.start : s.end])!r} ({detail})")
         while known := self._known_untagged(cand, seed):
@@ -478,7 +495,7 @@ class Checker:
         garbled = next((t for t in toks if "\ufffd" in t), None)
         if garbled is not None and not any("\ufffd" in t for t in seed.tokens):
             # a lone half of a surrogate pair in the answer (see _clean_surrogates), or a byte the model mangled
-            return cand.reject("garbled", f"{garbled!r} holds U+FFFD, a character the model's answer lost")
+            return cand.reject("garbled", f"{garbled!r} holds U+FFFD, the mark of a character lost in decoding")
         names = {t.lower() for t in self.types}
         for i in range(len(low) - 2):
             if low[i] in ("<", "[", "{") and low[i + 1] in names and low[i + 2] in (">", "]", "}"):

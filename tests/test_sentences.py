@@ -411,6 +411,30 @@ def test_an_entity_without_a_letter_is_untagged_where_the_type_never_has_one() -
         assert ok.ok, (label, ok.detail)
 
 
+def test_an_all_lowercase_entity_of_a_name_type_is_untagged_or_rejected() -> None:
+    """"compliance" typed PER (the 1.5B on FIN): FIN's PER mentions almost never end in a word without a capital.
+    Types of common nouns keep lowercase mentions; where another type has lowercase mentions (FIN's "bank" as ORG),
+    the word may just be mistyped, so the row is rejected rather than untagged."""
+    types = ["PER", "ORG", "Disease"]
+    heads = {"PER": {"Smith": 60, "lender": 1}, "ORG": {"Bank": 30, "bank": 5}, "Disease": {"cancer": 60}}
+    text = "The auditor reviewed the accounts of Mary Smith for compliance ."
+    item = {"text": text, "entities": [{"text": "Mary Smith", "type": "PER"}, {"text": "compliance", "type": "PER"}]}
+    salvaged = Checker(("PER",), heads={"PER": heads["PER"]}, salvage=True).check(
+        decode_sentence(item, types), SEED, [], forbid_seed_entities=True)
+    assert salvaged.ok, salvaged.detail
+    assert salvaged.tags[6:] == ["B-PER", "I-PER", "O", "O", "O"]
+    assert [r.split(":")[0] for r in salvaged.salvaged] == ["lowercase_name"]
+    strict = Checker(tuple(types), heads=heads, salvage=True).check(decode_sentence(item, types), SEED, [],
+                                                                    forbid_seed_entities=True)
+    assert strict.reason == "lowercase_name" and "'compliance' has no capital letter" in strict.detail
+    for label in ("ORG", "Disease", "PER"):  # lowercase ORG and Disease mentions are common enough; "Mary smith" has one
+        ent = "mary smith" if label != "PER" else "Mary smith"
+        ok = Checker(tuple(types), heads=heads).check(
+            decode_sentence({"text": f"The auditor reviewed the accounts of {ent} last year .",
+                             "entities": [{"text": ent, "type": label}]}, types), SEED, [], forbid_seed_entities=True)
+        assert ok.ok, (label, ok.detail)
+
+
 def test_an_entity_coordinated_with_itself_is_rejected() -> None:
     bad = decode("David Fischer and David Fischer will repay the loan to the bank .", ("David Fischer", "Disease"))
     CHECK.check(bad, SEED, [], forbid_seed_entities=True)
