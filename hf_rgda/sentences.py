@@ -334,7 +334,8 @@ class Checker:
             the row must still pass every rule afterwards.
         lexicon: entity texts the split tags consistently (see :func:`mention_lexicon`); one left untagged in a
             generated sentence is rejected (``known_mention``), or tagged under ``salvage``, unless the seed's own
-            annotation leaves it untagged.
+            annotation leaves it untagged; a name (every word capitalized) of it tagged as another type is rejected
+            (``known_mention_type``), unless the seed's own annotation types it so.
         split_hyphens: the split writes hyphens as tokens of their own (see :func:`splits_hyphens`); generated
             sentences are decoded the same way.
     """
@@ -514,6 +515,15 @@ class Checker:
         bad = self._not_of_type(cand, seed)
         if bad:
             return cand.reject(bad[1], bad[2])
+        seed_typed = {(tuple(t.lower() for t in seed.tokens[s.start : s.end]), s.label) for s in seed.spans}
+        for s in spans:  # "Jonathan Medved , a company" tagged ORG, where FIN tags "Jonathan Medved" PER
+            known = self.lexicon.get(" ".join(low[s.start : s.end]))
+            # names only (every word capitalized): a common noun's type shifts with its use ("machine translation"
+            # is a Task or a Method in SciERC), a name's does not
+            name = all(t[:1].isupper() for t in toks[s.start : s.end] if t[:1].isalpha())
+            if known and known != s.label and name and (tuple(low[s.start : s.end]), s.label) not in seed_typed:
+                return cand.reject("known_mention_type", f"{' '.join(toks[s.start : s.end])!r} is tagged {s.label} "
+                                   f"but the split tags it as {known}")
         for s in spans:
             limit = self.max_entity_len.get(s.label)
             if limit and s.end - s.start > limit:

@@ -344,6 +344,27 @@ def test_known_mentions_left_untagged_are_rejected_or_tagged() -> None:
     assert ok.ok, ok.detail
 
 
+def test_a_known_mention_tagged_as_another_type_is_rejected() -> None:
+    """"Jonathan Medved , a company" tagged ORG by the 1.5B, where FIN tags "Jonathan Medved" as PER every time."""
+    types = ["PER", "ORG"]
+    check = Checker(tuple(types), lexicon={"jonathan medved": "PER"}, salvage=True)
+    item = {"text": "Jonathan Medved , a company , appointed a new director .",
+            "entities": [{"text": "Jonathan Medved", "type": "ORG"}]}
+    bad = check.check(decode_sentence(item, types), SEED, [], forbid_seed_entities=True)
+    assert bad.reason == "known_mention_type" and "tagged ORG but the split tags it as PER" in bad.detail
+    right = {**item, "entities": [{"text": "Jonathan Medved", "type": "PER"}]}
+    assert check.check(decode_sentence(right, types), SEED, [], forbid_seed_entities=True).ok
+    # a common noun's type shifts with its use (SciERC tags "machine translation" as a Task, and as a Method too)
+    sci = Checker(("Task", "Method"), lexicon={"machine translation": "Task"})
+    noun = {"text": "We train machine translation on parallel text .",
+            "entities": [{"text": "machine translation", "type": "Method"}]}
+    assert sci.check(decode_sentence(noun, ["Task", "Method"]), SEED, [], forbid_seed_entities=True).ok
+    # the seed's own annotation wins
+    seed = Seed("s", ("Jonathan", "Medved", "Ltd", "lends", "."), ("B-ORG", "I-ORG", "O", "O", "O"))
+    ok = check.check(decode_sentence(item, types), seed, [], forbid_seed_entities=False)
+    assert ok.ok, ok.detail
+
+
 def test_a_seed_mention_is_never_flagged_atypical() -> None:
     """The seed's gold annotation outranks the split's head statistics (BioRDA keeps the seed's entities)."""
     seed = Seed("s", ("Loss", "of", "Rb", "tumor", "suppressor", "gene", "function", "."),
