@@ -30,7 +30,8 @@ from hf_rgda.sentences import Candidate, Seed
 from hf_rgda.tags import tags_to_spans
 
 
-def run(data_dir: Path, name: str, examples: int, sample_seed: int, min_outside: int | None) -> dict:
+def run(data_dir: Path, name: str, examples: int, sample_seed: int, min_outside: int | None,
+        share: float | None = None) -> dict:
     dsd = load_ner(str(data_dir / name))
     train, test = dsd["train"], dsd["test"]
     aug = RGDAAugmenter.from_dataset(train)  # the local backend is not loaded: no LLM call is made
@@ -42,6 +43,8 @@ def run(data_dir: Path, name: str, examples: int, sample_seed: int, min_outside:
         check = aug.checker(salvage=salvage)
         if min_outside is not None:
             check = dataclasses.replace(check, atypical_min_outside=min_outside)
+        if share is not None:
+            check = dataclasses.replace(check, atypical_share=share)
         reasons: Counter[str] = Counter()
         repairs: Counter[str] = Counter()
         repaired_rows = 0
@@ -98,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample-seed", type=int, default=0)
     p.add_argument("--atypical-min-outside", type=int, default=None,
                    help="override the checker's floor of outside uses for atypical_head (default: the checker's own)")
+    p.add_argument("--atypical-share", type=float, default=None,
+                   help="override the checker's share below which a head is atypical of a type (default: its own)")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/checker_gold.json"))
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).parent))
@@ -106,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     results = {"command": "python benchmarks/checker_gold.py " + " ".join(argv or sys.argv[1:]),
                "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "commit": _commit(),
                "datasets": {name: run(args.data_dir, name, args.examples, args.sample_seed,
-                                                       args.atypical_min_outside) for name in args.datasets}}
+                                                       args.atypical_min_outside, args.atypical_share)
+                            for name in args.datasets}}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     md = report(results)

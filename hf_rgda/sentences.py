@@ -328,8 +328,8 @@ class Checker:
             (``no_letters``: "93 %" as a Disease), and one with no capital letter where under ``atypical_share`` of
             them end in a word without one (``lowercase_name``: "compliance" as FIN's PER).
         salvage: repair instead of reject where the fix is certain and local: untag an entity rejected as
-            ``atypical_head``, ``no_letters``, ``lowercase_name`` or ``tagged_seed_context`` (the evidence says the text is not of that
-            type, so the row is right with it untagged), tag an untagged text of the ``lexicon``, and keep one of
+            ``atypical_head``, ``no_letters``, ``lowercase_name`` or ``tagged_seed_context`` (the evidence says the
+            text is not of that type, so the row is right with it untagged), tag an untagged text of the ``lexicon``, and keep one of
             several sentences (the one with most entities). Each repair is listed in the candidate's ``salvaged``;
             the row must still pass every rule afterwards.
         lexicon: entity texts the split tags consistently (see :func:`mention_lexicon`); one left untagged in a
@@ -347,7 +347,7 @@ class Checker:
     min_context: int = 3
     heads: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     context_words: Mapping[str, int] = field(default_factory=dict)
-    atypical_share: float = 0.02
+    atypical_share: float = 0.05
     atypical_min_outside: int = 10
     salvage: bool = False
     split_hyphens: bool = False
@@ -389,9 +389,10 @@ class Checker:
 
     def _rarely_lowercase(self, label: str) -> bool:
         """Whether the split's ``label`` mentions almost never end in a word without a capital letter (under
-        ``atypical_share`` of them, among at least 50): a name type (FIN's PER, 5 of 747), where an all-lowercase
-        entity ("compliance" as a PER) is not of that type unless the split ends such a mention with its last word. Types of common nouns (NCBI-disease's Disease, SciERC's
-        Method) and FIN's ORG ("bank", 9 of 243) are left alone."""
+        ``atypical_share`` of them, among at least 50): a name type (FIN's PER, 5 of 747; ORG, 9 of 243), where an
+        all-lowercase entity ("compliance" as a PER, "liens" as an ORG) is not of that type unless the split ends
+        such a mention with its last word ("bank"). Types of common nouns (NCBI-disease's Disease, SciERC's Method)
+        are left alone."""
         heads = self.heads.get(label, {})
         total = sum(heads.values())
         lower = sum(c for h, c in heads.items() if any(ch.isalpha() for ch in h) and not any(ch.isupper() for ch in h))
