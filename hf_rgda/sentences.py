@@ -329,8 +329,8 @@ class Checker:
             them end in a word without one (``lowercase_name``: "compliance" as FIN's PER).
         salvage: repair instead of reject where the fix is certain and local: untag an entity rejected as
             ``atypical_head``, ``no_letters``, ``lowercase_name`` or ``tagged_seed_context`` (the evidence says the
-            text is not of that type, so the row is right with it untagged), tag an untagged text of the ``lexicon``, and keep one of
-            several sentences (the one with most entities). Each repair is listed in the candidate's ``salvaged``;
+            text is not of that type, so the row is right with it untagged), tag an untagged text of the
+            ``lexicon``, and keep one of several sentences (the one with most entities). Each repair is listed in the candidate's ``salvaged``;
             the row must still pass every rule afterwards.
         lexicon: entity texts the split tags consistently (see :func:`mention_lexicon`); one left untagged in a
             generated sentence is rejected (``known_mention``), or tagged under ``salvage``, unless the seed's own
