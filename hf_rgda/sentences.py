@@ -474,8 +474,8 @@ class Checker:
                 # it would teach that it is no entity, so the row is rejected instead
             if rule == "no_letters" and any(not self._rarely_letterless(t) for t in self.heads if t != s.label):
                 break  # another type does have number-only mentions (a LOC's postcode): maybe just mistyped
-            if rule == "lowercase_name" and any(not self._rarely_lowercase(t) for t in self.heads if t != s.label):
-                break  # another type does have lowercase mentions (FIN's "bank" as ORG): maybe just mistyped
+            if rule == "lowercase_name" and any(self.heads[t].get(head) for t in self.heads if t != s.label):
+                break  # the word ends mentions of another type ("lender" as ORG; FIN tags it PER): maybe mistyped
             cand.tags = cand.tags[: s.start] + ["O"] * (s.end - s.start) + cand.tags[s.end :]
             cand.salvaged.append(f"{rule}: untagged {' '.join(cand.tokens[s.start : s.end])!r} ({detail})")
         while known := self._known_untagged(cand, seed):

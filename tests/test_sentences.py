@@ -445,10 +445,10 @@ def test_an_entity_without_a_letter_is_untagged_where_the_type_never_has_one() -
 
 def test_an_all_lowercase_entity_of_a_name_type_is_untagged_or_rejected() -> None:
     """"compliance" typed PER (the 1.5B on FIN): FIN's PER mentions almost never end in a word without a capital.
-    Types of common nouns keep lowercase mentions; where another type has lowercase mentions (FIN's "bank" as ORG),
-    the word may just be mistyped, so the row is rejected rather than untagged."""
+    Types of common nouns keep lowercase mentions; where the word ends mentions of another type (FIN tags "bank" as
+    ORG), it may just be mistyped, so the row is rejected rather than untagged."""
     types = ["PER", "ORG", "Disease"]
-    heads = {"PER": {"Smith": 60, "lender": 1}, "ORG": {"Bank": 30, "bank": 5}, "Disease": {"cancer": 60}}
+    heads = {"PER": {"Smith": 60, "lender": 1}, "ORG": {"Bank": 30, "bank": 5, "compliance": 1}, "Disease": {"cancer": 60}}
     text = "The auditor reviewed the accounts of Mary Smith for compliance ."
     item = {"text": text, "entities": [{"text": "Mary Smith", "type": "PER"}, {"text": "compliance", "type": "PER"}]}
     salvaged = Checker(("PER",), heads={"PER": heads["PER"]}, salvage=True).check(
@@ -459,6 +459,12 @@ def test_an_all_lowercase_entity_of_a_name_type_is_untagged_or_rejected() -> Non
     strict = Checker(tuple(types), heads=heads, salvage=True).check(decode_sentence(item, types), SEED, [],
                                                                     forbid_seed_entities=True)
     assert strict.reason == "lowercase_name" and "'compliance' has no capital letter" in strict.detail
+    # "the borrower" as PER: no type of the split ends a mention with "borrower", so it is untagged, not rejected
+    borrower = {"text": "The auditor reviewed the accounts of Mary Smith for the borrower .",
+                "entities": [{"text": "Mary Smith", "type": "PER"}, {"text": "borrower", "type": "PER"}]}
+    kept = Checker(tuple(types), heads=heads, salvage=True).check(decode_sentence(borrower, types), SEED, [],
+                                                                  forbid_seed_entities=True)
+    assert kept.ok and kept.tags[-2] == "O" and [r.split(":")[0] for r in kept.salvaged] == ["lowercase_name"]
     # lowercase ORG and Disease mentions are common enough; "Mary smith" has a capital; the split has "lender" as PER
     for label, ent in (("ORG", "mary smith"), ("Disease", "mary smith"), ("PER", "Mary smith"), ("PER", "the lender")):
         ok = Checker(tuple(types), heads=heads).check(
