@@ -148,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/protocol.json"))
     p.add_argument("--report", action="store_true", help="only write the markdown table and plots from --out")
     p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--recheck", action="store_true",
+                   help="rebuild the rows of finished cells too, and start over those whose rows changed (after a "
+                        "checker change; without it a finished cell is kept as it is)")
     args = p.parse_args(argv)
     if args.llm is None:
         from hf_rgda import DEFAULT_LLM
@@ -180,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         for method in args.methods:
             key = f"{scale}/{method}"
             old = results["cells"].get(key, {})
-            if old.get("complete") and len(old["runs"]) >= args.runs:
+            if old.get("complete") and len(old["runs"]) >= args.runs and not args.recheck:
                 continue
             start = time.perf_counter()
             aug, llm_summary = augment(method, name, train, seeds, args)
@@ -188,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
             rows = __import__("datasets").concatenate_datasets([seeds.select_columns(cols), aug.select_columns(cols)])
             fingerprint = rows_fingerprint(rows)
             if old.get("rows_sha256") == fingerprint:  # same training rows: keep the finished runs, add the missing ones
+                if old.get("complete") and len(old["runs"]) >= args.runs:
+                    print(f"{key}: training rows unchanged, its {len(old['runs'])} run(s) kept", flush=True)
+                    continue
                 cell = {k: v for k, v in old.items() if k != "complete"}
             else:
                 cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug),

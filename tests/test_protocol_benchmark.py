@@ -42,9 +42,9 @@ def protocol(monkeypatch: pytest.MonkeyPatch):
     return mod, calls, state
 
 
-def _run(mod, out: Path, runs: int) -> dict:
+def _run(mod, out: Path, runs: int, *extra: str) -> dict:
     argv = ["--datasets", "toy", "--methods", "mr", "--num-seeds", "2", "--runs", str(runs), "--out", str(out),
-            "--llm", "none", "--epochs", "2"]
+            "--llm", "none", "--epochs", "2", *extra]
     assert mod.main(argv) == 0
     (cell,) = json.loads(out.read_text())["cells"].values()
     return cell
@@ -82,3 +82,16 @@ def test_changed_rows_start_the_cell_over(protocol, tmp_path: Path) -> None:
     cell = _run(mod, out, 2)
     assert calls == [0, 0, 1, 1]
     assert len(cell["runs"]) == 2
+
+
+def test_recheck_starts_over_only_the_finished_cells_whose_rows_changed(protocol, tmp_path: Path) -> None:
+    mod, calls, state = protocol
+    out = tmp_path / "p.json"
+    first = _run(mod, out, 1)
+    calls.clear()
+    state["aug_word"] = "y"  # a checker change accepts other rows
+    assert _run(mod, out, 1) == first and calls == []  # without --recheck a finished cell is kept as it is
+    cell = _run(mod, out, 1, "--recheck")
+    assert calls == [0, 0] and cell["rows_sha256"] != first["rows_sha256"] and cell["complete"]
+    calls.clear()
+    assert _run(mod, out, 1, "--recheck") == cell and calls == []  # rows unchanged: nothing trained again
