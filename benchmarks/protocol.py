@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         for method in args.methods:
             key = f"{scale}/{method}"
             old = results["cells"].get(key, {})
-            if old.get("complete") and len(old["runs"]) >= args.runs and not args.recheck:
+            finished = old.get("complete") and len(old["runs"]) >= args.runs
+            if finished and not args.recheck:
                 continue
             start = time.perf_counter()
             aug, llm_summary = augment(method, name, train, seeds, args)
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = __import__("datasets").concatenate_datasets([seeds.select_columns(cols), aug.select_columns(cols)])
             fingerprint = rows_fingerprint(rows)
             if old.get("rows_sha256") == fingerprint:  # same training rows: keep the finished runs, add the missing ones
-                if old.get("complete") and len(old["runs"]) >= args.runs:
+                if finished:
                     print(f"{key}: training rows unchanged, its {len(old['runs'])} run(s) kept", flush=True)
                     continue
                 cell = {k: v for k, v in old.items() if k != "complete"}

@@ -14,7 +14,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -284,6 +284,19 @@ def head_statistics(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequ
             {w: c for w, c in sorted(outside.items()) if c >= min_count})
 
 
+def _letterless(text: str) -> bool:
+    return not any(c.isalpha() for c in text)
+
+
+def _lowercase(text: str) -> bool:
+    return any(c.isalpha() for c in text) and not any(c.isupper() for c in text)
+
+
+def _seed_mentions(seed: Seed) -> set[tuple[tuple[str, ...], str]]:
+    """The seed's own annotation: (lower-cased mention words, type) for each of its entities."""
+    return {(tuple(t.lower() for t in seed.tokens[s.start : s.end]), s.label) for s in seed.spans}
+
+
 def _sentence_breaks(toks: Sequence[str]) -> list[int]:
     """Indices of tokens ending a sentence that another follows ("... word . Next")."""
     return [i for i in range(1, len(toks) - 1)
@@ -378,40 +391,29 @@ class Checker:
         rest = word[1:]  # "Study", not "I" (a Roman numeral in FIN's "Venture I"), not "BRCA1"
         return word.lower() if word[:1].isupper() and rest.isalpha() and rest.islower() else word
 
-    def _rarely_letterless(self, label: str) -> bool:
-        """Whether the split's ``label`` mentions almost never end in a word without a letter (under
-        ``atypical_share`` of them, among at least 50): then a mention with no letter at all ("93 %", "163" as a
-        Disease) is not of that type. Types that do end in numbers (addresses as FIN's LOC) are left alone."""
+    def _rarely(self, label: str, shape: Callable[[str], bool]) -> bool:
+        """Whether under ``atypical_share`` of the split's ``label`` mentions (among at least 50) end in a word of
+        ``shape``: :func:`_letterless` (then "93 %" as a Disease is not one; FIN's LOC, addresses ending in
+        postcodes, is left alone) or :func:`_lowercase` (a name type, FIN's PER and ORG, where "compliance" as a PER
+        is not one unless the split ends such a mention with that word, as "bank"; NCBI-disease's Disease and
+        SciERC's types, common nouns, are left alone)."""
         heads = self.heads.get(label, {})
         total = sum(heads.values())
-        letterless = sum(c for h, c in heads.items() if not any(ch.isalpha() for ch in h))
-        return total >= 50 and letterless < self.atypical_share * total
-
-    def _rarely_lowercase(self, label: str) -> bool:
-        """Whether the split's ``label`` mentions almost never end in a word without a capital letter (under
-        ``atypical_share`` of them, among at least 50): a name type (FIN's PER, 5 of 747; ORG, 9 of 243), where an
-        all-lowercase entity ("compliance" as a PER, "liens" as an ORG) is not of that type unless the split ends
-        such a mention with its last word ("bank"). Types of common nouns (NCBI-disease's Disease, SciERC's Method)
-        are left alone."""
-        heads = self.heads.get(label, {})
-        total = sum(heads.values())
-        lower = sum(c for h, c in heads.items() if any(ch.isalpha() for ch in h) and not any(ch.isupper() for ch in h))
-        return total >= 50 and lower < self.atypical_share * total
+        return total >= 50 and sum(c for h, c in heads.items() if shape(h)) < self.atypical_share * total
 
     def _not_of_type(self, cand: Candidate, seed: Seed) -> tuple[Span, str, str] | None:
         """The first entity that the split's statistics (``atypical_head``) or the seed's own annotation
         (``tagged_seed_context``) say is not of its type, with the rule and the evidence."""
         toks, low, spans = cand.tokens, [t.lower() for t in cand.tokens], tags_to_spans(cand.tags)
-        gold = {(tuple(t.lower() for t in seed.tokens[s.start : s.end]), s.label) for s in seed.spans}
+        gold = _seed_mentions(seed)
         for s in spans:
             if (tuple(low[s.start : s.end]), s.label) in gold:  # the seed's own annotation says it is one
                 continue
             text = " ".join(toks[s.start : s.end])
-            if not any(c.isalpha() for c in text) and self._rarely_letterless(s.label):
+            if _letterless(text) and self._rarely(s.label, _letterless):
                 return s, "no_letters", (f"{text!r} has no letter; under {self.atypical_share:.0%} of the split's "
                                          f"{s.label} mentions end in a word without one")
-            if (any(c.isalpha() for c in text) and not any(c.isupper() for c in text)
-                    and self._rarely_lowercase(s.label) and not self.heads[s.label].get(toks[s.end - 1])):
+            if _lowercase(text) and self._rarely(s.label, _lowercase) and not self.heads[s.label].get(toks[s.end - 1]):
                 # (a lowercase word the split itself ends such a mention with passes: FIN tags "lender" as PER twice)
                 return s, "lowercase_name", (f"{text!r} has no capital letter; under {self.atypical_share:.0%} of the "
                                              f"split's {s.label} mentions end in a word without one")
@@ -472,7 +474,7 @@ class Checker:
             if rule == "atypical_head" and any(not self._atypical(head, t) for t in self.heads if t != s.label):
                 break  # maybe an entity of another type ("natural language processing" as Material): untagging
                 # it would teach that it is no entity, so the row is rejected instead
-            if rule == "no_letters" and any(not self._rarely_letterless(t) for t in self.heads if t != s.label):
+            if rule == "no_letters" and any(not self._rarely(t, _letterless) for t in self.heads if t != s.label):
                 break  # another type does have number-only mentions (a LOC's postcode): maybe just mistyped
             if rule == "lowercase_name" and any(self.heads[t].get(head) for t in self.heads if t != s.label):
                 break  # the word ends mentions of another type ("lender" as ORG; FIN tags it PER): maybe mistyped
@@ -516,7 +518,7 @@ class Checker:
         bad = self._not_of_type(cand, seed)
         if bad:
             return cand.reject(bad[1], bad[2])
-        seed_typed = {(tuple(t.lower() for t in seed.tokens[s.start : s.end]), s.label) for s in seed.spans}
+        seed_typed = _seed_mentions(seed)
         for s in spans:  # "Jonathan Medved , a company" tagged ORG, where FIN tags "Jonathan Medved" PER
             known = self.lexicon.get(" ".join(low[s.start : s.end]))
             # names only (every word capitalized): a common noun's type shifts with its use ("machine translation"
