@@ -88,7 +88,20 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
         d = RunSummary.from_traces([t for t in out["rgda_trace"] if t]).to_dict()
         summary = {k: d[k] for k in ("accepted", "rejected_by_reason", "failed_seeds", "llm_calls", "judge_rounds",
                                      "judge_scores")}
-    return out.filter(lambda s: s == "accepted", input_columns="rgda_status"), summary
+    aug = out.filter(lambda s: s == "accepted", input_columns="rgda_status", load_from_cache_file=False)
+    if summary and summary["accepted"] != len(aug):  # the rows and the traces must come from the same run
+        raise RuntimeError(f"{name}/{method}: {len(aug)} accepted rows but the traces count {summary['accepted']}")
+    return aug, summary
+
+
+def training_rows(seeds: Any, aug: Any) -> Any:
+    """Seeds then augmented rows (tokens, ner_tags), held in memory: with no cache file behind them, ``datasets``
+    cannot hand the training step a tokenization cached from other rows under the same fingerprint."""
+    from datasets import Dataset, concatenate_datasets
+
+    cols = ["tokens", "ner_tags"]
+    rows = concatenate_datasets([seeds.select_columns(cols), aug.select_columns(cols)])
+    return Dataset.from_dict(rows.to_dict(), features=rows.features)
 
 
 def diversity(aug: Any, seeds: Any, args: argparse.Namespace) -> float | None:
@@ -151,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--recheck", action="store_true",
                    help="rebuild the rows of finished cells too, and start over those whose rows changed (after a "
                         "checker change; without it a finished cell is kept as it is)")
+    p.add_argument("--rerun", action="store_true",
+                   help="start every requested cell over, its stored runs dropped (after a fix to the training path)")
     args = p.parse_args(argv)
     if args.llm is None:
         from hf_rgda import DEFAULT_LLM
@@ -183,13 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         for method in args.methods:
             key = f"{scale}/{method}"
             old = results["cells"].get(key, {})
+            if args.rerun:
+                old = {}
             finished = old.get("complete") and len(old["runs"]) >= args.runs
             if finished and not args.recheck:
                 continue
             start = time.perf_counter()
             aug, llm_summary = augment(method, name, train, seeds, args)
-            cols = ["tokens", "ner_tags"]
-            rows = __import__("datasets").concatenate_datasets([seeds.select_columns(cols), aug.select_columns(cols)])
+            rows = training_rows(seeds, aug)
             fingerprint = rows_fingerprint(rows)
             if old.get("rows_sha256") == fingerprint:  # same training rows: keep the finished runs, add the missing ones
                 if finished:

@@ -24,8 +24,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import __version__, prompts
 from ._exceptions import ConfigError, InputError, SchemaError
+from ._source import hash_extras
 from .cache import ResponseCache
 from .config import DEFAULT_LLM, AugmentConfig
 from .llm import LLM, load_llm
@@ -167,7 +167,7 @@ class RGDAAugmenter:
     # ---------------------------------------------------------------- hashing and pickling
     def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("summary", "_selector")}
-        state["_hash_extras"] = {"version": __version__, "prompts": prompts.templates_hash()}
+        state["_hash_extras"] = hash_extras()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ._exceptions import ConfigError
+from ._source import hash_extras
 from .tags import Span, spans_to_tags, tags_to_spans
 
 __all__ = ["EDA", "MentionReplacement", "WordNet", "mention_inventory"]
@@ -102,6 +103,13 @@ class _Baseline(abc.ABC):
         self.tokens_column, self.tags_column = tokens_column, tags_column
         self.label_names = list(label_names) if label_names else None
         self.keep_originals = keep_originals
+
+    def __getstate__(self) -> dict[str, Any]:
+        # hashed by datasets with the package's code: an edited baseline never reuses the old one's cached rows
+        return {**self.__dict__, "_hash_extras": hash_extras()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({k: v for k, v in state.items() if k != "_hash_extras"})
 
     @abc.abstractmethod
     def _variants(self, tokens: list[str], tags: list[str], rng: random.Random) -> list[tuple[list[str], list[str]]]:

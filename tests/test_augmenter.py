@@ -75,10 +75,52 @@ def test_fingerprint_depends_on_configuration_only(monkeypatch: pytest.MonkeyPat
     assert Hasher.hash(make_aug(seed=1)) != base
     assert Hasher.hash(make_aug(llm=ScriptedLLM(stateless_handler, name="other-model"))) != base
     assert Hasher.hash(make_aug(llm="openai:gpt-4o-mini")) != Hasher.hash(make_aug(llm="openai:gpt-4o"))
-    from hf_rgda import prompts
+    from hf_rgda import _source
 
-    monkeypatch.setattr(prompts, "templates_hash", lambda: "changed")
+    monkeypatch.setattr(_source, "source_hash", lambda: "changed")  # an edited checker, prompt or pipeline
     assert Hasher.hash(make_aug()) != base
+
+
+def test_source_hash_covers_every_file(tmp_path) -> None:
+    from hf_rgda._source import source_hash
+
+    (tmp_path / "pkg" / "prompts").mkdir(parents=True)
+    (tmp_path / "pkg" / "checker.py").write_text("RULE = 1\n")
+    (tmp_path / "pkg" / "prompts" / "judge.md").write_text("Score it.\n")
+    base = source_hash(tmp_path / "pkg")
+    (tmp_path / "pkg" / "prompts" / "judge.md").write_text("Score it!\n")
+    assert source_hash(tmp_path / "pkg") == base  # cached for the process: the installed code does not change
+    source_hash.cache_clear()
+    edited = source_hash(tmp_path / "pkg")
+    assert edited != base
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "checker.cpython-312.pyc").write_bytes(b"\0")
+    source_hash.cache_clear()
+    assert source_hash(tmp_path / "pkg") == edited
+    assert len(source_hash()) == 64  # the installed package
+
+
+def test_code_change_never_reuses_cached_rows(tmp_path, ds: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    """datasets caches ds.map(aug) and every filter after it under aug's hash: rows made by an older checker must not
+    come back once the code changed (a benchmark trained on such stale rows before the source hash existed)."""
+    from datasets import load_dataset
+
+    from hf_rgda import _source
+    from hf_rgda.sentences import Checker
+
+    path = tmp_path / "seeds.jsonl"
+    ds.to_json(str(path))
+    disk = load_dataset("json", data_files=str(path), split="train", cache_dir=str(tmp_path / "hf"))
+
+    def accepted() -> Dataset:
+        out = disk.map(make_aug(method="naive", cache=False), batched=True)
+        return out.filter(lambda s: s == "accepted", input_columns="rgda_status")
+
+    assert len(accepted()) == 9
+    monkeypatch.setattr(Checker, "check", lambda self, cand, *a, **k: cand.reject("edited_rule"))
+    assert len(accepted()) == 9  # same code hash: datasets serves its cached rows, as designed
+    monkeypatch.setattr(_source, "source_hash", lambda: "edited")
+    assert len(accepted()) == 0
 
 
 def test_fingerprint_survives_a_run(ds: Dataset) -> None:

@@ -13,11 +13,16 @@ from datasets import ClassLabel, Dataset, Features, Sequence, Value
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture()
-def protocol(monkeypatch: pytest.MonkeyPatch):
+def _load():
     spec = importlib.util.spec_from_file_location("protocol_under_test", ROOT / "benchmarks" / "protocol.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture()
+def protocol(monkeypatch: pytest.MonkeyPatch):
+    mod = _load()
     feats = Features({"tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=["O", "B-X", "I-X"]))})
     train = Dataset.from_dict({"tokens": [["a", "b"], ["c", "d"], ["e"]], "ner_tags": [[1, 0], [0, 1], [1]]}, features=feats)
     test = Dataset.from_dict({"tokens": [["a"]], "ner_tags": [[1]]}, features=feats)
@@ -95,3 +100,55 @@ def test_recheck_starts_over_only_the_finished_cells_whose_rows_changed(protocol
     assert calls == [0, 0] and cell["rows_sha256"] != first["rows_sha256"] and cell["complete"]
     calls.clear()
     assert _run(mod, out, 1, "--recheck") == cell and calls == []  # rows unchanged: nothing trained again
+
+
+def test_rerun_starts_every_requested_cell_over(protocol, tmp_path: Path) -> None:
+    mod, calls, _ = protocol
+    out = tmp_path / "p.json"
+    _run(mod, out, 2)
+    calls.clear()
+    cell = _run(mod, out, 1, "--rerun")
+    assert calls == [0, 0] and len(cell["runs"]) == 1 and cell["complete"]
+
+
+def test_training_rows_live_in_memory(protocol, tmp_path: Path) -> None:
+    """Rows read from disk carry cache files, and datasets would hand train_ner a tokenization cached under their
+    fingerprint; the training rows have none."""
+    from datasets import load_dataset
+
+    mod, _, _ = protocol
+    path = tmp_path / "seeds.jsonl"
+    Dataset.from_dict({"tokens": [["a", "b"]], "ner_tags": [["B-X", "O"]]}).to_json(str(path))
+    disk = load_dataset("json", data_files=str(path), split="train", cache_dir=str(tmp_path / "hf"))
+    aug = Dataset.from_dict({"tokens": [["c"]], "ner_tags": [["B-X"]]})
+    rows = mod.training_rows(disk, aug)
+    assert disk.cache_files and not rows.cache_files
+    assert rows.to_dict() == {"tokens": [["a", "b"], ["c"]], "ner_tags": [["B-X", "O"], ["B-X"]]}
+
+
+def test_augment_refuses_rows_that_disagree_with_their_traces(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    import hf_rgda
+    from hf_rgda import RunSummary
+
+    mod = _load()
+    seeds = Dataset.from_dict({"tokens": [["a"]], "ner_tags": [["B-X"]]})
+
+    class StaleAugmenter:  # what a stale datasets cache looked like: two accepted rows, traces counting three
+        @classmethod
+        def from_dataset(cls, *a, **k):
+            return cls()
+
+        def __call__(self, batch):
+            return {"tokens": [["b"], ["c"]], "ner_tags": [["B-X"], ["B-X"]], "rgda_status": ["accepted"] * 2,
+                    "rgda_trace": ["t", ""]}
+
+    monkeypatch.setattr(hf_rgda, "RGDAAugmenter", StaleAugmenter)
+    monkeypatch.setattr(RunSummary, "from_traces", classmethod(lambda cls, traces: RunSummary()))
+    monkeypatch.setattr(RunSummary, "to_dict", lambda self: {
+        "accepted": 3, "rejected_by_reason": {}, "failed_seeds": 0, "llm_calls": 1, "judge_rounds": {},
+        "judge_scores": {}})
+    args = argparse.Namespace(llm="none", ratio=3, cache=None, batch_size=5, sample_seed=0)
+    with pytest.raises(RuntimeError, match="2 accepted rows but the traces count 3"):
+        mod.augment("rgda", "toy", seeds, seeds, args)
