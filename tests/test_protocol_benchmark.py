@@ -152,3 +152,28 @@ def test_augment_refuses_rows_that_disagree_with_their_traces(monkeypatch: pytes
     args = argparse.Namespace(llm="none", ratio=3, cache=None, batch_size=5, sample_seed=0)
     with pytest.raises(RuntimeError, match="2 accepted rows but the traces count 3"):
         mod.augment("rgda", "toy", seeds, seeds, args)
+
+
+def test_bootstrap_is_redone_when_a_cell_started_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    import hf_rgda.metrics
+
+    mod = _load()
+    seen: list[tuple] = []
+
+    def fake_bootstrap(refs, a, b, *, resamples):
+        seen.append((a[0][0], b[0][0]))
+        return {"delta": 0.0}
+
+    monkeypatch.setattr(hf_rgda.metrics, "paired_bootstrap", fake_bootstrap)
+    test = Dataset.from_dict({"tokens": [["a"]], "ner_tags": [["B-X"]]})
+    # first run's predictions per cell: one per test sentence, stored compact (a string) or as a tag list
+    results = {"cells": {"s/rgda": {"_predictions": [["B-X"]]}, "s/mr": {"_predictions": [[["O"]]]}}}
+    args = argparse.Namespace(resamples=10)
+    mod.bootstrap(results, "s", test, args)
+    mod.bootstrap(results, "s", test, args)
+    assert seen == [("B-X", "O")]  # unchanged cells: computed once
+    results["cells"]["s/rgda"]["_predictions"] = [["O"]]  # R-GDA trained again (--rerun): new predictions
+    mod.bootstrap(results, "s", test, args)
+    assert seen == [("B-X", "O"), ("O", "O")] and "pair" in results["bootstrap"]["s"]["mr"]
