@@ -111,8 +111,6 @@ def diversity(aug: Any, seeds: Any, args: argparse.Namespace) -> float | None:
 
     if len(aug) == 0 or "rgda_source" not in aug.column_names:
         return None
-    import hashlib
-
     text = {}
     for toks, tags in zip(seeds["tokens"], seeds["ner_tags"]):
         key = hashlib.sha256(json.dumps([list(toks), list(tags)]).encode()).hexdigest()[:16]
@@ -253,8 +251,6 @@ def main(argv: list[str] | None = None) -> int:
 def rows_fingerprint(rows: Any) -> str:
     """SHA-256 of the training rows (tokens and tags, in order): a stored cell's runs are extended only when a rerun
     builds exactly the same rows (a checker change, say, makes a new cell)."""
-    import hashlib
-
     h = hashlib.sha256()
     for toks, tags in zip(rows["tokens"], rows["ner_tags"]):
         h.update(json.dumps([list(toks), [t if isinstance(t, str) else int(t) for t in tags]]).encode())
