@@ -26,7 +26,7 @@ from pathlib import Path
 
 from hf_rgda import RGDAAugmenter
 from hf_rgda.data import load_ner
-from hf_rgda.sentences import Candidate, Seed
+from hf_rgda.records import Candidate, Seed
 from hf_rgda.tags import tags_to_spans
 
 

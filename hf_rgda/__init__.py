@@ -23,10 +23,11 @@ from ._exceptions import (
     ServerError,
     TimeoutError,
 )
-from .augmenter import META_COLUMNS, RGDAAugmenter, entity_length_limits
+from .augmenter import RGDAAugmenter, entity_length_limits
 from .cache import ResponseCache
 from .config import DEFAULT_LLM, METHODS, AugmentConfig
 from .llm import LLM, Completion, ScriptedLLM, Usage, load_llm
+from .records import META_COLUMNS
 from .summary import RunSummary
 
 __all__ = [

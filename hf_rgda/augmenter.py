@@ -29,26 +29,15 @@ from ._source import hash_extras
 from .cache import ResponseCache
 from .config import DEFAULT_LLM, AugmentConfig
 from .llm import LLM, load_llm
-from .pipeline import Pipeline, SeedResult
-from .sentences import Checker, Seed, entity_mentions, head_statistics, mention_lexicon, splits_hyphens
+from .pipeline import Pipeline
+from .records import META_COLUMNS, Seed, SeedResult
+from .sentences import Checker, entity_mentions, head_statistics, mention_lexicon, splits_hyphens
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types, tags_to_spans, validate_tags
 
 __all__ = ["META_COLUMNS", "RGDAAugmenter", "entity_length_limits"]
 
 log = logging.getLogger(__name__)
-
-#: metadata columns added to every output row
-META_COLUMNS: dict[str, pa.DataType] = {
-    "rgda_status": pa.string(),  # original | accepted | rejected | failed
-    "rgda_method": pa.string(),
-    "rgda_source": pa.string(),  # key of the seed row
-    "rgda_reason": pa.string(),  # why rejected or failed; for an accepted row, the checker's repairs (salvage)
-    "rgda_gr_scores": pa.list_(pa.int64()),
-    "rgda_ac_scores": pa.list_(pa.int64()),
-    "rgda_trace": pa.string(),  # JSON: the seed's full record, on its first row; "" elsewhere
-}
-
 
 def entity_length_limits(tag_rows: Sequence[Sequence[str]], scheme: str = "IOB2") -> dict[str, int]:
     """Longest entity (in tokens) per type over a split: the checker rejects longer generated entities."""

@@ -14,14 +14,41 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ._exceptions import ConfigError
-from .debate import DebateConfig
 
-__all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig"]
+__all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig", "DebateConfig"]
 
 DEFAULT_LLM = "local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "biorda")
 REPRESENTATIONS = ("entities", "segments")
 SCHEDULES = ("stage", "row")
+
+
+#: the debate has this many reviewer personas (see hf_rgda.debate.PERSONAS)
+MAX_DEBATE_AGENTS = 5
+
+
+@dataclass(frozen=True)
+class DebateConfig:
+    """Debate size and acceptance.
+
+    Attributes:
+        agents: panel size (1 = self-review).
+        sigma: mean reviewer score (0-100) a proposal needs.
+        max_rounds: Advise/Reflect(/Revise) rounds at most.
+    """
+
+    agents: int = 3
+    sigma: int = 80
+    max_rounds: int = 3
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.agents <= MAX_DEBATE_AGENTS:
+            raise ConfigError(f"debate agents={self.agents} must be between 1 and {MAX_DEBATE_AGENTS}")
+        if not 0 <= self.sigma <= 100:
+            raise ConfigError(f"debate sigma={self.sigma} must be between 0 and 100")
+        if self.max_rounds < 1:
+            raise ConfigError(f"debate max_rounds={self.max_rounds} must be at least 1")
+
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:

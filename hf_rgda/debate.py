@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from . import prompts
-from ._exceptions import ConfigError, ParseError
+from ._exceptions import ParseError
+from .config import DebateConfig
 from .tags import tokenize
 
 __all__ = ["CRITERIA", "DebateConfig", "DebateResult", "Proposal", "ReviewResult", "run_debate", "run_review"]
@@ -34,29 +35,6 @@ PERSONAS = ("a domain terminologist", "a careful copy editor who checks grammar"
             "a skeptical reviewer who hunts for changes of meaning", "a lexicographer")
 
 Ask = Callable[[int, str, list[dict[str, str]], dict[str, Any], object], Awaitable[Any]]
-
-
-@dataclass(frozen=True)
-class DebateConfig:
-    """Debate size and acceptance.
-
-    Attributes:
-        agents: panel size (1 = self-review).
-        sigma: mean reviewer score (0-100) a proposal needs.
-        max_rounds: Advise/Reflect(/Revise) rounds at most.
-    """
-
-    agents: int = 3
-    sigma: int = 80
-    max_rounds: int = 3
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.agents <= len(PERSONAS):
-            raise ConfigError(f"debate agents={self.agents} must be between 1 and {len(PERSONAS)}")
-        if not 0 <= self.sigma <= 100:
-            raise ConfigError(f"debate sigma={self.sigma} must be between 0 and 100")
-        if self.max_rounds < 1:
-            raise ConfigError(f"debate max_rounds={self.max_rounds} must be at least 1")
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Any
 
 from . import __version__, prompts
 from ._exceptions import ConfigError, RGDAError
-from .augmenter import META_COLUMNS
+from .records import META_COLUMNS
 
 __all__ = ["HubError", "dataset_card", "model_card", "push_augmented", "push_model"]
 

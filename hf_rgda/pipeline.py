@@ -18,21 +18,20 @@ import re
 import statistics
 import time
 import traceback
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from . import prompts
 from ._exceptions import ConfigError, ParseError, RGDAError
+from ._secrets import redact
 from .cache import ResponseCache, cache_key
 from .config import AugmentConfig
 from .debate import run_debate, run_review
 from .llm.base import LLM, Completion
-from .llm.remote import redact
+from .records import Candidate, Judgement, Seed, SeedResult
 from .schemas import AC_RUBRIC, GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
-from .sentences import Candidate, Checker, Seed, decode_sentence, entity_mentions, parse_json
+from .sentences import Checker, decode_sentence, entity_mentions, parse_json
 
 __all__ = ["Judgement", "Pipeline", "SeedResult", "derive_seed"]
 
@@ -43,89 +42,6 @@ def derive_seed(base: int, *parts: object) -> int:
     """A per-call seed that depends only on the run seed and the call's identity, not on scheduling."""
     digest = hashlib.sha256(json.dumps([base, *map(str, parts)]).encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """A judge verdict: total score, per-criterion scores and fixes."""
-
-    score: int
-    criteria: dict[str, int]
-    feedback: dict[str, str]
-
-    @classmethod
-    def parse(cls, data: Any, rubric: dict[str, int]) -> Judgement:
-        """Parse a verdict; scores are clamped to each criterion's maximum.
-
-        Raises:
-            ParseError: a criterion is missing or its score is not a number.
-        """
-        if not isinstance(data, dict):
-            raise ParseError("verdict is not an object", raw=json.dumps(data))
-        crit, fb = {}, {}
-        for name, top in rubric.items():
-            entry = data.get(name)
-            if not isinstance(entry, dict) or not isinstance(entry.get("score"), (int, float)):
-                raise ParseError(f"verdict lacks a numeric score for {name!r}", raw=json.dumps(data))
-            crit[name] = max(0, min(top, int(entry["score"])))
-            fb[name] = str(entry.get("feedback", ""))
-        return cls(sum(crit.values()), crit, fb)
-
-    def feedback_text(self, rubric: dict[str, int]) -> str:
-        return "\n".join(f"- {k} ({self.criteria[k]}/{top}): {self.feedback[k]}" for k, top in rubric.items())
-
-
-@dataclass
-class SeedResult:
-    """Everything that happened to one seed sentence."""
-
-    seed: Seed
-    accepted: list[Candidate] = field(default_factory=list)
-    rejected: list[tuple[str, Candidate]] = field(default_factory=list)  # (stage, candidate with reason)
-    failure: str = ""
-    notes: list[str] = field(default_factory=list)
-    variants: list[Candidate] = field(default_factory=list)
-    guidance: dict[str, Any] | None = None
-    judgements: dict[str, list[Judgement]] = field(default_factory=lambda: {"gr": [], "ac": []})
-    stage_calls: Counter[str] = field(default_factory=Counter)
-    stage_usage: dict[str, dict[str, int]] = field(default_factory=dict)
-    calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    llm_seconds: float = 0.0
-    cached_seconds: float = 0.0  # what the calls served from cache took when they were first paid
-    method_tokens: int = 0  # prompt + completion tokens of every call the method made, paid now or earlier
-    superseded: int = 0
-    skipped: bool = False
-    attribution: dict[str, Any] | None = None
-    debate: dict[str, Any] | None = None
-    _context: dict[str, tuple[list[dict[str, str]], str]] = field(default_factory=dict, repr=False)
-    _stopped: set[str] = field(default_factory=set, repr=False)
-    _entities: tuple[dict[str, str], dict[str, list[str]]] | None = field(default=None, repr=False)
-
-    @property
-    def alive(self) -> bool:
-        return not self.failure
-
-    def account(self, stage: str, comp: Completion, rnd: int | None = None) -> None:
-        """Count one call; paid (not cached) usage is also kept per stage and judge round."""
-        self.stage_calls[stage] += 1
-        self.calls += 1
-        self.cached_calls += comp.cached
-        self.method_tokens += comp.usage.prompt_tokens + comp.usage.completion_tokens
-        if comp.cached:
-            self.cached_seconds += comp.seconds
-        else:
-            self.prompt_tokens += comp.usage.prompt_tokens
-            self.completion_tokens += comp.usage.completion_tokens
-            self.llm_seconds += comp.seconds
-            u = self.stage_usage.setdefault(stage if rnd is None else f"{stage}/round{rnd}", {
-                "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0})
-            u["calls"] += 1
-            u["prompt_tokens"] += comp.usage.prompt_tokens
-            u["completion_tokens"] += comp.usage.completion_tokens
-            u["cached_tokens"] += comp.usage.cached_tokens
 
 
 class Pipeline:

@@ -19,84 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._exceptions import ParseError, SchemaError
-from .tags import Span, spans_to_tags, tags_to_spans, tokenize
+from .records import Candidate, Seed
+from .tags import Span, detokenize, spans_to_tags, tags_to_spans, tokenize
 
-__all__ = ["Candidate", "Checker", "Seed", "decode_sentence", "detokenize", "entity_mentions", "head_statistics", "mention_lexicon", "parse_json",
+__all__ = ["Checker", "decode_sentence", "entity_mentions", "head_statistics", "mention_lexicon", "parse_json",
            "splits_hyphens"]
-
-_NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "}", "%", "'s"}
-_NO_SPACE_AFTER = {"(", "[", "{"}
-
-
-def detokenize(tokens: Sequence[str]) -> str:
-    """Join tokens into readable text: ``["a", "(", "b", ")", "."] -> "a (b)."``."""
-    out = ""
-    for i, tok in enumerate(tokens):
-        if i and tok not in _NO_SPACE_BEFORE and tokens[i - 1] not in _NO_SPACE_AFTER:
-            out += " "
-        out += tok
-    return out
-
-
-@dataclass(frozen=True)
-class Seed:
-    """A validated seed sentence (IOB2 tags)."""
-
-    key: str
-    tokens: tuple[str, ...]
-    tags: tuple[str, ...]
-
-    @property
-    def spans(self) -> list[Span]:
-        return tags_to_spans(self.tags)
-
-    @property
-    def text(self) -> str:
-        return detokenize(self.tokens)
-
-    @property
-    def entities(self) -> list[dict[str, str]]:
-        return [{"text": detokenize(self.tokens[s.start : s.end]), "type": s.label} for s in self.spans]
-
-    def as_item(self, representation: str = "entities") -> dict[str, Any]:
-        """The seed written the way the LLM is asked to write sentences."""
-        if representation == "segments":
-            return {"segments": _segments(self.tokens, self.spans)}
-        return {"text": self.text, "entities": self.entities}
-
-
-def _segments(tokens: Sequence[str], spans: list[Span]) -> list[dict[str, str]]:
-    out, pos = [], 0
-    for s in spans:
-        if s.start > pos:
-            out.append({"text": detokenize(tokens[pos : s.start]), "type": "O"})
-        out.append({"text": detokenize(tokens[s.start : s.end]), "type": s.label})
-        pos = s.end
-    if pos < len(tokens):
-        out.append({"text": detokenize(tokens[pos:]), "type": "O"})
-    return out
-
-
-@dataclass
-class Candidate:
-    """One sentence an LLM wrote: decoded tokens and IOB2 tags, or the reason it was rejected."""
-
-    raw: Any
-    tokens: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    reason: str = ""
-    detail: str = ""
-    repair_asked: bool = False  # a targeted re-ask has already covered this rejection
-    salvaged: list[str] = field(default_factory=list)  # deterministic repairs the checker made (salvage=True)
-
-    @property
-    def ok(self) -> bool:
-        return not self.reason
-
-    def reject(self, reason: str, detail: str = "") -> Candidate:
-        self.reason, self.detail = reason, detail
-        return self
-
 
 def parse_json(text: str) -> Any:
     """Parse a JSON answer, tolerating a code fence around it.

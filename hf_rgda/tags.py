@@ -22,6 +22,7 @@ __all__ = [
     "SCHEMES",
     "Span",
     "convert_tags",
+    "detokenize",
     "entity_types",
     "format_inline",
     "label_names",
@@ -261,3 +262,17 @@ def format_inline(tokens: Sequence[str], tags: Sequence[str], scheme: str = "IOB
         out += list(tokens[pos : s.start]) + [f"[{' '.join(tokens[s.start : s.end])}]({s.label})"]
         pos = s.end
     return " ".join(out + list(tokens[pos:]))
+
+
+_NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "}", "%", "'s"}
+_NO_SPACE_AFTER = {"(", "[", "{"}
+
+
+def detokenize(tokens: Sequence[str]) -> str:
+    """Join tokens into readable text: ``["a", "(", "b", ")", "."] -> "a (b)."``."""
+    out = ""
+    for i, tok in enumerate(tokens):
+        if i and tok not in _NO_SPACE_BEFORE and tokens[i - 1] not in _NO_SPACE_AFTER:
+            out += " "
+        out += tok
+    return out

@@ -90,7 +90,8 @@ def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
     from hf_rgda.attribution import WordAttribution
     from hf_rgda.config import AugmentConfig
     from hf_rgda.pipeline import Pipeline
-    from hf_rgda.sentences import Checker, Seed
+    from hf_rgda.records import Seed
+    from hf_rgda.sentences import Checker
 
     class FixedWhere:
         def attribute(self, tokens, tags):
@@ -180,7 +181,8 @@ def test_rgda_with_debate_review_through_the_pipeline() -> None:
     from hf_rgda import ConfigError, ScriptedLLM
     from hf_rgda.config import AugmentConfig
     from hf_rgda.pipeline import Pipeline
-    from hf_rgda.sentences import Checker, Seed
+    from hf_rgda.records import Seed
+    from hf_rgda.sentences import Checker
     from hf_rgda.testing import FakeWorld
 
     seed = Seed("a", tuple(TOKENS), tuple(TAGS))

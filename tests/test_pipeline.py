@@ -7,9 +7,10 @@ import pytest
 
 from hf_rgda import AugmentConfig, ScriptedLLM
 from hf_rgda.cache import ResponseCache
-from hf_rgda.pipeline import Judgement, Pipeline
+from hf_rgda.pipeline import Pipeline
+from hf_rgda.records import Judgement, Seed
 from hf_rgda.schemas import GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
-from hf_rgda.sentences import Checker, Seed
+from hf_rgda.sentences import Checker
 
 from .conftest import SEED_ROWS, FakeWorld, stage_of
 

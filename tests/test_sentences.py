@@ -3,7 +3,9 @@ from __future__ import annotations
 import pytest
 
 from hf_rgda import ParseError
-from hf_rgda.sentences import Candidate, Checker, Seed, decode_sentence, detokenize, parse_json
+from hf_rgda.records import Candidate, Seed
+from hf_rgda.sentences import Checker, decode_sentence, parse_json
+from hf_rgda.tags import detokenize
 
 SEED = Seed("k", ("Germline", "mutations", "in", "BRCA1", "cause", "breast", "cancer", "."),
             ("O", "O", "O", "O", "O", "B-Disease", "I-Disease", "O"))
@@ -144,7 +146,8 @@ def test_seed_rendering() -> None:
 
 
 def test_bare_entity_is_no_training_sentence() -> None:
-    from hf_rgda.sentences import Candidate, Checker, Seed
+    from hf_rgda.records import Candidate, Seed
+    from hf_rgda.sentences import Checker
 
     seed = Seed("k", ("Gout", "flares", "are", "painful", "."), ("B-Disease", "O", "O", "O", "O"))
     cand = Candidate(raw={}, tokens=["Adenomatous", "polyposis", "coli", "tumour"],
@@ -154,7 +157,8 @@ def test_bare_entity_is_no_training_sentence() -> None:
 
 
 def test_untagged_mention_of_a_known_entity_is_rejected() -> None:
-    from hf_rgda.sentences import Candidate, Checker, Seed
+    from hf_rgda.records import Candidate, Seed
+    from hf_rgda.sentences import Checker
 
     seed = Seed("k", ("Episodic", "hemolytic", "anemia", "follows", "G6PD", "deficiency", "."),
                 ("B-Disease", "I-Disease", "I-Disease", "O", "B-Disease", "I-Disease", "O"))
@@ -166,7 +170,8 @@ def test_untagged_mention_of_a_known_entity_is_rejected() -> None:
 
 
 def test_tagging_the_seeds_own_context_as_an_entity_is_rejected() -> None:
-    from hf_rgda.sentences import Candidate, Checker, Seed
+    from hf_rgda.records import Candidate, Seed
+    from hf_rgda.sentences import Checker
 
     seed = Seed("k", ("Mutations", "alter", "poly", "(", "A", ")", "+", "RNA", "in", "myotonic", "dystrophy", "."),
                 ("O",) * 9 + ("B-Disease", "I-Disease", "O"))

@@ -18,7 +18,6 @@ import collections
 import logging
 import os
 import random
-import re
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -26,22 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._exceptions import AuthenticationError, BackendError, ConfigError
+from .._secrets import redact
 from .base import LLM, Completion, Message
 
 __all__ = ["RateLimiter", "RemoteLLM", "RetryPolicy", "redact"]
 
 log = logging.getLogger(__name__)
-
-_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,}|sk-ant-[A-Za-z0-9_\-*.]{6,}|AIza[A-Za-z0-9_\-]{10,})")
-
-
-def redact(text: str, secrets: Sequence[str] = ()) -> str:
-    """``text`` with every given secret and anything shaped like a provider key replaced by ``***``."""
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "***")
-    return _KEY_PATTERN.sub("***", text)
-
 
 @dataclass(frozen=True)
 class RetryPolicy:
