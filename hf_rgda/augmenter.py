@@ -30,7 +30,7 @@ from .cache import ResponseCache
 from .config import DEFAULT_LLM, AugmentConfig
 from .llm import LLM, load_llm
 from .pipeline import Pipeline
-from .records import META_COLUMNS, Seed, SeedResult
+from .records import META_COLUMNS, Seed, SeedResult, SeedTrace
 from .sentences import Checker, entity_mentions, head_statistics, mention_lexicon, splits_hyphens
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types, tags_to_spans, validate_tags
@@ -222,7 +222,7 @@ class RGDAAugmenter:
             raise SchemaError(f"label set has no {missing[0]!r}")
         return [self.label_names.index(t) for t in tags] if as_ids else tags
 
-    def _emit(self, batch: Mapping[str, list[Any]], results: list[SeedResult]) -> pa.Table:
+    def _emit(self, batch: Mapping[str, list[Any]], results: list[SeedResult], traces: list[SeedTrace]) -> pa.Table:
         as_ids = any(isinstance(t, int) for tags in batch[self.tags_column] for t in tags)
         others = [c for c in batch if c not in (self.tokens_column, self.tags_column) and c not in META_COLUMNS]
         cols: dict[str, list[Any]] = {c: [] for c in [*others, self.tokens_column, self.tags_column, *META_COLUMNS]}
@@ -240,8 +240,8 @@ class RGDAAugmenter:
             cols["rgda_ac_scores"].append([j.score for j in r.judgements["ac"]])
             cols["rgda_trace"].append(trace)
 
-        for k, r in enumerate(results):
-            trace = json.dumps(_trace(r, self.config.method), ensure_ascii=False)
+        for k, (r, seed_trace) in enumerate(zip(results, traces)):
+            trace = json.dumps(seed_trace.to_json(), ensure_ascii=False)
             if self.config.keep_originals:
                 add(k, r.seed.tokens, batch[self.tags_column][k], "original", "", r, trace)
                 trace = ""
@@ -268,11 +268,12 @@ class RGDAAugmenter:
         finally:
             await self.llm.aclose()
         self.summary.wall_seconds += time.perf_counter() - start
-        for r in results:
-            self.summary.add(_trace(r, self.config.method))
+        traces = [SeedTrace.of(r, self.config.method) for r in results]
+        for r, trace in zip(results, traces):
+            self.summary.add(trace)
             if r.failure:
                 log.warning("seed %s failed: %s", r.seed.key, r.failure)
-        return self._emit(batch, results)
+        return self._emit(batch, results, traces)
 
     def __call__(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None = None) -> pa.Table:
         """Augment one batch (a dict of columns). Pass ``with_indices=True`` to ``map`` for row numbers in errors."""
@@ -294,18 +295,3 @@ def _passthrough(values: list[Any], source: list[Any]) -> pa.Array:
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return pa.array(values)
 
-
-def _trace(r: SeedResult, method: str) -> dict[str, Any]:
-    return {
-        "seed": r.seed.key, "method": method, "failure": r.failure, "notes": r.notes, "accepted": len(r.accepted),
-        "superseded": r.superseded, "skipped": r.skipped, "guidance": r.guidance,
-        "attribution": r.attribution, "debate": r.debate,
-        "rejected": [{"stage": s, "reason": c.reason, "detail": c.detail} for s, c in r.rejected],
-        "salvaged": [x for c in r.accepted for x in c.salvaged],
-        "gr": [dataclasses.asdict(j) for j in r.judgements["gr"]],
-        "ac": [dataclasses.asdict(j) for j in r.judgements["ac"]],
-        "calls": r.calls, "cached_calls": r.cached_calls, "prompt_tokens": r.prompt_tokens,
-        "completion_tokens": r.completion_tokens, "llm_seconds": round(r.llm_seconds, 3),
-        "cached_seconds": round(r.cached_seconds, 3), "method_tokens": r.method_tokens,
-        "stage_calls": dict(r.stage_calls), "stage_usage": r.stage_usage,
-    }

@@ -210,7 +210,7 @@ class Pipeline:
                 self.cache.put(key, comp)
             log.debug("%s %s: %.1f s, %d+%d tokens", r.seed.key, stage, comp.seconds, comp.usage.prompt_tokens,
                       comp.usage.completion_tokens)
-        r.account(stage, comp, rnd)
+        r.accounting.record(stage, comp, rnd)
         return comp.text
 
     def _messages(self, stage: str, **sections: Any) -> list[dict[str, str]]:

@@ -3,9 +3,10 @@ metadata columns of an output row."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ from ._exceptions import ParseError
 from .llm.base import Completion
 from .tags import Span, detokenize, tags_to_spans
 
-__all__ = ["META_COLUMNS", "Candidate", "Judgement", "Seed", "SeedResult"]
+__all__ = ["META_COLUMNS", "Accounting", "Candidate", "Judgement", "Rejection", "Seed", "SeedResult", "SeedTrace"]
 
 #: metadata columns added to every output row
 META_COLUMNS: dict[str, pa.DataType] = {
@@ -120,26 +121,96 @@ class Judgement:
 
 
 @dataclass
-class SeedResult:
-    """Everything that happened to one seed sentence."""
+class Accounting:
+    """What LLM calls cost: one seed's (:attr:`SeedResult.accounting`) or a run's (:meth:`add` sums them).
 
-    seed: Seed
-    accepted: list[Candidate] = field(default_factory=list)
-    rejected: list[tuple[str, Candidate]] = field(default_factory=list)  # (stage, candidate with reason)
-    failure: str = ""
-    notes: list[str] = field(default_factory=list)
-    variants: list[Candidate] = field(default_factory=list)
-    guidance: dict[str, Any] | None = None
-    judgements: dict[str, list[Judgement]] = field(default_factory=lambda: {"gr": [], "ac": []})
-    stage_calls: Counter[str] = field(default_factory=Counter)
-    stage_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    Tokens, ``llm_seconds`` and ``stage_usage`` count the calls the backend answered now; ``cached_calls`` and
+    ``cached_seconds`` those the response cache served (with the seconds they took when they were paid);
+    ``method_tokens`` every call the method made, paid now or earlier.
+
+    Attributes:
+        stage_calls: calls per stage, paid or cached.
+        stage_usage: paid calls per stage and judge round (``"guidance_judge/round1"``): ``calls``,
+            ``prompt_tokens``, ``completion_tokens`` and ``cached_tokens`` (prompt tokens the provider cached).
+    """
+
     calls: int = 0
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_seconds: float = 0.0
-    cached_seconds: float = 0.0  # what the calls served from cache took when they were first paid
-    method_tokens: int = 0  # prompt + completion tokens of every call the method made, paid now or earlier
+    cached_seconds: float = 0.0
+    method_tokens: int = 0
+    stage_calls: Counter[str] = field(default_factory=Counter)
+    stage_usage: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def record(self, stage: str, comp: Completion, rnd: int | None = None) -> None:
+        """Count one call of ``stage`` (in judge or debate round ``rnd``)."""
+        self.stage_calls[stage] += 1
+        self.calls += 1
+        self.cached_calls += comp.cached
+        self.method_tokens += comp.usage.prompt_tokens + comp.usage.completion_tokens
+        if comp.cached:
+            self.cached_seconds += comp.seconds
+            return
+        self.prompt_tokens += comp.usage.prompt_tokens
+        self.completion_tokens += comp.usage.completion_tokens
+        self.llm_seconds += comp.seconds
+        self.stage_usage.setdefault(stage if rnd is None else f"{stage}/round{rnd}", Counter()).update(
+            calls=1, prompt_tokens=comp.usage.prompt_tokens, completion_tokens=comp.usage.completion_tokens,
+            cached_tokens=comp.usage.cached_tokens)
+
+    def add(self, other: Accounting) -> None:
+        """Add ``other``'s figures to these."""
+        for name in _TOTALS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.stage_calls.update(other.stage_calls)
+        for stage, usage in other.stage_usage.items():
+            self.stage_usage.setdefault(stage, Counter()).update(usage)
+
+    def to_json(self) -> dict[str, Any]:
+        """The trace's accounting keys (seconds to the millisecond)."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in _TOTALS}
+        out["llm_seconds"], out["cached_seconds"] = round(self.llm_seconds, 3), round(self.cached_seconds, 3)
+        return {**out, "stage_calls": dict(self.stage_calls),
+                "stage_usage": {k: dict(v) for k, v in self.stage_usage.items()}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Accounting:
+        """Read :meth:`to_json`'s keys back (traces written before ``cached_seconds``, ``method_tokens`` or
+        ``stage_usage`` existed count them as 0)."""
+        totals = {name: data.get(name, 0) for name in _TOTALS}
+        return cls(**totals, stage_calls=Counter(data["stage_calls"]),
+                   stage_usage={k: Counter(v) for k, v in data.get("stage_usage", {}).items()})
+
+
+_TOTALS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "llm_seconds", "cached_seconds",
+           "method_tokens")
+
+
+@dataclass
+class SeedResult:
+    """Everything that happened to one seed sentence.
+
+    Attributes:
+        accepted: the sentences kept (after a guided method's last stage; for ``naive``, ``variants``).
+        rejected: ``(stage, candidate)`` for every sentence a check, a judge or the debate rejected.
+        failure: ``"<stage>: <error>"`` when a stage failed this seed (it then stops).
+        notes: what the loops want a reader to know (a loop stopped early, a judge's answer unreadable).
+        variants: the seed generation stage's sentences (the guidance stage's "other phrasings").
+        superseded: valid sentences replaced by a refinement or a revision.
+        skipped: the seed has no entity and ``skip_entityless`` left it alone.
+    """
+
+    seed: Seed
+    accepted: list[Candidate] = field(default_factory=list)
+    rejected: list[tuple[str, Candidate]] = field(default_factory=list)
+    failure: str = ""
+    notes: list[str] = field(default_factory=list)
+    variants: list[Candidate] = field(default_factory=list)
+    guidance: dict[str, Any] | None = None
+    judgements: dict[str, list[Judgement]] = field(default_factory=lambda: {"gr": [], "ac": []})
+    accounting: Accounting = field(default_factory=Accounting)
     superseded: int = 0
     skipped: bool = False
     attribution: dict[str, Any] | None = None
@@ -152,21 +223,80 @@ class SeedResult:
     def alive(self) -> bool:
         return not self.failure
 
-    def account(self, stage: str, comp: Completion, rnd: int | None = None) -> None:
-        """Count one call; paid (not cached) usage is also kept per stage and judge round."""
-        self.stage_calls[stage] += 1
-        self.calls += 1
-        self.cached_calls += comp.cached
-        self.method_tokens += comp.usage.prompt_tokens + comp.usage.completion_tokens
-        if comp.cached:
-            self.cached_seconds += comp.seconds
-        else:
-            self.prompt_tokens += comp.usage.prompt_tokens
-            self.completion_tokens += comp.usage.completion_tokens
-            self.llm_seconds += comp.seconds
-            u = self.stage_usage.setdefault(stage if rnd is None else f"{stage}/round{rnd}", {
-                "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0})
-            u["calls"] += 1
-            u["prompt_tokens"] += comp.usage.prompt_tokens
-            u["completion_tokens"] += comp.usage.completion_tokens
-            u["cached_tokens"] += comp.usage.cached_tokens
+
+@dataclass(frozen=True)
+class Rejection:
+    """One rejected sentence in a trace: the stage, the checker's (or judge's) reason and its detail."""
+
+    stage: str
+    reason: str
+    detail: str = ""
+
+
+@dataclass
+class SeedTrace:
+    """One seed's record as the ``rgda_trace`` column of its first output row carries it (:meth:`to_json`), and
+    as a reader gets it back (:meth:`read`); :class:`~hf_rgda.summary.RunSummary` folds these.
+
+    Attributes:
+        seed: the seed row's key (``rgda_source``).
+        accepted: how many sentences were kept.
+        rejected: every rejection, in order.
+        salvaged: the checker's repairs inside the accepted sentences.
+        gr, ac: the Guidance Refiner's and the Augmentation Calibrator's verdicts, round by round.
+        guidance, attribution, debate: the stages' records (the guide, WHERE's word scores, the debate transcript).
+    """
+
+    seed: str
+    method: str
+    failure: str = ""
+    notes: list[str] = field(default_factory=list)
+    accepted: int = 0
+    superseded: int = 0
+    skipped: bool = False
+    guidance: dict[str, Any] | None = None
+    attribution: dict[str, Any] | None = None
+    debate: dict[str, Any] | None = None
+    rejected: list[Rejection] = field(default_factory=list)
+    salvaged: list[str] = field(default_factory=list)
+    gr: list[Judgement] = field(default_factory=list)
+    ac: list[Judgement] = field(default_factory=list)
+    accounting: Accounting = field(default_factory=Accounting)
+
+    @classmethod
+    def of(cls, r: SeedResult, method: str) -> SeedTrace:
+        """The trace of a finished seed (seconds to the millisecond, as written)."""
+        acc = r.accounting
+        return cls(seed=r.seed.key, method=method, failure=r.failure, notes=r.notes, accepted=len(r.accepted),
+                   superseded=r.superseded, skipped=r.skipped, guidance=r.guidance, attribution=r.attribution,
+                   debate=r.debate, rejected=[Rejection(s, c.reason, c.detail) for s, c in r.rejected],
+                   salvaged=[x for c in r.accepted for x in c.salvaged],
+                   gr=r.judgements["gr"], ac=r.judgements["ac"],
+                   accounting=dataclasses.replace(acc, llm_seconds=round(acc.llm_seconds, 3),
+                                                  cached_seconds=round(acc.cached_seconds, 3)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object written to ``rgda_trace``."""
+        return {"seed": self.seed, "method": self.method, "failure": self.failure, "notes": self.notes,
+                "accepted": self.accepted, "superseded": self.superseded, "skipped": self.skipped,
+                "guidance": self.guidance, "attribution": self.attribution, "debate": self.debate,
+                "rejected": [dataclasses.asdict(x) for x in self.rejected], "salvaged": self.salvaged,
+                "gr": [dataclasses.asdict(j) for j in self.gr], "ac": [dataclasses.asdict(j) for j in self.ac],
+                **self.accounting.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SeedTrace:
+        """Read :meth:`to_json`'s object back."""
+        return cls(seed=data["seed"], method=data["method"], failure=data["failure"], notes=data["notes"],
+                   accepted=data["accepted"], superseded=data.get("superseded", 0), skipped=data.get("skipped", False),
+                   guidance=data.get("guidance"), attribution=data.get("attribution"), debate=data.get("debate"),
+                   rejected=[Rejection(**x) for x in data["rejected"]], salvaged=data.get("salvaged", []),
+                   gr=[Judgement(**j) for j in data["gr"]], ac=[Judgement(**j) for j in data["ac"]],
+                   accounting=Accounting.from_json(data))
+
+    @classmethod
+    def read(cls, value: str) -> SeedTrace | None:
+        """The trace in one ``rgda_trace`` value; None for ``""`` (a seed's later rows) and for a rejected row's
+        ``{"raw", "detail"}``."""
+        data = json.loads(value) if value else None
+        return cls.from_json(data) if isinstance(data, dict) and "stage_calls" in data else None

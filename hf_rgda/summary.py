@@ -1,17 +1,18 @@
-"""Run summaries, built from the per-seed traces the augmenter records.
+"""Run summaries: the per-seed traces (:class:`~hf_rgda.records.SeedTrace`) the augmenter records, folded.
 
 The same :class:`RunSummary` is filled in-process by the augmenter and rebuilt from a written dataset's
-``rgda_trace`` column (which works whatever ``num_proc`` was).
+``rgda_trace`` column (which works whatever ``num_proc`` was): both fold the same traces.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .records import Accounting, SeedTrace
 
 __all__ = ["RunSummary"]
 
@@ -27,70 +28,55 @@ class RunSummary:
     rejected: Counter[str] = field(default_factory=Counter)
     salvaged: Counter[str] = field(default_factory=Counter)  # repairs inside accepted rows, by the rule they fixed
     failures: Counter[str] = field(default_factory=Counter)
-    calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    llm_seconds: float = 0.0
-    cached_seconds: float = 0.0
-    method_tokens: int = 0
+    accounting: Accounting = field(default_factory=Accounting)
     wall_seconds: float = 0.0
-    stage_calls: Counter[str] = field(default_factory=Counter)
-    stage_usage: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     rounds: dict[str, Counter[int]] = field(default_factory=lambda: {"gr": Counter(), "ac": Counter()})
     scores: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
 
-    def add(self, trace: Mapping[str, Any]) -> None:
+    def add(self, trace: SeedTrace) -> None:
         """Fold one seed's trace in."""
         self.seeds += 1
-        self.accepted += trace["accepted"]
-        self.skipped_seeds += trace.get("skipped", False)
-        if trace["failure"]:
+        self.accepted += trace.accepted
+        self.skipped_seeds += trace.skipped
+        if trace.failure:
             self.failed_seeds += 1
-            self.failures[trace["failure"].split(":")[0]] += 1
-        self.rejected.update(r["reason"] for r in trace["rejected"])
-        self.salvaged.update(x.split(":")[0] for x in trace.get("salvaged", []))
-        for key in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
-            setattr(self, key, getattr(self, key) + trace[key])
-        self.llm_seconds += trace["llm_seconds"]
-        self.cached_seconds += trace.get("cached_seconds", 0.0)
-        self.method_tokens += trace.get("method_tokens", 0)
-        self.stage_calls.update(trace["stage_calls"])
-        for stage, usage in trace.get("stage_usage", {}).items():
-            self.stage_usage[stage].update(usage)
-        for kind in ("gr", "ac"):
-            if trace[kind]:
-                self.rounds[kind][len(trace[kind])] += 1
-            for rnd, verdict in enumerate(trace[kind], 1):
-                self.scores[f"{kind}_round{rnd}"].append(verdict["score"])
+            self.failures[trace.failure.split(":")[0]] += 1
+        self.rejected.update(r.reason for r in trace.rejected)
+        self.salvaged.update(x.split(":")[0] for x in trace.salvaged)
+        self.accounting.add(trace.accounting)
+        for kind, verdicts in (("gr", trace.gr), ("ac", trace.ac)):
+            if verdicts:
+                self.rounds[kind][len(verdicts)] += 1
+            for rnd, verdict in enumerate(verdicts, 1):
+                self.scores[f"{kind}_round{rnd}"].append(verdict.score)
 
     @classmethod
     def from_traces(cls, traces: Iterable[str]) -> RunSummary:
-        """Rebuild from the non-empty values of an ``rgda_trace`` column."""
+        """Rebuild from the values of an ``rgda_trace`` column (see :meth:`SeedTrace.read`)."""
         summary = cls()
-        for t in traces:
-            if t:
-                data = json.loads(t)
-                if "stage_calls" in data:
-                    summary.add(data)
+        for value in traces:
+            trace = SeedTrace.read(value)
+            if trace is not None:
+                summary.add(trace)
         return summary
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready figures, including score distributions per stage and round."""
         dist = {k: {"n": len(v), "mean": round(statistics.fmean(v), 1), "min": min(v), "max": max(v),
                     "histogram": dict(sorted(Counter(v).items()))} for k, v in sorted(self.scores.items()) if v}
+        acc = self.accounting
         return {
             "seeds": self.seeds, "accepted": self.accepted,
             "accepted_per_seed": round(self.accepted / self.seeds, 3) if self.seeds else 0.0,
             "failed_seeds": self.failed_seeds, "skipped_seeds_without_entities": self.skipped_seeds, "failures_by_stage": dict(self.failures),
             "rejected_by_reason": dict(self.rejected.most_common()), "rejected": sum(self.rejected.values()),
             "salvaged_by_rule": dict(self.salvaged.most_common()),
-            "llm_calls": self.calls, "cached_calls": self.cached_calls, "stage_calls": dict(self.stage_calls),
-            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-            "cached_prompt_tokens": sum(u["cached_tokens"] for u in self.stage_usage.values()),
-            "usage_by_stage": {k: dict(v) for k, v in sorted(self.stage_usage.items())},
-            "llm_seconds": round(self.llm_seconds, 1), "cached_llm_seconds": round(self.cached_seconds, 1),
-            "method_tokens": self.method_tokens,
+            "llm_calls": acc.calls, "cached_calls": acc.cached_calls, "stage_calls": dict(acc.stage_calls),
+            "prompt_tokens": acc.prompt_tokens, "completion_tokens": acc.completion_tokens,
+            "cached_prompt_tokens": sum(u["cached_tokens"] for u in acc.stage_usage.values()),
+            "usage_by_stage": {k: dict(v) for k, v in sorted(acc.stage_usage.items())},
+            "llm_seconds": round(acc.llm_seconds, 1), "cached_llm_seconds": round(acc.cached_seconds, 1),
+            "method_tokens": acc.method_tokens,
             "wall_seconds": round(self.wall_seconds, 1),
             "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.rounds.items()},
             "judge_scores": dist,

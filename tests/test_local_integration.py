@@ -91,7 +91,7 @@ def test_openai_backend_against_llama_cpp_server(llama_server: str, tmp_path: Pa
     aug = RGDAAugmenter("openai:smollm2", llm_options={"base_url": llama_server}, label_names=LABELS, method="gda",
                         num_augmented=2, max_tokens=384, cache=tmp_path / "r.sqlite3", keep_rejected=True)
     out = ds.map(aug, batched=True)
-    assert aug.summary.calls >= 2 and "original" in out["rgda_status"]
+    assert aug.summary.accounting.calls >= 2 and "original" in out["rgda_status"]
 
 
 def test_cli_against_llama_cpp_server_prints_a_zero_cost_report(llama_server: str, tmp_path: Path, capsys) -> None:
@@ -136,4 +136,4 @@ def test_biorda_through_map_on_a_real_gguf(tiny_llm, tmp_path: Path) -> None:
     for tokens, tags, status in zip(out["tokens"], out["ner_tags"], out["rgda_status"]):
         if status in ("original", "accepted"):
             validate_tags(tokens, tags, ["Disease"])
-    assert aug.summary.stage_calls["debate_advise"] >= 1
+    assert aug.summary.accounting.stage_calls["debate_advise"] >= 1

@@ -162,7 +162,7 @@ def test_cache_makes_second_run_free(tmp_path) -> None:
     second = run(world, cache=cache)
     assert world.stages == []
     assert [len(r.accepted) for r in second] == [len(r.accepted) for r in first]
-    assert all(r.cached_calls == r.calls for r in second)
+    assert all(r.accounting.cached_calls == r.accounting.calls for r in second)
 
 
 def test_judgement_parse_clamps_and_requires_every_criterion() -> None:
