@@ -188,9 +188,9 @@ _TOTALS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "llm_s
            "method_tokens")
 
 
-@dataclass
+@dataclass(eq=False)
 class SeedResult:
-    """Everything that happened to one seed sentence.
+    """Everything that happened to one seed sentence (hashed by identity: the stages key their working state on it).
 
     Attributes:
         accepted: the sentences kept (after a guided method's last stage; for ``naive``, ``variants``).
@@ -215,9 +215,6 @@ class SeedResult:
     skipped: bool = False
     attribution: dict[str, Any] | None = None
     debate: dict[str, Any] | None = None
-    _context: dict[str, tuple[list[dict[str, str]], str]] = field(default_factory=dict, repr=False)
-    _stopped: set[str] = field(default_factory=set, repr=False)
-    _entities: tuple[dict[str, str], dict[str, list[str]]] | None = field(default=None, repr=False)
 
     @property
     def alive(self) -> bool:

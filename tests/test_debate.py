@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from hf_rgda import ParseError
-from hf_rgda.debate import CRITERIA, DebateConfig, run_debate
+from hf_rgda.config import DebateConfig
+from hf_rgda.stages.debate import CRITERIA, run_debate
 
 TOKENS = ["Screening", "detected", "early", "melanoma", "in", "most", "patients", "."]
 TAGS = ["O", "O", "O", "B-Disease", "O", "O", "O", "O"]
@@ -123,7 +124,7 @@ def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
 # ---------------------------------------------------------------- rgda+debate: the panel reviews whole sentences
 def review_panel(scores: list[list[int]], revise_yields: int | None = None, agents: int = 3, rounds: int = 3):
     """run_review over three sentences; ``scores[round-1][k]`` is what every reviewer gives sentence k."""
-    from hf_rgda.debate import run_review
+    from hf_rgda.stages.debate import run_review
 
     calls: list[tuple[int, str, int]] = []
     revised_in: list[list[str]] = []
@@ -163,7 +164,7 @@ def test_review_revision_that_yields_nothing_ends_the_review() -> None:
 
 
 def test_review_malformed_reviewer_answer_is_a_parse_error() -> None:
-    from hf_rgda.debate import run_review
+    from hf_rgda.stages.debate import run_review
 
     async def ask(*_):
         return {"reviews": [{"definition": {"remark": "?"}}]}

@@ -84,7 +84,7 @@ def handler(messages: Any, schema: Any, params: Any) -> Any:
         pos = props["proposals"]["items"]["properties"]["replacements"]["items"]["properties"]["position"]["enum"]
         return {"proposals": [{"replacements": [{"position": p, "new": f"word{k}{p}"} for p in pos]} for k in range(n)]}
     if "reviews" in props:
-        from hf_rgda.debate import CRITERIA
+        from hf_rgda.stages.debate import CRITERIA
 
         n = props["reviews"]["minItems"]
         total = [40, 85, 100][_pick(messages, 3)]

@@ -84,7 +84,7 @@ class FakeWorld:
                     "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}],
                     "keywords": ["gene"] + [f"variant {self.stages.count('gr_refine')}"] * (stage == "gr_refine")}
         if stage == "debate_review":
-            from ..debate import CRITERIA
+            from ..stages.debate import CRITERIA
 
             total = self.review_scores.pop(0) if len(self.review_scores) > 1 else self.review_scores[0]
             n = schema["properties"]["reviews"]["minItems"]

@@ -1,0 +1,21 @@
+"""The stages of the methods, one file per stage family; :mod:`hf_rgda.pipeline` schedules them.
+
+- :mod:`.attribution`: WHERE, the words to replace (``biorda``, ``where=True``).
+- :mod:`.seed_generation`: new versions of the seed, and the targeted repair re-ask.
+- :mod:`.guidance`: the guide, and its Guidance Refiner loop.
+- :mod:`.composer`: sentences from the guide with planned entities, and its Augmentation Calibrator loop.
+- :mod:`.judge`: the judge loop both refiners are (Algorithm 1).
+- :mod:`.debate`: WHICH (``biorda``'s Advise-Reflect-Revise debate) and the ``debate_review`` panel.
+- :mod:`.base`: what they share: the run, a step, writing and checking sentences.
+"""
+
+from .attribution import Where
+from .base import Each, Run, Step
+from .composer import Composer
+from .debate import Review, Which, run_debate, run_review
+from .guidance import Guidance
+from .judge import JudgeLoop
+from .seed_generation import Repair, SeedGeneration
+
+__all__ = ["Composer", "Each", "Guidance", "JudgeLoop", "Repair", "Review", "Run", "SeedGeneration", "Step", "Where",
+           "Which", "run_debate", "run_review"]

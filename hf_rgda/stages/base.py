@@ -1,0 +1,98 @@
+"""What the stages of one run share: the :class:`Run` (configuration, call seam, checker, system prompts, and the
+writing of tagged sentences) and the :class:`Step` the scheduler runs for each seed."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .._exceptions import ParseError
+from ..calls import Caller, Messages, build_messages
+from ..config import AugmentConfig
+from ..records import Candidate, SeedResult
+from ..schemas import sentences_schema
+from ..sentences import Checker, decode_sentence
+
+__all__ = ["Each", "Run", "Step", "squeeze", "valid"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pass of a stage: ``run(r)`` for every live seed of a group.
+
+    Attributes:
+        name: the stage's name, which prefixes the seed's failure (``"guidance: ParseError: ..."``).
+        label: the progress bar's label.
+    """
+
+    name: str
+    label: str
+    run: Callable[[SeedResult], Awaitable[None]]
+
+
+class Each(Protocol):
+    """The scheduler's pass (:meth:`hf_rgda.pipeline.Pipeline.each`): run ``step`` on the live seeds of ``rs``;
+    with ``soft``, an error is a note on the seed instead of its failure. Returns the seeds a soft step stopped."""
+
+    def __call__(self, rs: Sequence[SeedResult], step: Step, *, soft: bool = False) -> Awaitable[set[SeedResult]]: ...
+
+
+@dataclass
+class Run:
+    """What every stage of one run shares.
+
+    Attributes:
+        systems: the system prompt of each writing and judging stage (:func:`hf_rgda.calls.system_prompts`).
+    """
+
+    config: AugmentConfig
+    caller: Caller
+    checker: Checker
+    systems: Mapping[str, str]
+
+    def messages(self, stage: str, **sections: Any) -> Messages:
+        """``stage``'s system prompt and a user message of these sections."""
+        return build_messages(self.systems[stage], **sections)
+
+    async def write(self, r: SeedResult, stage: str, messages: Messages, n: int, *, salt: object = "",
+                    keep: Sequence[Candidate] = ()) -> tuple[list[Candidate], str]:
+        """Ask ``stage`` for ``n`` tagged sentences and put each through the checker.
+
+        Args:
+            keep: sentences already kept, which the new ones must not repeat.
+
+        Returns:
+            The new sentences (those the checker kept first, then the rejected, each with its reason; every
+            rejection is also recorded on ``r``) and the answer's text.
+        """
+        schema = sentences_schema(self.checker.types, n, self.config.representation)
+        data, raw = await self.caller.ask(r, stage, messages, schema, salt=salt)
+        return self._check_all(r, stage, data, n, keep), raw
+
+    def _check_all(self, r: SeedResult, stage: str, data: Any, n: int, keep: Sequence[Candidate]) -> list[Candidate]:
+        items = data.get("sentences") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise ParseError("answer has no 'sentences' list", raw=json.dumps(data)[:2000])
+        kept: list[Candidate] = list(keep)
+        out: list[Candidate] = []
+        for item in items[:n]:
+            cand = decode_sentence(item, self.checker.types, self.config.representation,
+                                   split_hyphens=self.checker.split_hyphens)
+            self.checker.check(cand, r.seed, kept, forbid_seed_entities=stage != "seed_generation")
+            (kept if cand.ok else out).append(cand)
+            if not cand.ok:
+                r.rejected.append((stage, cand))
+        return kept[len(keep):] + out
+
+
+def valid(r: SeedResult) -> list[Candidate]:
+    """The seed's accepted sentences that passed the checker."""
+    return [c for c in r.accepted if c.ok]
+
+
+def squeeze(text: str) -> str:
+    """``text`` lower-cased without whitespace: how two guides, sentences or entity texts are compared."""
+    return re.sub(r"\s+", "", text).lower()

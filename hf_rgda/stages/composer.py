@@ -1,0 +1,168 @@
+"""The composer: new sentences written from the guide, with the seed's entities swapped for same-type ones from the
+dataset (the entity plan) and further same-type hints; and its Augmentation Calibrator loop (AC: a judge scores the
+sentences on :data:`~hf_rgda.schemas.AC_RUBRIC`; a refiner revises them)."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..calls import Messages, derive_seed
+from ..records import Judgement, Seed, SeedResult
+from ..schemas import AC_RUBRIC
+from .base import Run, squeeze, valid
+from .judge import JudgeLoop
+from .seed_generation import Repair
+
+__all__ = ["Composer", "EntityPlan"]
+
+#: ``(substitutes, hints)``: see :meth:`Composer.entity_plan`
+EntityPlan = tuple[dict[str, str], dict[str, list[str]]]
+
+
+class Composer:
+    """Writes ``num_augmented`` sentences from the guide (``r.accepted``); :attr:`repair` re-asks for the rejected,
+    :meth:`loop` is the AC loop and :meth:`finish` applies ``reject_below_threshold``.
+
+    Args:
+        run: what the run's stages share.
+        examples: in-domain seeds, one of which the composer sees as a format example.
+        pool: ``{type: [entity text, ...]}``, most frequent first: where substitutes and hints come from.
+    """
+
+    def __init__(self, run: Run, examples: Sequence[Seed], pool: Mapping[str, Sequence[str]]) -> None:
+        self.run, self.examples, self.pool = run, examples, pool
+        self.asked: dict[SeedResult, tuple[Messages, str]] = {}
+        self.plans: dict[SeedResult, EntityPlan] = {}
+        self.repair = Repair(run, "composer", lambda r: r.accepted, self.asked)
+
+    async def __call__(self, r: SeedResult) -> None:
+        cfg = self.run.config
+        example = next((s for s in self.examples if s.key != r.seed.key), None)
+        sections: dict[str, Any] = self.entity_sections(r)
+        if example is not None:
+            sections["example item from this dataset"] = example.as_item(cfg.representation)
+        if r.attribution is not None:
+            words = [r.seed.tokens[i] for i in r.attribution["selected"]]
+            sections["words to replace (keep the rest of the original sentence's skeleton)"] = words or "none"
+        sections["task"] = f"Write {cfg.num_augmented} new sentences."
+        msgs = self.run.messages("composer", **sections)
+        new, raw = await self.run.write(r, "composer", msgs, cfg.num_augmented)
+        self.asked[r] = (msgs, raw)
+        r.accepted = [c for c in new if c.ok]
+
+    # ---------------------------------------------------------------- what the composer sees of the seed
+    def entity_sections(self, r: SeedResult) -> dict[str, Any]:
+        """The guide as the composer and its revisions see it, then either the never-reuse list (entity_hints=0, or
+        nothing to draw from: the paper's instruction) or the further same-type entity hints."""
+        subs, hints = self.entity_plan(r)
+        sections: dict[str, Any] = {"guide": self.view(r, r.guidance)}
+        if not subs:
+            sections["original entity texts (never reuse)"] = [e["text"] for e in r.seed.entities] or "none"
+        if hints:
+            sections["more entities of these types from this dataset (vary the entities across sentences)"] = hints
+        return sections
+
+    def refine_context(self, r: SeedResult) -> dict[str, Any]:
+        """What the composer's revisions see of the seed: the original in the composer's view, then its sections."""
+        return {"original": self.view(r, r.seed.as_item(self.run.config.representation)), **self.entity_sections(r)}
+
+    def view(self, r: SeedResult, data: Any) -> Any:
+        """``data`` with each of the seed's entity texts replaced by its substitute (see :meth:`entity_plan`). A
+        small composer copies whatever entity it is shown, the seed's own or a placeholder alike; shown a real, new
+        one, its copies are still correct new training sentences."""
+        subs = self.entity_plan(r)[0]
+        if not subs:
+            return data
+        pattern = _entity_pattern(r.seed)
+
+        def walk(x: Any) -> Any:
+            if isinstance(x, str):
+                return pattern.sub(lambda m: subs.get(squeeze(m.group(0)), m.group(0)), x)
+            if isinstance(x, dict):
+                return {k: walk(v) for k, v in x.items()}
+            if isinstance(x, list):
+                return [walk(v) for v in x]
+            return x
+
+        return walk(data)
+
+    def entity_plan(self, r: SeedResult) -> EntityPlan:
+        """Computed once per seed, with random draws fixed per seed sentence; both empty when entity_hints is 0.
+
+        Returns:
+            ``substitutes``: one new entity per distinct seed entity text (keyed by its squeezed lower-case form),
+            same type, from the pool; ``hints``: up to ``entity_hints`` further mentions per seed type, never the
+            seed's own nor a substitute.
+        """
+        if r not in self.plans:
+            self.plans[r] = self._plan(r.seed)
+        return self.plans[r]
+
+    def _plan(self, seed: Seed) -> EntityPlan:
+        cfg = self.run.config
+        subs: dict[str, str] = {}
+        hints: dict[str, list[str]] = {}
+        if not (cfg.entity_hints and seed.spans):
+            return subs, hints
+        own = {squeeze(e["text"]) for e in seed.entities}
+        rng = random.Random(derive_seed(cfg.seed, seed.key, "substitutes"))
+        for e in seed.entities:
+            key = squeeze(e["text"])
+            pool = [m for m in self.pool.get(e["type"], []) if squeeze(m) not in own and m not in subs.values()]
+            if key not in subs and pool:
+                subs[key] = rng.choice(pool[:500])
+        used = own | {squeeze(v) for v in subs.values()}
+        rng = random.Random(derive_seed(cfg.seed, seed.key, "hints"))
+        for t in dict.fromkeys(e["type"] for e in seed.entities):
+            pool = [m for m in self.pool.get(t, [])[:500] if squeeze(m) not in used]
+            if pool:
+                hints[t] = rng.sample(pool, min(cfg.entity_hints, len(pool)))
+        return subs, hints
+
+    # ---------------------------------------------------------------- the Augmentation Calibrator
+    def loop(self) -> JudgeLoop:
+        """The Augmentation Calibrator (for seeds with valid sentences)."""
+        return JudgeLoop(self.run, "ac", "composition_judge", AC_RUBRIC, self._judge_messages, self._refine,
+                         applies=lambda r: bool(valid(r)))
+
+    def _judge_messages(self, r: SeedResult) -> Messages:
+        return self.run.messages("composition_judge", original=r.seed.as_item(self.run.config.representation),
+                                 guide=r.guidance, new_sentences=[c.raw for c in valid(r)])
+
+    async def _refine(self, r: SeedResult, verdict: Judgement, rnd: int) -> bool:
+        current, n = valid(r), self.run.config.num_augmented
+        msgs = self.run.messages("composition_refine", **self.refine_context(r), **{
+            "current sentences": [c.raw for c in current], "reviewer feedback": verdict.feedback_text(AC_RUBRIC),
+            "task": f"Write {n} revised sentences."})
+        new = [c for c in (await self.run.write(r, "composition_refine", msgs, n, salt=rnd))[0] if c.ok]
+        if sorted(squeeze(" ".join(c.tokens)) for c in new) == sorted(squeeze(" ".join(c.tokens)) for c in current):
+            r.notes.append(f"AC refinement round {rnd} returned the sentences unchanged: loop stopped")
+            r.superseded += len(new)
+            return False
+        if len(new) < len(current):
+            r.notes.append(f"AC refinement round {rnd} kept: {len(new)} valid < {len(current)} current")
+            r.superseded += len(new)
+            return False
+        r.superseded += len(current)
+        r.accepted = new
+        return True
+
+    def finish(self, r: SeedResult) -> None:
+        """The seed's final sentences: its valid ones, or none if ``reject_below_threshold`` and the last AC verdict
+        is below the threshold."""
+        cfg, final, ac = self.run.config, valid(r), r.judgements["ac"]
+        if cfg.reject_below_threshold and cfg.uses_ac and ac and ac[-1].score < cfg.threshold:
+            for c in final:
+                r.rejected.append(("composition_judge", c.reject("below_threshold", f"final AC score {ac[-1].score}")))
+            final = []
+        r.accepted = final
+
+
+def _entity_pattern(seed: Seed) -> re.Pattern[str]:
+    """The seed's entity texts, longest first, matched case-insensitively with any spacing between their tokens."""
+    texts = sorted({tuple(seed.tokens[s.start : s.end]) for s in seed.spans}, key=lambda t: -sum(map(len, t)))
+    alts = [r"\s*".join(re.escape(tok) for tok in t) for t in texts]
+    return re.compile(r"(?<!\w)(?:" + "|".join(alts) + r")(?!\w)", re.IGNORECASE)

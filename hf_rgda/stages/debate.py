@@ -1,0 +1,417 @@
+"""The debate: BioRDA's WHICH (a multi-agent Advise-Reflect-Revise debate that chooses and validates word
+replacements) and the review panel of ``rgda`` with ``debate_review``.
+
+``n`` agents (one backend with different personas, or several backends): in each round the proposer *advises*
+replacements for the chosen positions, every reviewer *reflects* on each proposal with scores on four criteria
+(:data:`~hf_rgda.schemas.DEBATE_RUBRIC`: definition, similarity, syntax, usage; 25 points each), and the proposer
+*revises* the proposals whose mean score is below ``sigma``. A proposal is accepted when its mean reviewer score
+reaches ``sigma``; rounds are bounded. With one agent, the proposer reviews its own proposals. The whole exchange is
+kept as a transcript.
+
+:func:`run_review` is the same panel applied to whole sentences another stage wrote: the reviewers reflect on each
+composed sentence against the four criteria read for sentences, the author revises the ones below ``sigma``, and those
+still below after the last round are rejected. Both run the same rounds (:func:`_rounds`).
+
+The debate is a stage that uses a list of LLMs through an ``ask`` callable (in the pipeline, the run's cached,
+counted call: :meth:`Which.ask`), not an LLM subclass; :func:`run_debate` and :func:`run_review` work on their own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from .. import prompts
+from .._exceptions import ParseError
+from ..config import DebateConfig
+from ..llm.base import LLM
+from ..records import Candidate, SeedResult
+from ..tags import tokenize
+from .base import Run, valid
+from .composer import Composer
+
+__all__ = ["CRITERIA", "DebateResult", "Proposal", "Review", "ReviewResult", "Which", "run_debate", "run_review"]
+
+CRITERIA: dict[str, int] = {"definition": 25, "similarity": 25, "syntax": 25, "usage": 25}
+PERSONAS = ("a domain terminologist", "a careful copy editor who checks grammar",
+            "a domain expert who checks how words are used in real papers",
+            "a skeptical reviewer who hunts for changes of meaning", "a lexicographer")
+
+#: ``ask(agent, stage, messages, schema, round)`` -> the parsed JSON answer
+Ask = Callable[[int, str, list[dict[str, str]], dict[str, Any], int], Awaitable[Any]]
+T = TypeVar("T")
+X = TypeVar("X")
+
+
+@dataclass
+class Proposal:
+    """One set of replacements: ``{position: new text}``; ``scores`` are the reviewers' totals, round by round."""
+
+    replacements: dict[int, str]
+    scores: list[list[int]] = field(default_factory=list)
+
+    @property
+    def rounds(self) -> int:
+        """The rounds it was reviewed in."""
+        return len(self.scores)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.scores[-1]) if self.scores and self.scores[-1] else 0.0
+
+    def apply(self, tokens: Sequence[str], tags: Sequence[str], *, split_hyphens: bool = False) -> tuple[list[str], list[str]]:
+        """The new sentence: each chosen word replaced by the tokens of its new text (tagged ``O``), tokenized the
+        data's way (``split_hyphens``)."""
+        out_t: list[str] = []
+        out_g: list[str] = []
+        for i, (tok, tag) in enumerate(zip(tokens, tags)):
+            if i in self.replacements:
+                words = tokenize(self.replacements[i], split_hyphens=split_hyphens) or [tok]
+                out_t += words
+                out_g += ["O"] * len(words)
+            else:
+                out_t.append(tok)
+                out_g.append(tag)
+        return out_t, out_g
+
+
+@dataclass
+class DebateResult:
+    """Accepted and rejected proposals with the full transcript."""
+
+    accepted: list[Proposal] = field(default_factory=list)
+    rejected: list[Proposal] = field(default_factory=list)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    rounds: int = 0
+
+
+@dataclass
+class ReviewResult(Generic[T]):
+    """Outcome of a panel review of whole sentences: each accepted or rejected item with its score history
+    (one list of reviewer totals per round it was reviewed in), the items replaced by a revision, and the
+    transcript."""
+
+    accepted: list[tuple[T, list[list[int]]]] = field(default_factory=list)
+    rejected: list[tuple[T, list[list[int]]]] = field(default_factory=list)
+    revised: list[T] = field(default_factory=list)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    rounds: int = 0
+
+
+def proposals_schema(positions: Sequence[int], n: int) -> dict[str, Any]:
+    item = {"type": "object", "properties": {
+        "replacements": {"type": "array", "minItems": len(positions), "maxItems": len(positions), "items": {
+            "type": "object", "properties": {"position": {"type": "integer", "enum": list(positions)},
+                                             "new": {"type": "string", "maxLength": 60}},
+            "required": ["position", "new"], "additionalProperties": False}}},
+        "required": ["replacements"], "additionalProperties": False}
+    return {"type": "object", "properties": {"proposals": {"type": "array", "minItems": n, "maxItems": n, "items": item}},
+            "required": ["proposals"], "additionalProperties": False}
+
+
+def reviews_schema(n: int) -> dict[str, Any]:
+    crit = {name: {"type": "object", "properties": {"remark": {"type": "string", "maxLength": 160},
+                                                      "score": {"type": "integer", "enum": list(range(0, top + 1, 5))}},
+                   "required": ["remark", "score"], "additionalProperties": False} for name, top in CRITERIA.items()}
+    item = {"type": "object", "properties": crit, "required": list(CRITERIA), "additionalProperties": False}
+    return {"type": "object", "properties": {"reviews": {"type": "array", "minItems": n, "maxItems": n, "items": item}},
+            "required": ["reviews"], "additionalProperties": False}
+
+
+def parse_proposals(data: Any, tokens: Sequence[str], positions: Sequence[int], n: int) -> list[Proposal]:
+    """Proposals from an advise/revise answer.
+
+    Raises:
+        ParseError: not the expected structure, a position outside the chosen ones, or an unchanged word.
+    """
+    items = data.get("proposals") if isinstance(data, dict) else None
+    if not isinstance(items, list) or len(items) < n:
+        raise ParseError(f"expected {n} proposals", raw=json.dumps(data)[:2000])
+    out = []
+    for item in items[:n]:
+        reps = item.get("replacements") if isinstance(item, dict) else None
+        if not isinstance(reps, list):
+            raise ParseError("a proposal has no 'replacements' list", raw=json.dumps(data)[:2000])
+        mapping: dict[int, str] = {}
+        for r in reps:
+            pos, new = (r.get("position"), r.get("new")) if isinstance(r, dict) else (None, None)
+            if pos not in positions or not isinstance(new, str) or not new.strip():
+                raise ParseError(f"replacement {r!r} is not for a chosen position", raw=json.dumps(data)[:2000])
+            if new.strip().lower() != tokens[pos].lower():
+                mapping[int(pos)] = new.strip()
+        if not mapping:
+            raise ParseError("a proposal changes no word", raw=json.dumps(data)[:2000])
+        out.append(Proposal(mapping))
+    return out
+
+
+def parse_reviews(data: Any, n: int) -> list[tuple[int, dict[str, str]]]:
+    """``(total score, remarks)`` per proposal; scores clamped to each criterion's maximum.
+
+    Raises:
+        ParseError: reviews missing or a criterion without a numeric score.
+    """
+    items = data.get("reviews") if isinstance(data, dict) else None
+    if not isinstance(items, list) or len(items) < n:
+        raise ParseError(f"expected {n} reviews", raw=json.dumps(data)[:2000])
+    out = []
+    for item in items[:n]:
+        total, remarks = 0, {}
+        for name, top in CRITERIA.items():
+            entry = item.get(name) if isinstance(item, dict) else None
+            if not isinstance(entry, dict) or not isinstance(entry.get("score"), (int, float)):
+                raise ParseError(f"a review lacks a numeric score for {name!r}", raw=json.dumps(data)[:2000])
+            total += max(0, min(top, int(entry["score"])))
+            remarks[name] = str(entry.get("remark", ""))
+        out.append((total, remarks))
+    return out
+
+
+@dataclass
+class _Panel:
+    """The agents of one debate: agent k speaks as persona k; agents 1.. review (a lone agent reviews itself)."""
+
+    ask: Ask
+    config: DebateConfig
+    domain: str
+    types: Sequence[str]
+    transcript: list[dict[str, Any]]
+
+    @property
+    def personas(self) -> tuple[str, ...]:
+        return PERSONAS[: self.config.agents]
+
+    def systems(self, role: str) -> list[str]:
+        """The system prompt of ``role`` for each agent."""
+        return [prompts.render(f"debate_{role}", persona=p, domain=self.domain or "the domain of the sentence",
+                               types=", ".join(self.types)) for p in self.personas]
+
+    def log(self, rnd: int, agent: int, role: str, content: Any) -> None:
+        self.transcript.append({"round": rnd, "agent": agent, "persona": self.personas[agent], "role": role,
+                                "content": content})
+
+    async def reflect(self, stage: str, role: str, body: str, n: int, rnd: int) -> list[list[tuple[int, dict[str, str]]]]:
+        """Every reviewer scores the ``n`` items in ``body``: per item, each reviewer's total and remarks."""
+        system = self.systems(role)
+        per_item: list[list[tuple[int, dict[str, str]]]] = [[] for _ in range(n)]
+        for agent in range(1, self.config.agents) or [0]:
+            msgs = [{"role": "system", "content": system[agent]}, {"role": "user", "content": body}]
+            data = await self.ask(agent, stage, msgs, reviews_schema(n), rnd)
+            self.log(rnd, agent, role, data)
+            for k, review in enumerate(parse_reviews(data, n)):
+                per_item[k].append(review)
+        return per_item
+
+
+async def _rounds(panel: _Panel, result: DebateResult | ReviewResult[Any], pending: list[X], *,
+                  scores: Callable[[X], list[list[int]]], show: Callable[[int, X], dict[str, Any]], noun: str,
+                  body: Callable[[list[dict[str, Any]]], str], stage: str, role: str,
+                  revise: Callable[[list[X], list[dict[str, Any]], int], Awaitable[list[X]]]) -> None:
+    """The rounds both panels run: the reviewers score every pending item; an item whose mean reaches ``sigma`` is
+    accepted; the others are revised (``revise(items, feedback, round)`` -> new items) while rounds remain, and
+    rejected after the last."""
+    cfg = panel.config
+    for rnd in range(1, cfg.max_rounds + 1):
+        if not pending:
+            return
+        result.rounds = rnd
+        shown = [show(k, x) for k, x in enumerate(pending)]
+        reviews = await panel.reflect(stage, role, body(shown), len(pending), rnd)
+        for x, item_reviews in zip(pending, reviews):
+            scores(x).append([score for score, _ in item_reviews])
+        means = [statistics.fmean(scores(x)[-1]) for x in pending]
+        low = [k for k, m in enumerate(means) if m < cfg.sigma]
+        result.accepted += [x for k, x in enumerate(pending) if k not in low]  # type: ignore[misc]
+        if not low:
+            return
+        if rnd == cfg.max_rounds:
+            result.rejected += [pending[k] for k in low]  # type: ignore[misc]
+            return
+        feedback = [{noun: shown[k], "mean score": round(means[k], 1), "remarks": [rem for _, rem in reviews[k]]}
+                    for k in low]
+        pending = await revise([pending[k] for k in low], feedback, rnd)
+
+
+def _view(tokens: Sequence[str], positions: Sequence[int]) -> str:
+    return " ".join(f"[{i}:{t}]" if i in positions else t for i, t in enumerate(tokens))
+
+
+async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], positions: Sequence[int], n: int,
+                     config: DebateConfig, *, domain: str, types: Sequence[str]) -> DebateResult:
+    """Debate ``n`` proposals for replacing the words at ``positions``.
+
+    Args:
+        ask: ``ask(agent, stage, messages, schema, round)`` -> parsed JSON (the pipeline's cached call).
+        tokens, tags: the seed sentence (IOB2).
+        positions: word positions chosen for replacement (never entity words).
+        n: proposals wanted.
+    """
+    result = DebateResult()
+    panel = _Panel(ask, config, domain, types, result.transcript)
+    sentence = f"Sentence (chosen words in brackets with their position):\n{_view(tokens, positions)}\n\n"
+    chosen = {str(i): tokens[i] for i in positions}
+    msgs = [{"role": "system", "content": panel.systems("advise")[0]},
+            {"role": "user", "content": f"{sentence}Chosen words: {json.dumps(chosen)}\n\nWrite {n} proposals."}]
+    data = await ask(0, "debate_advise", msgs, proposals_schema(positions, n), 0)
+    pending = parse_proposals(data, tokens, positions, n)
+    panel.log(1, 0, "advise", data)
+
+    def show(k: int, p: Proposal) -> dict[str, Any]:
+        return {"proposal": k + 1, "new sentence": " ".join(p.apply(tokens, tags)[0]),
+                "replacements": {tokens[i]: new for i, new in sorted(p.replacements.items())}}
+
+    async def revise(low: list[Proposal], feedback: list[dict[str, Any]], rnd: int) -> list[Proposal]:
+        msgs = [{"role": "system", "content": panel.systems("revise")[0]},
+                {"role": "user", "content": f"{sentence}Proposals to revise:\n{json.dumps(feedback, ensure_ascii=False)}"
+                                            f"\n\nWrite {len(low)} revised proposals."}]
+        data = await ask(0, "debate_revise", msgs, proposals_schema(positions, len(low)), rnd)
+        panel.log(rnd, 0, "revise", data)
+        revised = parse_proposals(data, tokens, positions, len(low))
+        for old, new in zip(low, revised):
+            new.scores = list(old.scores)
+        return revised
+
+    await _rounds(panel, result, pending, scores=lambda p: p.scores, show=show, noun="proposal",
+                  body=lambda shown: _review_body(" ".join(tokens), "Proposals", shown), stage="debate_reflect",
+                  role="reflect", revise=revise)
+    return result
+
+
+async def run_review(ask: Ask, original: Any, items: Sequence[T], config: DebateConfig, *,
+                     show: Callable[[T], Any],
+                     revise: Callable[[list[tuple[T, dict[str, Any]]], int], Awaitable[list[T]]],
+                     domain: str, types: Sequence[str]) -> ReviewResult[T]:
+    """Reflect-Revise rounds of the panel over sentences another stage wrote.
+
+    Args:
+        ask: ``ask(agent, stage, messages, schema, round)`` -> parsed JSON (the pipeline's cached call).
+        original: the seed as the reviewers see it (text and entities).
+        items: the sentences to review; ``show(item)`` is what the reviewers read.
+        revise: ``revise([(item, feedback), ...], round)`` -> revised items (it may return fewer, e.g. when some
+            fail the deterministic checks); called for the items below ``sigma`` while rounds remain.
+
+    Returns:
+        Every item ends in exactly one of ``accepted``, ``rejected`` or ``revised`` (replaced by its revision).
+    """
+    result: ReviewResult[T] = ReviewResult()
+    panel = _Panel(ask, config, domain, types, result.transcript)
+
+    async def revise_items(low: list[tuple[T, list[list[int]]]], feedback: list[dict[str, Any]],
+                           rnd: int) -> list[tuple[T, list[list[int]]]]:
+        new = await revise([(x, fb) for (x, _), fb in zip(low, feedback)], rnd)
+        panel.log(rnd, 0, "revise", [_as_dict(show(x)) for x in new])
+        result.revised += [x for x, _ in low]
+        return [(x, []) for x in new]
+
+    await _rounds(panel, result, [(x, []) for x in items], scores=lambda p: p[1],
+                  show=lambda k, p: {"sentence": k + 1, **_as_dict(show(p[0]))}, noun="sentence",
+                  body=lambda shown: _review_body(json.dumps(original, ensure_ascii=False), "New sentences", shown),
+                  stage="debate_review", role="review", revise=revise_items)
+    return result
+
+
+def _review_body(original: str, heading: str, shown: list[dict[str, Any]]) -> str:
+    return (f"Original sentence:\n{original}\n\n{heading}:\n{json.dumps(shown, ensure_ascii=False)}\n\n"
+            f"Review all {len(shown)}.")
+
+
+def _as_dict(shown: Any) -> dict[str, Any]:
+    return shown if isinstance(shown, dict) else {"text": shown}
+
+
+# ---------------------------------------------------------------- the pipeline's debate stages
+class Which:
+    """biorda's WHICH: the debate proposes and validates replacements for the words WHERE chose (``r.accepted``).
+
+    Args:
+        run: what the run's stages share.
+        llms: the agents' backends (agent k speaks through ``llms[k % len(llms)]``).
+    """
+
+    def __init__(self, run: Run, llms: Sequence[LLM]) -> None:
+        self.run, self.llms = run, list(llms)
+        self.floor = dataclasses.replace(run.checker, near_copy_ratio=1.0)  # replacing a few words is the method
+
+    def ask(self, r: SeedResult) -> Ask:
+        """The debate's ``ask`` for seed ``r``: agent k speaks through its backend and the run's cached call."""
+
+        async def ask(agent: int, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], rnd: int) -> Any:
+            data, _ = await self.run.caller.ask(r, stage, messages, schema,
+                                                judge=stage in ("debate_reflect", "debate_review"),
+                                                salt=f"agent{agent}/round{rnd}", llm=self.llms[agent % len(self.llms)],
+                                                rnd=rnd)
+            return data
+
+        return ask
+
+    async def __call__(self, r: SeedResult) -> None:
+        cfg, split_hyphens = self.run.config, self.run.checker.split_hyphens
+        positions = r.attribution["selected"] if r.attribution else []
+        if not positions:
+            r.notes.append("WHERE found no replaceable word (all words are entities, punctuation or function words)")
+            return
+        result = await run_debate(self.ask(r), r.seed.tokens, r.seed.tags, positions, cfg.num_augmented, cfg.debate,
+                                  domain=cfg.domain, types=self.run.checker.types)
+        r.debate = _record(result, [p.mean for p in result.accepted], [p.mean for p in result.rejected])
+        for p in result.rejected:
+            tokens, tags = p.apply(r.seed.tokens, r.seed.tags, split_hyphens=split_hyphens)
+            r.rejected.append(("debate", Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
+                               .reject("below_sigma", f"mean reviewer score {p.mean:.1f} < {cfg.debate_sigma}")))
+        kept: list[Candidate] = []
+        for p in result.accepted:
+            tokens, tags = p.apply(r.seed.tokens, r.seed.tags, split_hyphens=split_hyphens)
+            cand = Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
+            self.floor.check(cand, r.seed, kept, forbid_seed_entities=False)
+            if cand.ok:
+                kept.append(cand)
+            else:
+                r.rejected.append(("debate", cand))
+        r.accepted = kept
+
+
+class Review:
+    """rgda+debate: the debate panel reviews the composed sentences (WHICH applied to whole sentences); the composer
+    revises those below ``sigma``.
+
+    Args:
+        run: what the run's stages share.
+        which: whose ``ask`` the panel speaks through.
+        composer: the composer whose view of the seed the revisions see.
+    """
+
+    def __init__(self, run: Run, which: Which, composer: Composer) -> None:
+        self.run, self.which, self.composer = run, which, composer
+
+    async def __call__(self, r: SeedResult) -> None:
+        cfg = self.run.config
+        current = valid(r)
+        if not current:
+            return
+
+        async def revise(feedback: list[tuple[Candidate, dict[str, Any]]], rnd: int) -> list[Candidate]:
+            low = {id(c) for c, _ in feedback}
+            keep = [c for c in valid(r) if id(c) not in low]
+            msgs = self.run.messages("composition_refine", **self.composer.refine_context(r), **{
+                "sentences to revise": [c.raw for c, _ in feedback], "reviewer feedback": [fb for _, fb in feedback],
+                "task": f"Write {len(feedback)} revised sentences."})
+            new, _ = await self.run.write(r, "debate_revise", msgs, len(feedback), salt=f"review{rnd}", keep=keep)
+            return [c for c in new if c.ok]
+
+        result = await run_review(self.which.ask(r), r.seed.as_item(cfg.representation), current, cfg.debate,
+                                  show=lambda c: c.raw, revise=revise, domain=cfg.domain, types=self.run.checker.types)
+        means = [[statistics.fmean(h[-1]) for _, h in result.accepted], [statistics.fmean(h[-1]) for _, h in result.rejected]]
+        r.debate = _record(result, [round(m, 1) for m in means[0]], [round(m, 1) for m in means[1]])
+        for (c, _), mean in zip(result.rejected, means[1]):
+            r.rejected.append(("debate_review", c.reject("below_sigma", f"mean reviewer score {mean:.1f} < {cfg.debate_sigma}")))
+        r.superseded += len(result.revised)
+        r.accepted = [c for c, _ in result.accepted]
+
+
+def _record(result: DebateResult | ReviewResult[Any], accepted: list[float], rejected: list[float]) -> dict[str, Any]:
+    """The debate as the seed's trace keeps it."""
+    return {"rounds": result.rounds, "transcript": result.transcript, "accepted_means": accepted,
+            "rejected_means": rejected}
