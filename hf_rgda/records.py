@@ -99,8 +99,9 @@ class Judgement:
     feedback: dict[str, str]
 
     @classmethod
-    def parse(cls, data: Any, rubric: dict[str, int]) -> Judgement:
-        """Parse a verdict; scores are clamped to each criterion's maximum.
+    def parse(cls, data: Any, rubric: dict[str, int], remark: str = "feedback") -> Judgement:
+        """Parse a verdict (a judge's, or one debate review: ``remark="remark"``); scores are clamped to each
+        criterion's maximum.
 
         Raises:
             ParseError: a criterion is missing or its score is not a number.
@@ -113,7 +114,7 @@ class Judgement:
             if not isinstance(entry, dict) or not isinstance(entry.get("score"), (int, float)):
                 raise ParseError(f"verdict lacks a numeric score for {name!r}", raw=json.dumps(data))
             crit[name] = max(0, min(top, int(entry["score"])))
-            fb[name] = str(entry.get("feedback", ""))
+            fb[name] = str(entry.get(remark, ""))
         return cls(sum(crit.values()), crit, fb)
 
     def feedback_text(self, rubric: dict[str, int]) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["AC_RUBRIC", "GR_RUBRIC", "guidance_schema", "judge_schema", "sentences_schema"]
+__all__ = ["AC_RUBRIC", "DEBATE_RUBRIC", "GR_RUBRIC", "guidance_schema", "judge_schema", "proposals_schema",
+           "reviews_schema", "sentences_schema"]
 
 #: criterion -> maximum points (METHOD.md; they sum to 100)
 GR_RUBRIC: dict[str, int] = {
@@ -26,6 +27,8 @@ AC_RUBRIC: dict[str, int] = {
     "entity_role_integrity": 25,
     "tag_format_validation": 15,
 }
+#: the debate reviewers' criteria (BioRDA), for word replacements and for whole sentences alike
+DEBATE_RUBRIC: dict[str, int] = {"definition": 25, "similarity": 25, "syntax": 25, "usage": 25}
 
 
 def _obj(properties: dict[str, Any]) -> dict[str, Any]:
@@ -62,9 +65,22 @@ def guidance_schema(types: Sequence[str]) -> dict[str, Any]:
     })
 
 
-def judge_schema(rubric: dict[str, int]) -> dict[str, Any]:
-    """Schema of a judge verdict: per criterion a short fix and a score from multiples of 5 up to its maximum."""
+def judge_schema(rubric: dict[str, int], remark: str = "feedback") -> dict[str, Any]:
+    """Schema of a judge verdict: per criterion a short ``remark`` (the judges' fix) and a score from multiples of 5
+    up to its maximum."""
     return _obj({
-        name: _obj({"feedback": _str(160), "score": {"type": "integer", "enum": list(range(0, top + 1, 5))}})
+        name: _obj({remark: _str(160), "score": {"type": "integer", "enum": list(range(0, top + 1, 5))}})
         for name, top in rubric.items()
     })
+
+
+def reviews_schema(n: int) -> dict[str, Any]:
+    """Schema of one debate reviewer's answer: ``n`` verdicts on :data:`DEBATE_RUBRIC`, each with remarks."""
+    return _obj({"reviews": _array(judge_schema(DEBATE_RUBRIC, "remark"), min_items=n, max_items=n)})
+
+
+def proposals_schema(positions: Sequence[int], n: int) -> dict[str, Any]:
+    """Schema of ``n`` debate proposals, each a new text for every chosen word position."""
+    replacement = _obj({"position": {"type": "integer", "enum": list(positions)}, "new": _str(60)})
+    item = _obj({"replacements": _array(replacement, min_items=len(positions), max_items=len(positions))})
+    return _obj({"proposals": _array(item, min_items=n, max_items=n)})

@@ -9,7 +9,8 @@ import pytest
 
 from hf_rgda import ParseError
 from hf_rgda.config import DebateConfig
-from hf_rgda.stages.debate import CRITERIA, run_debate
+from hf_rgda.schemas import DEBATE_RUBRIC
+from hf_rgda.stages.debate import run_debate
 
 TOKENS = ["Screening", "detected", "early", "melanoma", "in", "most", "patients", "."]
 TAGS = ["O", "O", "O", "B-Disease", "O", "O", "O", "O"]
@@ -18,7 +19,7 @@ POSITIONS = [1, 6]
 
 def review(score: int) -> dict[str, Any]:
     per = score // 4
-    return {name: {"remark": f"{name} ok", "score": per} for name in CRITERIA}
+    return {name: {"remark": f"{name} ok", "score": per} for name in DEBATE_RUBRIC}
 
 
 class Agents:
@@ -203,3 +204,18 @@ def test_rgda_with_debate_review_through_the_pipeline() -> None:
 
     with pytest.raises(ConfigError, match="debate_review"):
         AugmentConfig(method="naive", debate_review=True)
+
+
+def test_reviews_parse_like_judge_verdicts() -> None:
+    """One rubric parser: a review is a verdict on DEBATE_RUBRIC whose fixes are its remarks, clamped the same way."""
+    from hf_rgda.stages.debate import parse_reviews
+
+    item = review(100)
+    item["usage"]["score"] = 999
+    [one] = parse_reviews({"reviews": [item, review(0)]}, 1)
+    assert one.score == 100 and one.criteria["usage"] == 25 and one.feedback["usage"] == "usage ok"
+    del item["syntax"]
+    with pytest.raises(ParseError, match="syntax"):
+        parse_reviews({"reviews": [item]}, 1)
+    with pytest.raises(ParseError, match="expected 2 reviews"):
+        parse_reviews({"reviews": [review(0)]}, 2)

@@ -84,12 +84,12 @@ def handler(messages: Any, schema: Any, params: Any) -> Any:
         pos = props["proposals"]["items"]["properties"]["replacements"]["items"]["properties"]["position"]["enum"]
         return {"proposals": [{"replacements": [{"position": p, "new": f"word{k}{p}"} for p in pos]} for k in range(n)]}
     if "reviews" in props:
-        from hf_rgda.stages.debate import CRITERIA
+        from hf_rgda.schemas import DEBATE_RUBRIC
 
         n = props["reviews"]["minItems"]
         total = [40, 85, 100][_pick(messages, 3)]
         return {"reviews": [{k: {"remark": f"{k} checked", "score": v["score"]}
-                             for k, v in _verdict(CRITERIA, total, "feedback").items()} for _ in range(n)]}
+                             for k, v in _verdict(DEBATE_RUBRIC, total, "feedback").items()} for _ in range(n)]}
     answer = stateless_answer(messages, schema, params)
     if "reviewer of" in system:  # GR / AC judges: scores that sometimes pass, sometimes ask for a refinement
         from hf_rgda.schemas import AC_RUBRIC, GR_RUBRIC

@@ -29,14 +29,14 @@ from .. import prompts
 from .._exceptions import ParseError
 from ..config import DebateConfig
 from ..llm.base import LLM
-from ..records import Candidate, SeedResult
+from ..records import Candidate, Judgement, SeedResult
+from ..schemas import DEBATE_RUBRIC, proposals_schema, reviews_schema
 from ..tags import tokenize
 from .base import Run, valid
 from .composer import Composer
 
-__all__ = ["CRITERIA", "DebateResult", "Proposal", "Review", "ReviewResult", "Which", "run_debate", "run_review"]
+__all__ = ["DebateResult", "Proposal", "Review", "ReviewResult", "Which", "run_debate", "run_review"]
 
-CRITERIA: dict[str, int] = {"definition": 25, "similarity": 25, "syntax": 25, "usage": 25}
 PERSONAS = ("a domain terminologist", "a careful copy editor who checks grammar",
             "a domain expert who checks how words are used in real papers",
             "a skeptical reviewer who hunts for changes of meaning", "a lexicographer")
@@ -102,26 +102,6 @@ class ReviewResult(Generic[T]):
     rounds: int = 0
 
 
-def proposals_schema(positions: Sequence[int], n: int) -> dict[str, Any]:
-    item = {"type": "object", "properties": {
-        "replacements": {"type": "array", "minItems": len(positions), "maxItems": len(positions), "items": {
-            "type": "object", "properties": {"position": {"type": "integer", "enum": list(positions)},
-                                             "new": {"type": "string", "maxLength": 60}},
-            "required": ["position", "new"], "additionalProperties": False}}},
-        "required": ["replacements"], "additionalProperties": False}
-    return {"type": "object", "properties": {"proposals": {"type": "array", "minItems": n, "maxItems": n, "items": item}},
-            "required": ["proposals"], "additionalProperties": False}
-
-
-def reviews_schema(n: int) -> dict[str, Any]:
-    crit = {name: {"type": "object", "properties": {"remark": {"type": "string", "maxLength": 160},
-                                                      "score": {"type": "integer", "enum": list(range(0, top + 1, 5))}},
-                   "required": ["remark", "score"], "additionalProperties": False} for name, top in CRITERIA.items()}
-    item = {"type": "object", "properties": crit, "required": list(CRITERIA), "additionalProperties": False}
-    return {"type": "object", "properties": {"reviews": {"type": "array", "minItems": n, "maxItems": n, "items": item}},
-            "required": ["reviews"], "additionalProperties": False}
-
-
 def parse_proposals(data: Any, tokens: Sequence[str], positions: Sequence[int], n: int) -> list[Proposal]:
     """Proposals from an advise/revise answer.
 
@@ -149,26 +129,16 @@ def parse_proposals(data: Any, tokens: Sequence[str], positions: Sequence[int], 
     return out
 
 
-def parse_reviews(data: Any, n: int) -> list[tuple[int, dict[str, str]]]:
-    """``(total score, remarks)`` per proposal; scores clamped to each criterion's maximum.
+def parse_reviews(data: Any, n: int) -> list[Judgement]:
+    """One reviewer's verdict on each of ``n`` items (remarks as the verdicts' feedback).
 
     Raises:
-        ParseError: reviews missing or a criterion without a numeric score.
+        ParseError: fewer than ``n`` reviews, or a criterion without a numeric score.
     """
     items = data.get("reviews") if isinstance(data, dict) else None
     if not isinstance(items, list) or len(items) < n:
         raise ParseError(f"expected {n} reviews", raw=json.dumps(data)[:2000])
-    out = []
-    for item in items[:n]:
-        total, remarks = 0, {}
-        for name, top in CRITERIA.items():
-            entry = item.get(name) if isinstance(item, dict) else None
-            if not isinstance(entry, dict) or not isinstance(entry.get("score"), (int, float)):
-                raise ParseError(f"a review lacks a numeric score for {name!r}", raw=json.dumps(data)[:2000])
-            total += max(0, min(top, int(entry["score"])))
-            remarks[name] = str(entry.get("remark", ""))
-        out.append((total, remarks))
-    return out
+    return [Judgement.parse(item, DEBATE_RUBRIC, "remark") for item in items[:n]]
 
 
 @dataclass
@@ -194,10 +164,10 @@ class _Panel:
         self.transcript.append({"round": rnd, "agent": agent, "persona": self.personas[agent], "role": role,
                                 "content": content})
 
-    async def reflect(self, stage: str, role: str, body: str, n: int, rnd: int) -> list[list[tuple[int, dict[str, str]]]]:
-        """Every reviewer scores the ``n`` items in ``body``: per item, each reviewer's total and remarks."""
+    async def reflect(self, stage: str, role: str, body: str, n: int, rnd: int) -> list[list[Judgement]]:
+        """Every reviewer scores the ``n`` items in ``body``: per item, each reviewer's verdict."""
         system = self.systems(role)
-        per_item: list[list[tuple[int, dict[str, str]]]] = [[] for _ in range(n)]
+        per_item: list[list[Judgement]] = [[] for _ in range(n)]
         for agent in range(1, self.config.agents) or [0]:
             msgs = [{"role": "system", "content": system[agent]}, {"role": "user", "content": body}]
             data = await self.ask(agent, stage, msgs, reviews_schema(n), rnd)
@@ -222,7 +192,7 @@ async def _rounds(panel: _Panel, result: DebateResult | ReviewResult[Any], pendi
         shown = [show(k, x) for k, x in enumerate(pending)]
         reviews = await panel.reflect(stage, role, body(shown), len(pending), rnd)
         for x, item_reviews in zip(pending, reviews):
-            scores(x).append([score for score, _ in item_reviews])
+            scores(x).append([review.score for review in item_reviews])
         means = [statistics.fmean(scores(x)[-1]) for x in pending]
         low = [k for k, m in enumerate(means) if m < cfg.sigma]
         result.accepted += [x for k, x in enumerate(pending) if k not in low]  # type: ignore[misc]
@@ -231,7 +201,7 @@ async def _rounds(panel: _Panel, result: DebateResult | ReviewResult[Any], pendi
         if rnd == cfg.max_rounds:
             result.rejected += [pending[k] for k in low]  # type: ignore[misc]
             return
-        feedback = [{noun: shown[k], "mean score": round(means[k], 1), "remarks": [rem for _, rem in reviews[k]]}
+        feedback = [{noun: shown[k], "mean score": round(means[k], 1), "remarks": [review.feedback for review in reviews[k]]}
                     for k in low]
         pending = await revise([pending[k] for k in low], feedback, rnd)
 

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..schemas import AC_RUBRIC, GR_RUBRIC
+from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 
 __all__ = ["FakeWorld", "stage_of", "stateless_answer"]
 
@@ -84,12 +84,11 @@ class FakeWorld:
                     "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}],
                     "keywords": ["gene"] + [f"variant {self.stages.count('gr_refine')}"] * (stage == "gr_refine")}
         if stage == "debate_review":
-            from ..stages.debate import CRITERIA
 
             total = self.review_scores.pop(0) if len(self.review_scores) > 1 else self.review_scores[0]
             n = schema["properties"]["reviews"]["minItems"]
             return {"reviews": [{k: {"remark": f"{k} checked", "score": v["score"]}
-                                 for k, v in self.verdict(total, CRITERIA).items()} for _ in range(n)]}
+                                 for k, v in self.verdict(total, DEBATE_RUBRIC).items()} for _ in range(n)]}
         scores = self.gr_scores if stage == "gr_judge" else self.ac_scores
         total = scores.pop(0) if len(scores) > 1 else scores[0]
         return self.verdict(total, GR_RUBRIC if stage == "gr_judge" else AC_RUBRIC)
