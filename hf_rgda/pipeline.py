@@ -92,25 +92,25 @@ class Pipeline:
         """The method's stages over one group of seeds (the batch, or one seed with ``schedule="row"``)."""
         cfg = self.cfg
         if cfg.uses_attribution:
-            await self.each(rs, Step("_where", "where", s.where))
+            await self.each(rs, Step("where", "where", s.where))
         if cfg.method == "biorda":
-            await self.each(rs, Step("_which", "which", s.which))
+            await self.each(rs, Step("debate", "which", s.which))
             return
-        await self.each(rs, Step("_seed_generation", "seed generation", s.seed_generation))
-        await self.each(rs, Step("_repair", "repair (seed generation)", s.seed_generation.repair))
+        await self.each(rs, Step("seed_generation", "seed generation", s.seed_generation))
+        await self.each(rs, Step("seed_generation_repair", "repair (seed generation)", s.seed_generation.repair))
         if not cfg.uses_guidance:
             for r in rs:
                 r.accepted = r.variants
             return
-        await self.each(rs, Step("_guidance", "guidance", s.guidance))
+        await self.each(rs, Step("guidance", "guidance", s.guidance))
         if cfg.uses_gr:
             await s.guidance.loop()(rs, self.each)
-        await self.each(rs, Step("_compose", "compose", s.composer))
-        await self.each(rs, Step("_repair", "repair (composer)", s.composer.repair))
+        await self.each(rs, Step("composer", "compose", s.composer))
+        await self.each(rs, Step("composer_repair", "repair (composer)", s.composer.repair))
         if cfg.uses_ac:
             await s.composer.loop()(rs, self.each)
         if cfg.debate_review:
-            await self.each(rs, Step("_review", "review", s.review))
+            await self.each(rs, Step("debate_review", "review", s.review))
         for r in rs:
             s.composer.finish(r)
 

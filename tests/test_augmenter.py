@@ -199,3 +199,15 @@ def test_from_dataset_builds_the_lexicon_of_consistently_tagged_texts() -> None:
     llm = ScriptedLLM(stateless_handler, name="stateless")
     assert RGDAAugmenter.from_dataset(ds.select(range(3)), llm=llm).lexicon == {"gout": "Disease"}
     assert RGDAAugmenter.from_dataset(ds, llm=llm).lexicon == {}  # 3 of 4 uses tagged: below 90%
+
+
+def test_a_failed_seed_names_its_stage_publicly(ds: Dataset) -> None:
+    """A failure (rgda_reason of the 'failed' row, the summary's failures_by_stage) names the stage as the rest of
+    the output does (seed_generation, guidance_judge, ...), never a private method name."""
+    from hf_rgda import BackendError
+
+    aug = make_aug(method="naive", keep_rejected=True, llm=ScriptedLLM(lambda *_: BackendError("boom"), name="down"))
+    out = ds.map(aug, batched=True)
+    failed = [r for r in out if r["rgda_status"] == "failed"]
+    assert [r["rgda_reason"] for r in failed] == ["seed_generation: BackendError: boom"] * 3
+    assert aug.summary.to_dict()["failures_by_stage"] == {"seed_generation": 3}

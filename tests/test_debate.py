@@ -119,7 +119,7 @@ def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
     assert len(ok.accepted) == 2 and all(c.tags == list(TAGS) for c in ok.accepted)
     assert all(c.tokens[3] == "melanoma" for c in ok.accepted)
     assert ok.debate["rounds"] == 1 and len(ok.debate["transcript"]) == 3
-    assert bad.failure.startswith("_which: ParseError") and not bad.accepted
+    assert bad.failure.startswith("debate: ParseError") and not bad.accepted
 
 
 # ---------------------------------------------------------------- rgda+debate: the panel reviews whole sentences

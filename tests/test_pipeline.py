@@ -84,7 +84,7 @@ def test_methods_select_stages(method: str, gr: bool, ac: bool, guided: bool) ->
 def test_garbage_output_fails_that_seed_only() -> None:
     world = FakeWorld(broken=("guidance",))
     results = run(world)
-    assert all(r.failure.startswith("_guidance: ParseError") for r in results)
+    assert all(r.failure.startswith("guidance: ParseError") for r in results)
     assert all(not r.accepted for r in results)
 
 
@@ -102,7 +102,7 @@ def test_an_unexpected_error_fails_its_seed_only(caplog: pytest.LogCaptureFixtur
     results = asyncio.run(pipe.run(SEEDS))
     [bad] = [r for r in results if r.failure]
     assert bad.seed.key == "s1" and not bad.accepted
-    assert bad.failure.startswith("_guidance: unexpected UnicodeEncodeError") and "sk-secret" not in bad.failure
+    assert bad.failure.startswith("guidance: unexpected UnicodeEncodeError") and "sk-secret" not in bad.failure
     assert all(len(r.accepted) == 3 for r in results if r is not bad)
     assert "s1" in caplog.text and "sk-secret" not in caplog.text
 
@@ -131,7 +131,7 @@ def test_judge_garbage_keeps_unrefined_output() -> None:
     world = FakeWorld(broken=("ac_judge",))
     [r] = run(world, seeds=SEEDS[:1])
     assert not r.failure and len(r.accepted) == 3
-    assert any("ParseError" in n for n in r.notes)
+    assert any(n.startswith("composition_judge: ParseError") for n in r.notes)
 
 
 def test_invalid_sentences_are_repaired_once_then_rejected() -> None:

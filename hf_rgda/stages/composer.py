@@ -125,7 +125,7 @@ class Composer:
     # ---------------------------------------------------------------- the Augmentation Calibrator
     def loop(self) -> JudgeLoop:
         """The Augmentation Calibrator (for seeds with valid sentences)."""
-        return JudgeLoop(self.run, "ac", "composition_judge", AC_RUBRIC, self._judge_messages, self._refine,
+        return JudgeLoop(self.run, "ac", "composition_judge", "composition_refine", AC_RUBRIC, self._judge_messages, self._refine,
                          applies=lambda r: bool(valid(r)))
 
     def _judge_messages(self, r: SeedResult) -> Messages:

@@ -34,7 +34,7 @@ class Guidance:
 
     def loop(self) -> JudgeLoop:
         """The Guidance Refiner."""
-        return JudgeLoop(self.run, "gr", "guidance_judge", GR_RUBRIC, self._judge_messages, self._refine)
+        return JudgeLoop(self.run, "gr", "guidance_judge", "guidance_refine", GR_RUBRIC, self._judge_messages, self._refine)
 
     def _judge_messages(self, r: SeedResult) -> Messages:
         return self.run.messages("guidance_judge", sentence=r.seed.text, entities=r.seed.entities, guide=r.guidance)

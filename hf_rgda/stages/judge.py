@@ -26,7 +26,7 @@ class JudgeLoop:
 
     Attributes:
         kind: ``"gr"`` or ``"ac"``: the verdicts go to ``r.judgements[kind]``.
-        judge_stage: the judge's stage name (its system prompt and its calls).
+        judge_stage, refine_stage: the judge's and the refiner's stage names (their prompts, calls and failures).
         rubric: criterion -> maximum points.
         judge_messages: what the judge reads for a seed.
         refine: ``refine(r, verdict, round)`` rewrites the seed's output; False ends the loop for that seed.
@@ -36,6 +36,7 @@ class JudgeLoop:
     run: Run
     kind: str
     judge_stage: str
+    refine_stage: str
     rubric: dict[str, int]
     judge_messages: Callable[[SeedResult], Messages]
     refine: Callable[[SeedResult, Judgement, int], Awaitable[bool]]
@@ -52,13 +53,13 @@ class JudgeLoop:
                 stopped.add(r)
 
         for rnd in range(1, cfg.max_rounds + 1):
-            stopped |= await each(active, Step("_judge", f"{tag} judge, round {rnd}", partial(self.judge, rnd=rnd)),
+            stopped |= await each(active, Step(self.judge_stage, f"{tag} judge, round {rnd}", partial(self.judge, rnd=rnd)),
                                   soft=True)
             below = [r for r in active if r not in stopped and r.alive and r.judgements[self.kind]
                      and r.judgements[self.kind][-1].score < cfg.threshold]
             if rnd == cfg.max_rounds or not below:
                 return
-            stopped |= await each(below, Step("_refine", f"{tag} refine, round {rnd}", partial(refine, rnd=rnd)),
+            stopped |= await each(below, Step(self.refine_stage, f"{tag} refine, round {rnd}", partial(refine, rnd=rnd)),
                                   soft=True)
             active = [r for r in below if r not in stopped]
 
