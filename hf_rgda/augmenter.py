@@ -189,17 +189,26 @@ class RGDAAugmenter:
 
     # ---------------------------------------------------------------- input
     def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:
+        """The batch's rows as seeds.
+
+        Raises:
+            InputError: a column is missing or a row's tags are invalid; it names the dataset's row when ``map``
+                passes the indices (``with_indices=True``), else the row of the batch.
+        """
         for col in (self.tokens_column, self.tags_column):
             if col not in batch:
                 raise InputError(f"column {col!r} is missing; columns are {sorted(batch)}")
         seeds = []
         for k, (tokens, tags) in enumerate(zip(batch[self.tokens_column], batch[self.tags_column])):
-            row = indices[k] if indices is not None else f"{k} of this batch"
             try:
                 names = [self._tag_name(t) for t in tags]
                 validate_tags(tokens, names, self.types, self.scheme)
             except SchemaError as err:
-                raise InputError(f"{err} (tokens: {' '.join(map(str, tokens[:12]))!r})", row=row) from None
+                msg = f"{err} (tokens: {' '.join(map(str, tokens[:12]))!r})"
+                if indices is not None:
+                    raise InputError(msg, row=indices[k]) from None
+                raise InputError(f"{msg}; map with with_indices=True to have the dataset's row number here",
+                                 row=f"{k} of this batch") from None
             iob2 = convert_tags(names, self.scheme, "IOB2") if self.scheme != "IOB2" else names
             key = hashlib.sha256(json.dumps([list(tokens), iob2]).encode()).hexdigest()[:16]
             seeds.append(Seed(key, tuple(tokens), tuple(iob2)))
@@ -260,7 +269,7 @@ class RGDAAugmenter:
 
     # ---------------------------------------------------------------- entry points
     async def acall(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None = None) -> pa.Table:
-        """Async form of :meth:`__call__`, for ``ds.map(aug.acall, batched=True)``."""
+        """Async form of :meth:`__call__`, for ``ds.map(aug.acall, batched=True, with_indices=True)``."""
         seeds = self._seeds(batch, indices)
         start = time.perf_counter()
         try:
@@ -276,7 +285,13 @@ class RGDAAugmenter:
         return self._emit(batch, results, traces)
 
     def __call__(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None = None) -> pa.Table:
-        """Augment one batch (a dict of columns). Pass ``with_indices=True`` to ``map`` for row numbers in errors."""
+        """Augment one batch (a dict of columns).
+
+        Args:
+            batch: the columns of the batch.
+            indices: the rows' indices in the dataset (``ds.map(aug, batched=True, with_indices=True)`` passes
+                them): an invalid row is then named by its dataset index.
+        """
         return _run_sync(self.acall(batch, indices))
 
 

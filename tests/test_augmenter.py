@@ -211,3 +211,17 @@ def test_a_failed_seed_names_its_stage_publicly(ds: Dataset) -> None:
     failed = [r for r in out if r["rgda_status"] == "failed"]
     assert [r["rgda_reason"] for r in failed] == ["seed_generation: BackendError: boom"] * 3
     assert aug.summary.to_dict()["failures_by_stage"] == {"seed_generation": 3}
+
+
+def test_bad_input_names_the_dataset_row_with_indices_and_the_batch_row_without() -> None:
+    """In a later batch, the dataset's row index (with_indices=True passes it), not the row's place in its batch;
+    without indices, the batch row and how to get the dataset's."""
+    rows = {"tokens": [*SEED_ROWS["tokens"], ["a", "b"]], "ner_tags": [*SEED_ROWS["ner_tags"], ["O"]]}
+    bad = Dataset.from_dict(rows)
+    with pytest.raises(InputError, match="^row 3: 2 tokens but 1 tags"):
+        bad.map(make_aug(), batched=True, batch_size=2, with_indices=True)
+    aug = make_aug(method="gda")
+    with pytest.raises(InputError, match="^row 3: 2 tokens but 1 tags"):
+        bad.map(aug.acall, batched=True, batch_size=2, with_indices=True)
+    with pytest.raises(InputError, match=r"^row 1 of this batch: 2 tokens but 1 tags .*with_indices=True"):
+        bad.map(make_aug(), batched=True, batch_size=2)
