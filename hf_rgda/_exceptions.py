@@ -16,7 +16,13 @@ The tree::
         ├── ConnectionError      the connection failed or dropped (retried)
         └── TimeoutError         no answer in time (retried)
 
-Only these are caught per example inside the pipeline; anything else is a bug and propagates.
+The per-seed policy (applied in one place, :meth:`hf_rgda.pipeline.Pipeline.each`): what goes wrong with one seed
+is that seed's failure, kept on it (``rgda_status="failed"`` with the stage and the error in ``rgda_reason``, counted
+in the run summary; inside a judge loop, a note that ends the loop for that seed), and the batch goes on: a
+:class:`ParseError`, a backend's transient or server error once its retries are spent, a :class:`RefusalError`, and
+an unexpected exception in one seed's stage (a bug: logged with its traceback, its text redacted). What would fail
+every seed the same way stops the run at once and propagates out of ``ds.map``: :class:`AuthenticationError`,
+:class:`ConfigError`, :class:`ProvisionError`, and an ``ImportError`` (a missing extra).
 """
 
 from __future__ import annotations

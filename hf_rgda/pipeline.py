@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._exceptions import ConfigError, RGDAError
+from ._exceptions import AuthenticationError, ConfigError, ProvisionError, RGDAError
 from ._secrets import redact
 from .cache import ResponseCache
 from .calls import Caller, system_prompts
@@ -26,9 +26,12 @@ from .records import Seed, SeedResult
 from .sentences import Checker, entity_mentions
 from .stages import Composer, Guidance, Review, Run, SeedGeneration, Step, Where, Which
 
-__all__ = ["Pipeline"]
+__all__ = ["STOPS_THE_RUN", "Pipeline"]
 
 log = logging.getLogger(__name__)
+
+#: errors that would fail every seed the same way: they stop the run (the policy in :mod:`hf_rgda._exceptions`)
+STOPS_THE_RUN = (AuthenticationError, ConfigError, ProvisionError, ImportError)
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,9 @@ class Pipeline:
     async def each(self, rs: Sequence[SeedResult], step: Step, *, soft: bool = False) -> set[SeedResult]:
         """Run ``step`` on every live seed of ``rs``, concurrently.
 
-        An error fails its seed or, with ``soft``, becomes a note on it; an unexpected exception (a bug, not an LLM
-        answer) too, logged with its traceback, and never the batch.
+        The per-seed policy of :mod:`hf_rgda._exceptions`: an error fails its seed or, with ``soft``, becomes a note on
+        it; an unexpected exception (a bug, not an LLM answer) too, logged with its traceback. An error of
+        :data:`STOPS_THE_RUN` cancels the other seeds' calls and propagates.
 
         Returns:
             The seeds a soft step stopped.
@@ -128,7 +132,9 @@ class Pipeline:
         async def guarded(r: SeedResult) -> None:
             try:
                 await step.run(r)
-            except Exception as err:  # noqa: BLE001 - one seed's failure is recorded on it, never the batch's
+            except STOPS_THE_RUN:
+                raise
+            except Exception as err:  # noqa: BLE001 - the per-seed policy: one seed's failure is recorded on it
                 msg = _failure(step.name, err, r)
                 if soft:
                     r.notes.append(msg)
@@ -150,9 +156,17 @@ class Pipeline:
                 if bar is not None:
                     bar.update(1)
 
-        await asyncio.gather(*(tracked(r) for r in todo))
-        if bar is not None:
-            bar.close()
+        tasks = [asyncio.ensure_future(tracked(r)) for r in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
         return stopped
 
 

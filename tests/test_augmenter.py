@@ -225,3 +225,26 @@ def test_bad_input_names_the_dataset_row_with_indices_and_the_batch_row_without(
         bad.map(aug.acall, batched=True, batch_size=2, with_indices=True)
     with pytest.raises(InputError, match=r"^row 1 of this batch: 2 tokens but 1 tags .*with_indices=True"):
         bad.map(make_aug(), batched=True, batch_size=2)
+
+
+@pytest.mark.parametrize("stage", ["seed_generation", "gr_judge"])
+@pytest.mark.parametrize("error", ["auth", "config", "import"])
+def test_errors_that_fail_every_seed_stop_the_run(ds: Dataset, stage: str, error: str) -> None:
+    """A rejected key (or a bad configuration, a missing extra) would fail every seed the same way: it propagates out
+    of ds.map at once, from a stage or from inside a judge loop, and no seed is recorded as failed."""
+    from hf_rgda import AuthenticationError
+    from hf_rgda.testing import stage_of
+
+    exc = {"auth": AuthenticationError("openai: no API key: set OPENAI_API_KEY"),
+           "config": ConfigError("bad setting"), "import": ImportError("pip install 'hf_rgda[openai]'")}[error]
+
+    def handler(messages, schema, params):
+        return exc if stage_of(list(messages)) == stage else stateless_handler(messages, schema, params)
+
+    llm = ScriptedLLM(handler, name="no-key")
+    aug = make_aug(keep_rejected=True, llm=llm)
+    with pytest.raises(type(exc)) as raised:
+        ds.map(aug, batched=True)
+    assert raised.value is exc
+    assert aug.summary.seeds == 0 and aug.summary.failed_seeds == 0
+    assert sum(stage_of(m) == stage for m, _, _ in llm.calls) <= len(ds)

@@ -247,3 +247,19 @@ def test_progress_bars_name_each_stage(capsys: pytest.CaptureFixture[str]) -> No
     for label in ("seed generation", "guidance", "GR judge, round 1", "GR refine, round 1", "GR judge, round 2",
                   "compose", "AC judge, round 1"):
         assert label + ":" in err, label
+
+
+def test_a_run_stopping_error_cancels_the_other_seeds_calls() -> None:
+    """An AuthenticationError on one seed's call stops the run at once: the other seeds' calls in flight are
+    cancelled (here they would never return) and the error propagates."""
+    from hf_rgda import AuthenticationError
+
+    class OneRejectedRestHang(ScriptedLLM):
+        async def complete(self, messages, *, schema, params):
+            if "cystic fibrosis" in messages[-1]["content"]:
+                raise AuthenticationError("the key was rejected")
+            await asyncio.sleep(3600)
+
+    pipe = Pipeline(AugmentConfig(), OneRejectedRestHang([]), Checker(("Disease",)))
+    with pytest.raises(AuthenticationError, match="rejected"):
+        asyncio.run(asyncio.wait_for(pipe.run(SEEDS), 30))
