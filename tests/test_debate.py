@@ -219,3 +219,47 @@ def test_reviews_parse_like_judge_verdicts() -> None:
         parse_reviews({"reviews": [item]}, 1)
     with pytest.raises(ParseError, match="expected 2 reviews"):
         parse_reviews({"reviews": [review(0)]}, 2)
+
+
+def test_a_proposal_that_changes_no_word_is_rejected_alone() -> None:
+    """One proposal that repeats the chosen words is rejected (no_change) without review; the others go on, in the
+    advise step and in a revision alike."""
+    agents = Agents([100])
+    agents.words = iter([("Detected", "patients"), ("found", "adults")])
+    res = debate(agents, DebateConfig(agents=3, sigma=80, max_rounds=3))
+    assert [(p.reason, p.replacements) for p in res.rejected] == [("no_change", {1: "Detected", 6: "patients"})]
+    assert [p.replacements for p in res.accepted] == [{1: "found", 6: "adults"}] and res.accepted[0].reason == ""
+
+    agents = Agents([40, 100])
+    agents.words = iter([("found", "adults"), ("revealed", "cases"), ("detected", "patients"), ("showed", "men")])
+    res = debate(agents, DebateConfig(agents=2, sigma=80, max_rounds=3))
+    assert [p.reason for p in res.rejected] == ["no_change"] and res.rejected[0].scores == [[40]]
+    assert [p.replacements for p in res.accepted] == [{1: "showed", 6: "men"}] and res.rounds == 2
+
+
+def test_biorda_rejects_an_unchanged_proposal_and_keeps_the_others() -> None:
+    from hf_rgda import ScriptedLLM
+    from hf_rgda.attribution import WordAttribution
+    from hf_rgda.config import AugmentConfig
+    from hf_rgda.pipeline import Pipeline
+    from hf_rgda.records import Seed
+    from hf_rgda.sentences import Checker
+
+    class FixedWhere:
+        def attribute(self, tokens, tags):
+            return WordAttribution(list(tokens), [0.0] * len(tokens), [0.0] * len(tokens), [0.0] * len(tokens), [1])
+
+    def handler(messages, schema, params):
+        props = schema["properties"]
+        if "proposals" in props:  # the first proposal repeats the word
+            n = props["proposals"]["minItems"]
+            return {"proposals": [{"replacements": [{"position": 1, "new": ["detected", "found", "saw"][k]}]}
+                                  for k in range(n)]}
+        return {"reviews": [review(100) for _ in range(props["reviews"]["minItems"])]}
+
+    cfg = AugmentConfig(method="biorda", num_augmented=3, debate_agents=2)
+    pipe = Pipeline(cfg, ScriptedLLM(handler), Checker(("Disease",)), attribution=FixedWhere())
+    [r] = asyncio.run(pipe.run([Seed("a", tuple(TOKENS), tuple(TAGS))]))
+    assert not r.failure and [c.tokens[1] for c in r.accepted] == ["found", "saw"]
+    assert [(s, c.reason, c.raw) for s, c in r.rejected] == [("debate", "no_change", {"replacements": {1: "detected"}})]
+    assert r.debate["rejected_means"] == [] and r.debate["accepted_means"] == [100.0, 100.0]

@@ -49,10 +49,16 @@ X = TypeVar("X")
 
 @dataclass
 class Proposal:
-    """One set of replacements: ``{position: new text}``; ``scores`` are the reviewers' totals, round by round."""
+    """One set of replacements: ``{position: new text}``; ``scores`` are the reviewers' totals, round by round.
+
+    Attributes:
+        reason: why it was rejected: ``"no_change"`` (every new text repeats its word: never reviewed) or
+            ``"below_sigma"`` (the reviewers' mean stayed below sigma); ``""`` otherwise.
+    """
 
     replacements: dict[int, str]
     scores: list[list[int]] = field(default_factory=list)
+    reason: str = ""
 
     @property
     def rounds(self) -> int:
@@ -103,10 +109,11 @@ class ReviewResult(Generic[T]):
 
 
 def parse_proposals(data: Any, tokens: Sequence[str], positions: Sequence[int], n: int) -> list[Proposal]:
-    """Proposals from an advise/revise answer.
+    """Proposals from an advise/revise answer; one that changes no word comes back with ``reason="no_change"``
+    and every new text it proposed.
 
     Raises:
-        ParseError: not the expected structure, a position outside the chosen ones, or an unchanged word.
+        ParseError: not the expected structure, or a position outside the chosen ones.
     """
     items = data.get("proposals") if isinstance(data, dict) else None
     if not isinstance(items, list) or len(items) < n:
@@ -116,16 +123,14 @@ def parse_proposals(data: Any, tokens: Sequence[str], positions: Sequence[int], 
         reps = item.get("replacements") if isinstance(item, dict) else None
         if not isinstance(reps, list):
             raise ParseError("a proposal has no 'replacements' list", raw=json.dumps(data)[:2000])
-        mapping: dict[int, str] = {}
+        proposed: dict[int, str] = {}
         for r in reps:
             pos, new = (r.get("position"), r.get("new")) if isinstance(r, dict) else (None, None)
             if pos not in positions or not isinstance(new, str) or not new.strip():
                 raise ParseError(f"replacement {r!r} is not for a chosen position", raw=json.dumps(data)[:2000])
-            if new.strip().lower() != tokens[pos].lower():
-                mapping[int(pos)] = new.strip()
-        if not mapping:
-            raise ParseError("a proposal changes no word", raw=json.dumps(data)[:2000])
-        out.append(Proposal(mapping))
+            proposed[int(pos)] = new.strip()
+        changed = {pos: new for pos, new in proposed.items() if new.lower() != tokens[pos].lower()}
+        out.append(Proposal(changed) if changed else Proposal(proposed, reason="no_change"))
     return out
 
 
@@ -227,7 +232,7 @@ async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], posit
     msgs = [{"role": "system", "content": panel.systems("advise")[0]},
             {"role": "user", "content": f"{sentence}Chosen words: {json.dumps(chosen)}\n\nWrite {n} proposals."}]
     data = await ask(0, "debate_advise", msgs, proposals_schema(positions, n), 0)
-    pending = parse_proposals(data, tokens, positions, n)
+    pending = _unless_unchanged(parse_proposals(data, tokens, positions, n), result)
     panel.log(1, 0, "advise", data)
 
     def show(k: int, p: Proposal) -> dict[str, Any]:
@@ -243,12 +248,20 @@ async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], posit
         revised = parse_proposals(data, tokens, positions, len(low))
         for old, new in zip(low, revised):
             new.scores = list(old.scores)
-        return revised
+        return _unless_unchanged(revised, result)
 
     await _rounds(panel, result, pending, scores=lambda p: p.scores, show=show, noun="proposal",
                   body=lambda shown: _review_body(" ".join(tokens), "Proposals", shown), stage="debate_reflect",
                   role="reflect", revise=revise)
+    for p in result.rejected:
+        p.reason = p.reason or "below_sigma"
     return result
+
+
+def _unless_unchanged(proposals: list[Proposal], result: DebateResult) -> list[Proposal]:
+    """The proposals that change a word; the others are rejected (one bad proposal never sinks the debate)."""
+    result.rejected += [p for p in proposals if p.reason]
+    return [p for p in proposals if not p.reason]
 
 
 async def run_review(ask: Ask, original: Any, items: Sequence[T], config: DebateConfig, *,
@@ -326,8 +339,13 @@ class Which:
             return
         result = await run_debate(self.ask(r), r.seed.tokens, r.seed.tags, positions, cfg.num_augmented, cfg.debate,
                                   domain=cfg.domain, types=self.run.checker.types)
-        r.debate = _record(result, [p.mean for p in result.accepted], [p.mean for p in result.rejected])
+        reviewed = [p for p in result.rejected if p.reason == "below_sigma"]
+        r.debate = _record(result, [p.mean for p in result.accepted], [p.mean for p in reviewed])
         for p in result.rejected:
+            if p.reason == "no_change":
+                r.rejected.append(("debate", Candidate(raw={"replacements": p.replacements})
+                                   .reject("no_change", "every new text repeats the word it replaces")))
+                continue
             tokens, tags = p.apply(r.seed.tokens, r.seed.tags, split_hyphens=split_hyphens)
             r.rejected.append(("debate", Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
                                .reject("below_sigma", f"mean reviewer score {p.mean:.1f} < {cfg.debate_sigma}")))
