@@ -108,7 +108,7 @@ class Caller:
 
     async def _complete(self, r: SeedResult, stage: str, messages: Messages, schema: dict[str, Any],
                         params: dict[str, Any], rnd: int | None, llm: LLM) -> str:
-        key = cache_key(llm.identity(), messages, schema, params)
+        key = cache_key(llm.identity(), messages, schema, params) if self.cache is not None else ""
         comp = self.cache.get(key) if self.cache is not None else None
         if comp is None:
             async with self._sem:

@@ -24,7 +24,7 @@ from .config import AugmentConfig
 from .llm.base import LLM
 from .records import Seed, SeedResult
 from .sentences import Checker, entity_mentions
-from .stages import Composer, Guidance, Review, Run, SeedGeneration, Step, Where, Which
+from .stages import Composer, EntityPool, Guidance, Review, Run, SeedGeneration, Step, Where, Which
 
 __all__ = ["STOPS_THE_RUN", "Pipeline"]
 
@@ -69,7 +69,7 @@ class Pipeline:
                               "attribution model (attribution_model=..., see hf_rgda.attribution)")
         self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
         self.attribution, self.debate_llms = attribution, list(debate_llms) or [llm]
-        self.mentions = {t: list(v) for t, v in (mentions or {}).items()}
+        self.pool = EntityPool({t: list(v) for t, v in (mentions or {}).items()})
         self.progress = progress  # a transient bar per stage inside a batch (a batch can take many minutes locally)
         self.systems = system_prompts(config, checker.types, type_notes)
 
@@ -85,7 +85,7 @@ class Pipeline:
     def _stages(self, examples: Sequence[Seed]) -> _Stages:
         shown = [s for s in examples if s.spans] or list(examples)
         # entity-hint pool: the dataset's inventory, or else the mentions of this batch's own seeds
-        pool = self.mentions or entity_mentions([s.tokens for s in shown], [s.tags for s in shown])
+        pool = self.pool or EntityPool(entity_mentions([s.tokens for s in shown], [s.tags for s in shown]))
         run = Run(self.cfg, Caller(self.cfg, self.llm, self.cache), self.checker, self.systems)
         composer, which = Composer(run, shown, pool), Which(run, self.debate_llms)
         return _Stages(Where(self.attribution), which, SeedGeneration(run), Guidance(run), composer,

@@ -4,6 +4,7 @@ metadata columns of an output row."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -38,9 +39,10 @@ class Seed:
     tokens: tuple[str, ...]
     tags: tuple[str, ...]
 
-    @property
-    def spans(self) -> list[Span]:
-        return tags_to_spans(self.tags)
+    @functools.cached_property
+    def spans(self) -> tuple[Span, ...]:
+        """The entities (computed once: every stage and rule reads them)."""
+        return tuple(tags_to_spans(self.tags))
 
     @property
     def text(self) -> str:
@@ -57,7 +59,7 @@ class Seed:
         return {"text": self.text, "entities": self.entities}
 
 
-def _segments(tokens: Sequence[str], spans: list[Span]) -> list[dict[str, str]]:
+def _segments(tokens: Sequence[str], spans: Sequence[Span]) -> list[dict[str, str]]:
     out, pos = [], 0
     for s in spans:
         if s.start > pos:

@@ -6,7 +6,6 @@ The same :class:`RunSummary` is filled in-process by the augmenter and rebuilt f
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ class RunSummary:
     accounting: Accounting = field(default_factory=Accounting)
     wall_seconds: float = 0.0
     rounds: dict[str, Counter[int]] = field(default_factory=lambda: {"gr": Counter(), "ac": Counter()})
-    scores: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    scores: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))  # histograms: flat memory
 
     def add(self, trace: SeedTrace) -> None:
         """Fold one seed's trace in."""
@@ -48,7 +47,7 @@ class RunSummary:
             if verdicts:
                 self.rounds[kind][len(verdicts)] += 1
             for rnd, verdict in enumerate(verdicts, 1):
-                self.scores[f"{kind}_round{rnd}"].append(verdict.score)
+                self.scores[f"{kind}_round{rnd}"][verdict.score] += 1
 
     @classmethod
     def from_traces(cls, traces: Iterable[str]) -> RunSummary:
@@ -62,8 +61,7 @@ class RunSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready figures, including score distributions per stage and round."""
-        dist = {k: {"n": len(v), "mean": round(statistics.fmean(v), 1), "min": min(v), "max": max(v),
-                    "histogram": dict(sorted(Counter(v).items()))} for k, v in sorted(self.scores.items()) if v}
+        dist = {k: _distribution(v) for k, v in sorted(self.scores.items()) if v}
         acc = self.accounting
         return {
             "seeds": self.seeds, "accepted": self.accepted,
@@ -104,3 +102,9 @@ class RunSummary:
         for k, v in d["judge_scores"].items():
             lines.append(f"{k} scores: mean {v['mean']} (min {v['min']}, max {v['max']}, n {v['n']})")
         return "\n".join(lines)
+
+
+def _distribution(histogram: Counter[int]) -> dict[str, Any]:
+    n = sum(histogram.values())
+    return {"n": n, "mean": round(sum(k * v for k, v in histogram.items()) / n, 1), "min": min(histogram),
+            "max": max(histogram), "histogram": dict(sorted(histogram.items()))}

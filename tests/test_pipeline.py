@@ -263,3 +263,19 @@ def test_a_run_stopping_error_cancels_the_other_seeds_calls() -> None:
     pipe = Pipeline(AugmentConfig(), OneRejectedRestHang([]), Checker(("Disease",)))
     with pytest.raises(AuthenticationError, match="rejected"):
         asyncio.run(asyncio.wait_for(pipe.run(SEEDS), 30))
+
+
+def test_entity_pool_draws_like_the_plain_filters() -> None:
+    """The pool squeezes each mention once and reads only as far as a draw needs; what it returns is what filtering
+    the whole inventory returns (case and spacing variants of an excluded text included)."""
+    from hf_rgda.stages.base import squeeze
+    from hf_rgda.stages.composer import EntityPool
+
+    names = [f"disease {i}" for i in range(40)] + ["Gout", "gout", "g out", "lupus", "asthma"] * 3
+    pool = EntityPool({"Disease": names})
+    for n in (1, 5, 39, 60, 500):
+        for unless, taken in [({"gout"}, {"lupus"}), ({"disease0", "disease1"}, set()), (set(), {"asthma"})]:
+            want = [m for m in names if squeeze(m) not in unless and m not in taken][:n]
+            assert pool.first("Disease", n, unless=unless, taken=taken) == want
+            assert pool.head("Disease", n, unless=unless) == [m for m in names[:n] if squeeze(m) not in unless]
+    assert pool.first("Gene", 5, unless=set(), taken=set()) == [] and pool.head("Gene", 5, unless=set()) == []

@@ -11,11 +11,11 @@
 
 from .attribution import Where
 from .base import Each, Run, Step
-from .composer import Composer
+from .composer import Composer, EntityPool
 from .debate import Review, Which, run_debate, run_review
 from .guidance import Guidance
 from .judge import JudgeLoop
 from .seed_generation import Repair, SeedGeneration
 
-__all__ = ["Composer", "Each", "Guidance", "JudgeLoop", "Repair", "Review", "Run", "SeedGeneration", "Step", "Where",
+__all__ = ["Composer", "Each", "EntityPool", "Guidance", "JudgeLoop", "Repair", "Review", "Run", "SeedGeneration", "Step", "Where",
            "Which", "run_debate", "run_review"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..calls import Messages, derive_seed
@@ -16,10 +16,48 @@ from .base import Run, squeeze, valid
 from .judge import JudgeLoop
 from .seed_generation import Repair
 
-__all__ = ["Composer", "EntityPlan"]
+__all__ = ["Composer", "EntityPlan", "EntityPool"]
 
 #: ``(substitutes, hints)``: see :meth:`Composer.entity_plan`
 EntityPlan = tuple[dict[str, str], dict[str, list[str]]]
+#: substitutes and hints are drawn from the first this many mentions of a type (the most frequent)
+DRAW_FROM = 500
+
+
+class EntityPool:
+    """The mentions of each type, most frequent first, with their squeezed forms computed once per run and only as
+    far as the draws read (a split's inventory can hold many thousands): a draw costs the same whatever its size.
+
+    Args:
+        mentions: ``{type: [entity text, ...]}``, most frequent first.
+    """
+
+    def __init__(self, mentions: Mapping[str, Sequence[str]]) -> None:
+        self.mentions = mentions
+        self._squeezed: dict[str, list[str]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.mentions)
+
+    def head(self, label: str, n: int, *, unless: Collection[str]) -> list[str]:
+        """Those of the first ``n`` mentions of ``label`` whose squeezed form is not in ``unless``."""
+        return [m for m, sq in zip(self.mentions.get(label, ())[:n], self._prefix(label, n)) if sq not in unless]
+
+    def first(self, label: str, n: int, *, unless: Collection[str], taken: Collection[str]) -> list[str]:
+        """The first ``n`` mentions of ``label`` whose squeezed form is not in ``unless`` and that are not ``taken``."""
+        source, size = self.mentions.get(label, ()), n + 2 * (len(unless) + len(taken))  # exclusions are few
+        while True:
+            out = [m for m, sq in zip(source[:size], self._prefix(label, size)) if sq not in unless and m not in taken]
+            if len(out) >= n or size >= len(source):
+                return out[:n]
+            size *= 2
+
+    def _prefix(self, label: str, n: int) -> list[str]:
+        """The squeezed forms of (at least) the first ``n`` mentions of ``label``."""
+        done = self._squeezed.setdefault(label, [])
+        if len(done) < n:
+            done.extend(squeeze(m) for m in self.mentions.get(label, ())[len(done) : n])
+        return done
 
 
 class Composer:
@@ -29,10 +67,10 @@ class Composer:
     Args:
         run: what the run's stages share.
         examples: in-domain seeds, one of which the composer sees as a format example.
-        pool: ``{type: [entity text, ...]}``, most frequent first: where substitutes and hints come from.
+        pool: where substitutes and hints come from.
     """
 
-    def __init__(self, run: Run, examples: Sequence[Seed], pool: Mapping[str, Sequence[str]]) -> None:
+    def __init__(self, run: Run, examples: Sequence[Seed], pool: EntityPool) -> None:
         self.run, self.examples, self.pool = run, examples, pool
         self.asked: dict[SeedResult, tuple[Messages, str]] = {}
         self.plans: dict[SeedResult, EntityPlan] = {}
@@ -111,13 +149,15 @@ class Composer:
         rng = random.Random(derive_seed(cfg.seed, seed.key, "substitutes"))
         for e in seed.entities:
             key = squeeze(e["text"])
-            pool = [m for m in self.pool.get(e["type"], []) if squeeze(m) not in own and m not in subs.values()]
-            if key not in subs and pool:
-                subs[key] = rng.choice(pool[:500])
+            if key in subs:
+                continue
+            pool = self.pool.first(e["type"], DRAW_FROM, unless=own, taken=set(subs.values()))
+            if pool:
+                subs[key] = rng.choice(pool)
         used = own | {squeeze(v) for v in subs.values()}
         rng = random.Random(derive_seed(cfg.seed, seed.key, "hints"))
         for t in dict.fromkeys(e["type"] for e in seed.entities):
-            pool = [m for m in self.pool.get(t, [])[:500] if squeeze(m) not in used]
+            pool = self.pool.head(t, DRAW_FROM, unless=used)
             if pool:
                 hints[t] = rng.sample(pool, min(cfg.entity_hints, len(pool)))
         return subs, hints
