@@ -23,7 +23,7 @@ REPRESENTATIONS = ("entities", "segments")
 SCHEDULES = ("stage", "row")
 
 
-#: the debate has this many reviewer personas (see hf_rgda.stages.debate.PERSONAS)
+#: the debate has this many reviewer personas (see hf_rgda.stages.panel.PERSONAS)
 MAX_DEBATE_AGENTS = 5
 
 

@@ -10,9 +10,10 @@ failure (or, in a judge loop, a note that ends the loop for it) and never the ba
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,8 +129,9 @@ class Pipeline:
             The seeds a soft step stopped.
         """
         stopped: set[SeedResult] = set()
+        todo = [r for r in rs if r.alive]
 
-        async def guarded(r: SeedResult) -> None:
+        async def guarded(r: SeedResult, done: Callable[[], None]) -> None:
             try:
                 await step.run(r)
             except STOPS_THE_RUN:
@@ -141,33 +143,39 @@ class Pipeline:
                     stopped.add(r)
                 else:
                     r.failure = msg
-
-        todo = [r for r in rs if r.alive]
-        bar = None
-        if self.progress and todo:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(todo), desc=step.label, unit="seed", leave=False)
-
-        async def tracked(r: SeedResult) -> None:
-            try:
-                await guarded(r)
             finally:
-                if bar is not None:
-                    bar.update(1)
+                done()
 
-        tasks = [asyncio.ensure_future(tracked(r)) for r in todo]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-        finally:
-            if bar is not None:
-                bar.close()
+        with _progress(self.progress and bool(todo), len(todo), step.label) as done:
+            await _all_or_none([guarded(r, done) for r in todo])
         return stopped
+
+
+@contextlib.contextmanager
+def _progress(show: bool, total: int, label: str) -> Iterator[Callable[[], None]]:
+    """A transient progress bar (``done()`` advances it), or nothing."""
+    if not show:
+        yield lambda: None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc=label, unit="seed", leave=False)
+    try:
+        yield lambda: bar.update(1)
+    finally:
+        bar.close()
+
+
+async def _all_or_none(coros: list[Coroutine[Any, Any, None]]) -> None:
+    """Run ``coros`` concurrently; if one raises, cancel the others and raise."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _failure(stage: str, err: Exception, r: SeedResult) -> str:

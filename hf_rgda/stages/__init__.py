@@ -5,7 +5,8 @@
 - :mod:`.guidance`: the guide, and its Guidance Refiner loop.
 - :mod:`.composer`: sentences from the guide with planned entities, and its Augmentation Calibrator loop.
 - :mod:`.judge`: the judge loop both refiners are (Algorithm 1).
-- :mod:`.debate`: WHICH (``biorda``'s Advise-Reflect-Revise debate) and the ``debate_review`` panel.
+- :mod:`.debate`: WHICH (``biorda``'s Advise-Reflect-Revise debate) and the ``debate_review`` stage; :mod:`.panel`:
+  the reviewer rounds both run.
 - :mod:`.base`: what they share: the run, a step, writing and checking sentences.
 """
 

@@ -10,10 +10,11 @@ kept as a transcript.
 
 :func:`run_review` is the same panel applied to whole sentences another stage wrote: the reviewers reflect on each
 composed sentence against the four criteria read for sentences, the author revises the ones below ``sigma``, and those
-still below after the last round are rejected. Both run the same rounds (:func:`_rounds`).
+still below after the last round are rejected.
 
 The debate is a stage that uses a list of LLMs through an ``ask`` callable (in the pipeline, the run's cached,
 counted call: :meth:`Which.ask`), not an LLM subclass; :func:`run_debate` and :func:`run_review` work on their own.
+The rounds and the reviewers both share are :class:`~hf_rgda.stages.panel.Panel`'s.
 """
 
 from __future__ import annotations
@@ -25,26 +26,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from .. import prompts
 from .._exceptions import ParseError
 from ..config import DebateConfig
 from ..llm.base import LLM
-from ..records import Candidate, Judgement, SeedResult
-from ..schemas import DEBATE_RUBRIC, proposals_schema, reviews_schema
+from ..records import Candidate, SeedResult
+from ..schemas import proposals_schema
 from ..tags import tokenize
 from .base import Run, valid
 from .composer import Composer
+from .panel import Ask, Panel, Reviewed
 
 __all__ = ["DebateResult", "Proposal", "Review", "ReviewResult", "Which", "run_debate", "run_review"]
 
-PERSONAS = ("a domain terminologist", "a careful copy editor who checks grammar",
-            "a domain expert who checks how words are used in real papers",
-            "a skeptical reviewer who hunts for changes of meaning", "a lexicographer")
-
-#: ``ask(agent, stage, messages, schema, round)`` -> the parsed JSON answer
-Ask = Callable[[int, str, list[dict[str, str]], dict[str, Any], int], Awaitable[Any]]
 T = TypeVar("T")
-X = TypeVar("X")
 
 
 @dataclass
@@ -134,83 +128,6 @@ def parse_proposals(data: Any, tokens: Sequence[str], positions: Sequence[int], 
     return out
 
 
-def parse_reviews(data: Any, n: int) -> list[Judgement]:
-    """One reviewer's verdict on each of ``n`` items (remarks as the verdicts' feedback).
-
-    Raises:
-        ParseError: fewer than ``n`` reviews, or a criterion without a numeric score.
-    """
-    items = data.get("reviews") if isinstance(data, dict) else None
-    if not isinstance(items, list) or len(items) < n:
-        raise ParseError(f"expected {n} reviews", raw=json.dumps(data)[:2000])
-    return [Judgement.parse(item, DEBATE_RUBRIC, "remark") for item in items[:n]]
-
-
-@dataclass
-class _Panel:
-    """The agents of one debate: agent k speaks as persona k; agents 1.. review (a lone agent reviews itself)."""
-
-    ask: Ask
-    config: DebateConfig
-    domain: str
-    types: Sequence[str]
-    transcript: list[dict[str, Any]]
-
-    @property
-    def personas(self) -> tuple[str, ...]:
-        return PERSONAS[: self.config.agents]
-
-    def systems(self, role: str) -> list[str]:
-        """The system prompt of ``role`` for each agent."""
-        return [prompts.render(f"debate_{role}", persona=p, domain=self.domain or "the domain of the sentence",
-                               types=", ".join(self.types)) for p in self.personas]
-
-    def log(self, rnd: int, agent: int, role: str, content: Any) -> None:
-        self.transcript.append({"round": rnd, "agent": agent, "persona": self.personas[agent], "role": role,
-                                "content": content})
-
-    async def reflect(self, stage: str, role: str, body: str, n: int, rnd: int) -> list[list[Judgement]]:
-        """Every reviewer scores the ``n`` items in ``body``: per item, each reviewer's verdict."""
-        system = self.systems(role)
-        per_item: list[list[Judgement]] = [[] for _ in range(n)]
-        for agent in range(1, self.config.agents) or [0]:
-            msgs = [{"role": "system", "content": system[agent]}, {"role": "user", "content": body}]
-            data = await self.ask(agent, stage, msgs, reviews_schema(n), rnd)
-            self.log(rnd, agent, role, data)
-            for k, review in enumerate(parse_reviews(data, n)):
-                per_item[k].append(review)
-        return per_item
-
-
-async def _rounds(panel: _Panel, result: DebateResult | ReviewResult[Any], pending: list[X], *,
-                  scores: Callable[[X], list[list[int]]], show: Callable[[int, X], dict[str, Any]], noun: str,
-                  body: Callable[[list[dict[str, Any]]], str], stage: str, role: str,
-                  revise: Callable[[list[X], list[dict[str, Any]], int], Awaitable[list[X]]]) -> None:
-    """The rounds both panels run: the reviewers score every pending item; an item whose mean reaches ``sigma`` is
-    accepted; the others are revised (``revise(items, feedback, round)`` -> new items) while rounds remain, and
-    rejected after the last."""
-    cfg = panel.config
-    for rnd in range(1, cfg.max_rounds + 1):
-        if not pending:
-            return
-        result.rounds = rnd
-        shown = [show(k, x) for k, x in enumerate(pending)]
-        reviews = await panel.reflect(stage, role, body(shown), len(pending), rnd)
-        for x, item_reviews in zip(pending, reviews):
-            scores(x).append([review.score for review in item_reviews])
-        means = [statistics.fmean(scores(x)[-1]) for x in pending]
-        low = [k for k, m in enumerate(means) if m < cfg.sigma]
-        result.accepted += [x for k, x in enumerate(pending) if k not in low]  # type: ignore[misc]
-        if not low:
-            return
-        if rnd == cfg.max_rounds:
-            result.rejected += [pending[k] for k in low]  # type: ignore[misc]
-            return
-        feedback = [{noun: shown[k], "mean score": round(means[k], 1), "remarks": [review.feedback for review in reviews[k]]}
-                    for k in low]
-        pending = await revise([pending[k] for k in low], feedback, rnd)
-
-
 def _view(tokens: Sequence[str], positions: Sequence[int]) -> str:
     return " ".join(f"[{i}:{t}]" if i in positions else t for i, t in enumerate(tokens))
 
@@ -225,8 +142,13 @@ async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], posit
         positions: word positions chosen for replacement (never entity words).
         n: proposals wanted.
     """
+    def show(p: Proposal) -> dict[str, Any]:
+        return {"new sentence": " ".join(p.apply(tokens, tags)[0]),
+                "replacements": {tokens[i]: new for i, new in sorted(p.replacements.items())}}
+
     result = DebateResult()
-    panel = _Panel(ask, config, domain, types, result.transcript)
+    panel = Panel(ask, config, domain, types, role="reflect", noun="proposal", heading="Proposals",
+                  original=" ".join(tokens), show=show, transcript=result.transcript)
     sentence = f"Sentence (chosen words in brackets with their position):\n{_view(tokens, positions)}\n\n"
     chosen = {str(i): tokens[i] for i in positions}
     msgs = [{"role": "system", "content": panel.systems("advise")[0]},
@@ -234,10 +156,6 @@ async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], posit
     data = await ask(0, "debate_advise", msgs, proposals_schema(positions, n), 0)
     pending = _unless_unchanged(parse_proposals(data, tokens, positions, n), result)
     panel.log(1, 0, "advise", data)
-
-    def show(k: int, p: Proposal) -> dict[str, Any]:
-        return {"proposal": k + 1, "new sentence": " ".join(p.apply(tokens, tags)[0]),
-                "replacements": {tokens[i]: new for i, new in sorted(p.replacements.items())}}
 
     async def revise(low: list[Proposal], feedback: list[dict[str, Any]], rnd: int) -> list[Proposal]:
         msgs = [{"role": "system", "content": panel.systems("revise")[0]},
@@ -250,9 +168,7 @@ async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], posit
             new.scores = list(old.scores)
         return _unless_unchanged(revised, result)
 
-    await _rounds(panel, result, pending, scores=lambda p: p.scores, show=show, noun="proposal",
-                  body=lambda shown: _review_body(" ".join(tokens), "Proposals", shown), stage="debate_reflect",
-                  role="reflect", revise=revise)
+    await panel.rounds(result, pending, revise)
     for p in result.rejected:
         p.reason = p.reason or "below_sigma"
     return result
@@ -281,25 +197,18 @@ async def run_review(ask: Ask, original: Any, items: Sequence[T], config: Debate
         Every item ends in exactly one of ``accepted``, ``rejected`` or ``revised`` (replaced by its revision).
     """
     result: ReviewResult[T] = ReviewResult()
-    panel = _Panel(ask, config, domain, types, result.transcript)
+    panel = Panel(ask, config, domain, types, role="review", noun="sentence", heading="New sentences",
+                  original=json.dumps(original, ensure_ascii=False), show=lambda x: _as_dict(show(x.item)),
+                  transcript=result.transcript)
 
-    async def revise_items(low: list[tuple[T, list[list[int]]]], feedback: list[dict[str, Any]],
-                           rnd: int) -> list[tuple[T, list[list[int]]]]:
-        new = await revise([(x, fb) for (x, _), fb in zip(low, feedback)], rnd)
+    async def revise_items(low: list[Reviewed], feedback: list[dict[str, Any]], rnd: int) -> list[Reviewed]:
+        new = await revise([(x.item, fb) for x, fb in zip(low, feedback)], rnd)
         panel.log(rnd, 0, "revise", [_as_dict(show(x)) for x in new])
-        result.revised += [x for x, _ in low]
-        return [(x, []) for x in new]
+        result.revised += [x.item for x in low]
+        return [Reviewed(x, []) for x in new]
 
-    await _rounds(panel, result, [(x, []) for x in items], scores=lambda p: p[1],
-                  show=lambda k, p: {"sentence": k + 1, **_as_dict(show(p[0]))}, noun="sentence",
-                  body=lambda shown: _review_body(json.dumps(original, ensure_ascii=False), "New sentences", shown),
-                  stage="debate_review", role="review", revise=revise_items)
+    await panel.rounds(result, [Reviewed(x, []) for x in items], revise_items)
     return result
-
-
-def _review_body(original: str, heading: str, shown: list[dict[str, Any]]) -> str:
-    return (f"Original sentence:\n{original}\n\n{heading}:\n{json.dumps(shown, ensure_ascii=False)}\n\n"
-            f"Review all {len(shown)}.")
 
 
 def _as_dict(shown: Any) -> dict[str, Any]:
