@@ -241,7 +241,7 @@ class Which:
         return ask
 
     async def __call__(self, r: SeedResult) -> None:
-        cfg, split_hyphens = self.run.config, self.run.checker.split_hyphens
+        cfg = self.run.config
         positions = r.attribution["selected"] if r.attribution else []
         if not positions:
             r.notes.append("WHERE found no replaceable word (all words are entities, punctuation or function words)")
@@ -250,24 +250,28 @@ class Which:
                                   domain=cfg.domain, types=self.run.checker.types)
         reviewed = [p for p in result.rejected if p.reason == "below_sigma"]
         r.debate = _record(result, [p.mean for p in result.accepted], [p.mean for p in reviewed])
-        for p in result.rejected:
-            if p.reason == "no_change":
-                r.rejected.append(("debate", Candidate(raw={"replacements": p.replacements})
-                                   .reject("no_change", "every new text repeats the word it replaces")))
-                continue
-            tokens, tags = p.apply(r.seed.tokens, r.seed.tags, split_hyphens=split_hyphens)
-            r.rejected.append(("debate", Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
-                               .reject("below_sigma", f"mean reviewer score {p.mean:.1f} < {cfg.debate_sigma}")))
+        r.rejected += [("debate", self._rejection(r, p)) for p in result.rejected]
         kept: list[Candidate] = []
         for p in result.accepted:
-            tokens, tags = p.apply(r.seed.tokens, r.seed.tags, split_hyphens=split_hyphens)
-            cand = Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
+            cand = self._candidate(r, p)
             self.floor.check(cand, r.seed, kept, forbid_seed_entities=False)
             if cand.ok:
                 kept.append(cand)
             else:
                 r.rejected.append(("debate", cand))
         r.accepted = kept
+
+    def _candidate(self, r: SeedResult, p: Proposal) -> Candidate:
+        """The seed with ``p``'s replacements."""
+        tokens, tags = p.apply(r.seed.tokens, r.seed.tags, split_hyphens=self.run.checker.split_hyphens)
+        return Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
+
+    def _rejection(self, r: SeedResult, p: Proposal) -> Candidate:
+        if p.reason == "no_change":
+            return Candidate(raw={"replacements": p.replacements}).reject(
+                "no_change", "every new text repeats the word it replaces")
+        return self._candidate(r, p).reject("below_sigma",
+                                            f"mean reviewer score {p.mean:.1f} < {self.run.config.debate_sigma}")
 
 
 class Review:
@@ -300,10 +304,11 @@ class Review:
 
         result = await run_review(self.which.ask(r), r.seed.as_item(cfg.representation), current, cfg.debate,
                                   show=lambda c: c.raw, revise=revise, domain=cfg.domain, types=self.run.checker.types)
-        means = [[statistics.fmean(h[-1]) for _, h in result.accepted], [statistics.fmean(h[-1]) for _, h in result.rejected]]
-        r.debate = _record(result, [round(m, 1) for m in means[0]], [round(m, 1) for m in means[1]])
-        for (c, _), mean in zip(result.rejected, means[1]):
-            r.rejected.append(("debate_review", c.reject("below_sigma", f"mean reviewer score {mean:.1f} < {cfg.debate_sigma}")))
+        accepted, rejected = ([statistics.fmean(h[-1]) for _, h in items] for items in (result.accepted, result.rejected))
+        r.debate = _record(result, [round(m, 1) for m in accepted], [round(m, 1) for m in rejected])
+        for (c, _), mean in zip(result.rejected, rejected):
+            r.rejected.append(("debate_review",
+                               c.reject("below_sigma", f"mean reviewer score {mean:.1f} < {cfg.debate_sigma}")))
         r.superseded += len(result.revised)
         r.accepted = [c for c, _ in result.accepted]
 
