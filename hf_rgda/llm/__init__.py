@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .._exceptions import ConfigError
-from .base import LLM, Completion, Message, Usage
+from .base import LLM, Completion, Message, OptionProbs, Usage
 from .fake import ScriptedLLM
 
-__all__ = ["BACKENDS", "LLM", "Completion", "Message", "ScriptedLLM", "Usage", "load_llm"]
+__all__ = ["BACKENDS", "LLM", "Completion", "Message", "OptionProbs", "ScriptedLLM", "Usage", "load_llm"]
 
 
 def _local(model: str, **kw: Any) -> LLM:
