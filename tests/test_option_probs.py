@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_rgda import BackendError, ConfigError, RateLimitError, ScriptedLLM
+from hf_rgda import BackendError, ConfigError, RateLimitError, ScriptedLLM, load_llm
 from hf_rgda.cache import ResponseCache, cache_key, option_probs_key
 from hf_rgda.llm import OptionProbs, Usage
 from hf_rgda.llm import options as options_module
@@ -30,12 +30,17 @@ from hf_rgda.llm.options import (
     samples_of,
     top_logprobs_of,
 )
+from hf_rgda.llm.remote import RetryPolicy
+from hf_rgda.testing.providers import Action, ProviderServer
 
 LETTERS = ["A", "B", "C", "D", "E"]
 QUESTION = [{"role": "system", "content": "Answer with one letter."},
             {"role": "user", "content": 'In "Patients with cystic fibrosis", "cystic fibrosis" is: A) a disease '
                                         "B) a gene C) a chemical D) a body part E) an ordinary phrase. Answer:"}]
+DIST = {"A": 0.6, " A": 0.1, "B": 0.2, "The": 0.05}  # the next-token distribution the servers script
 PARAMS = {"seed": 7}
+FAST = RetryPolicy(max_attempts=3, base_delay=0.05, max_delay=5)
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash"}
 
 
 def lp(p: float) -> float:
@@ -200,3 +205,86 @@ def test_cache_round_trip(tmp_path: Path) -> None:
     assert back is not None and back.cached
     assert back.probs == res.probs and list(back.probs) == LETTERS and back.top == res.top
     assert (back.method, back.mass, back.usage, back.seconds) == (res.method, res.mass, res.usage, res.seconds)
+
+
+# ---------------------------------------------------------------- the wire servers
+@pytest.fixture
+def server():
+    with ProviderServer(lambda m, s: {"answer": "A"}, logprobs=lambda m: DIST) as srv:
+        yield srv
+
+
+def remote(provider: str, server: ProviderServer, **kw):
+    pytest.importorskip({"openai": "openai", "anthropic": "anthropic", "gemini": "google.genai"}[provider])
+    return load_llm(f"{provider}:{MODELS[provider]}", base_url=server.url(provider), api_key="k-test", retry=FAST,
+                    timeout=5.0, **kw)
+
+
+EXPECTED = {"A": 0.7 / 0.95, "B": 0.2 / 0.95, "C": 0.05 / 3 / 0.95, "D": 0.05 / 3 / 0.95, "E": 0.05 / 3 / 0.95}
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_logprobs_over_the_wire(provider: str, server: ProviderServer) -> None:
+    res = ask(remote(provider, server))
+    assert res.method == "logprobs" and rounded(res.probs) == rounded(EXPECTED)
+    assert math.isclose(res.mass, 0.9) and res.usage.prompt_tokens > 0 and res.seconds > 0
+    assert [t for t, _ in res.top] == ["A", "B", " A", "The"]  # the server's ranking, read whole
+    body = server.requests[-1].body
+    if provider == "openai":
+        assert (body["logprobs"], body["top_logprobs"], body["max_tokens"], body["temperature"], body["seed"]) == (
+            True, 20, 1, 0.0, 7)
+        assert "response_format" not in body
+    else:
+        config = body["generationConfig"]
+        assert (config["responseLogprobs"], config["logprobs"], config["maxOutputTokens"], config["temperature"],
+                config["seed"]) == (True, 20, 1, 0.0, 7)
+        assert body["systemInstruction"]["parts"][0]["text"] == "Answer with one letter."
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_top_logprobs_width_is_sent_and_the_list_cut_by_the_server(provider: str, server: ProviderServer) -> None:
+    res = ask(remote(provider, server), params={"seed": 1, "top_logprobs": 2})
+    assert [t for t, _ in res.top] == ["A", "B"]
+    # A and B hold 0.8, the leftover 0.2 is capped by the smallest listed (0.2) and split over C, D, E
+    assert rounded(res.probs) == rounded({"A": 0.6, "B": 0.2, "C": 0.2 / 3, "D": 0.2 / 3, "E": 0.2 / 3})
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_scripted_distribution_retry_and_chosen_token(provider: str, server: ProviderServer) -> None:
+    server.push(Action.error(429, retry_after=0), Action.answer({"E": 0.9, "D": 0.1}))
+    llm = remote(provider, server)
+    res = ask(llm, params={"seed": 1, "top_logprobs": 1})
+    assert llm.retries == 1 and len(server.requests) == 2  # one retry policy for both primitives
+    assert res.top == (("E", math.log(0.9)),) and res.probs["E"] == pytest.approx(0.9 / (0.9 + 4 * 0.1 / 4))
+
+
+def test_openai_server_without_logprobs_is_a_clear_error() -> None:
+    with ProviderServer(lambda m, s: "A") as srv:
+        with pytest.raises(BackendError, match="no logprobs"):
+            ask(remote("openai", srv))
+        assert len(srv.requests) == 1  # not retried
+
+
+def test_gemini_model_without_logprobs_is_a_clear_error() -> None:
+    with ProviderServer(lambda m, s: "A") as srv:
+        with pytest.raises(BackendError, match="Logprobs is not enabled"):
+            ask(remote("gemini", srv))
+        assert len(srv.requests) == 1
+
+
+def test_anthropic_uses_the_sampling_fallback(server: ProviderServer) -> None:
+    answers = iter("AABAB")
+    server.responder = lambda m, s: {"answer": next(answers)}
+    res = ask(remote("anthropic", server, max_concurrency=1))
+    assert res.method == "samples" and rounded(res.probs) == {"A": 0.6, "B": 0.4, "C": 0.0, "D": 0.0, "E": 0.0}
+    assert len(server.requests) == 5 and all(r.schema == answer_schema(LETTERS) for r in server.requests)
+    assert {r.body["tool_choice"]["name"] for r in server.requests} == {"write_answer"}
+    assert res.usage.completion_tokens > 0 and res.usage.prompt_tokens > 0
+
+
+def test_bad_options_fail_before_any_request(server: ProviderServer) -> None:
+    with pytest.raises(ConfigError):
+        ask(remote("openai", server), options=["A"])
+    with pytest.raises(ConfigError):
+        ask(remote("gemini", server), params={"top_logprobs": 50})
+    assert server.requests == []

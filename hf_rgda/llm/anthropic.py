@@ -56,6 +56,7 @@ class AnthropicLLM(RemoteLLM):
     backend = "anthropic"
     key_env = ("ANTHROPIC_API_KEY",)
     keyless_with_base_url = False
+    has_logprobs = False  # the Messages API returns none: option_probs samples (hf_rgda.llm.base.sample_option_probs)
 
     def __init__(self, model: str, *, cache_system: bool = True, send_temperature: bool = True, **options: Any) -> None:
         self.cache_system = cache_system

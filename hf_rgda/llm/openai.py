@@ -13,7 +13,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._exceptions import (
@@ -53,6 +54,7 @@ class OpenAILLM(RemoteLLM):
 
     backend = "openai"
     key_env = ("OPENAI_API_KEY",)
+    has_logprobs = True
 
     def __init__(self, model: str, *, schema_mode: str = "json_schema", **options: Any) -> None:
         if schema_mode not in SCHEMA_MODES:
@@ -99,10 +101,40 @@ class OpenAILLM(RemoteLLM):
         refusal = getattr(choice.message, "refusal", None)
         if refusal or (not text and choice.finish_reason == "content_filter"):
             raise RefusalError(f"{self.model} refused: {refusal or choice.finish_reason}"[:500])
-        u = resp.usage
-        cached = (getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0) if u else 0
-        usage = Usage(u.prompt_tokens or 0, u.completion_tokens or 0, cached) if u else Usage()
-        return Completion(text=text, usage=usage)
+        return Completion(text=text, usage=_usage(resp.usage))
+
+    async def _top_logprobs(self, client: Any, messages: list[dict[str, str]], params: Mapping[str, Any],
+                            n: int) -> tuple[list[tuple[str, float]], Usage]:
+        """``logprobs``/``top_logprobs`` of one output token at temperature 0 (llama.cpp's server returns them too)."""
+        with self._sdk_errors():
+            resp = await client.chat.completions.create(model=self.model, messages=messages, temperature=0.0,
+                                                        max_tokens=1, seed=int(params.get("seed", 0)),
+                                                        logprobs=True, top_logprobs=n)
+        content = getattr(resp.choices[0].logprobs, "content", None) if resp.choices else None
+        if not content:
+            raise BackendError(f"{self.model}: the answer carries no logprobs (the server does not return them)")
+        first = content[0]
+        top = [(t.token, t.logprob) for t in first.top_logprobs or []]
+        if first.token not in {token for token, _ in top}:
+            top.append((first.token, first.logprob))
+        return top, _usage(resp.usage)
+
+    @contextlib.contextmanager
+    def _sdk_errors(self) -> Iterator[None]:
+        """Map the SDK's errors to the library's (the same mapping as :meth:`_request`'s)."""
+        openai = _sdk()
+        try:
+            yield
+        except openai.APIStatusError as err:
+            raise status_error({401: AuthenticationError, 403: AuthenticationError, 429: RateLimitError},
+                               err.status_code, f"{self.model}: HTTP {err.status_code}: {err.message}",
+                               retry_after_of(err.response)) from None
+        except openai.APITimeoutError:
+            raise TimeoutError(f"{self.model}: no answer within {self.timeout} s") from None
+        except openai.APIConnectionError as err:
+            raise ConnectionError(f"{self.model}: connection failed: {err.message}") from None
+        except openai.APIError as err:  # a response the SDK could not read
+            raise BackendError(f"{self.model}: {type(err).__name__}: {err.message}"[:500]) from None
 
     def _format(self, schema: Mapping[str, Any] | None) -> dict[str, Any]:
         if schema is None:
@@ -111,3 +143,11 @@ class OpenAILLM(RemoteLLM):
             return {"response_format": {"type": "json_object", "schema": dict(schema)}}
         return {"response_format": {"type": "json_schema",
                                     "json_schema": {"name": "output", "schema": dict(schema), "strict": True}}}
+
+
+def _usage(u: Any) -> Usage:
+    """Token counts of a chat completion's ``usage`` (absent on some compatible servers)."""
+    if not u:
+        return Usage()
+    cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0
+    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0, cached)
