@@ -33,6 +33,9 @@ from hf_rgda.llm.options import (
 from hf_rgda.llm.remote import RetryPolicy
 from hf_rgda.testing.providers import Action, ProviderServer
 
+from .test_local_integration import TINY, TINY_PATH
+from .test_local_integration import llama_server as llama_cpp_server  # noqa: F401 (a fixture: llama.cpp's server)
+
 LETTERS = ["A", "B", "C", "D", "E"]
 QUESTION = [{"role": "system", "content": "Answer with one letter."},
             {"role": "user", "content": 'In "Patients with cystic fibrosis", "cystic fibrosis" is: A) a disease '
@@ -288,3 +291,30 @@ def test_bad_options_fail_before_any_request(server: ProviderServer) -> None:
     with pytest.raises(ConfigError):
         ask(remote("gemini", server), params={"top_logprobs": 50})
     assert server.requests == []
+
+
+# ---------------------------------------------------------------- the real tiny model (llama.cpp)
+@pytest.mark.slow
+def test_local_reading_equals_llama_cpps_logprobs() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    if not TINY_PATH.is_file():
+        pytest.skip("tiny model not provisioned")
+    llm = load_llm(TINY, n_ctx=1024, n_threads=2)
+    res = ask(llm)
+    again = ask(llm)  # the whole prompt is in the KV cache now: the logits must be the same
+    assert res.method == "logprobs" and len(res.top) == 20 and math.isclose(sum(res.probs.values()), 1.0)
+    assert res.usage.completion_tokens == 1 and again.usage.cached_tokens > 0 and again.top == res.top
+    ref = llama_cpp.Llama(model_path=str(TINY_PATH), n_ctx=1024, n_threads=2, logits_all=True, verbose=False)
+    out = ref.create_chat_completion(messages=QUESTION, temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=20)
+    expected = [(t["token"], float(t["logprob"])) for t in out["choices"][0]["logprobs"]["content"][0]["top_logprobs"]]
+    assert [t for t, _ in res.top[:5]] == [t for t, _ in expected[:5]]
+    assert all(math.isclose(a, b, abs_tol=1e-3) for (_, a), (_, b) in zip(res.top[:5], expected[:5]))
+
+
+@pytest.mark.slow
+def test_openai_backend_reads_logprobs_from_llama_cpp_server(llama_cpp_server: str) -> None:  # noqa: F811
+    res = ask(load_llm("openai:smollm2", base_url=llama_cpp_server))
+    assert res.method == "logprobs" and len(res.top) == 20 and math.isclose(sum(res.probs.values()), 1.0)
+    assert res.mass > 0.5  # the tiny model does answer with a letter
+    assert res.usage.prompt_tokens > 0 and res.usage.completion_tokens == 1
+
