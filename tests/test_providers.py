@@ -279,3 +279,20 @@ def test_unknown_model_is_zero_priced_and_says_so() -> None:
 def test_backend_error_base_class() -> None:
     assert issubclass(RefusalError, BackendError) and not RefusalError.retryable
     assert all(c.retryable for c in (RateLimitError, ServerError, ConnectionError, TimeoutError))
+
+
+def test_json_object_fallback_is_live_state_not_configuration(server) -> None:
+    """A server that rejects strict json_schema (llama.cpp's) switches the backend to json_object; that switch is
+    learned, not configured, so it must not change the pickled state datasets fingerprints the augmenter by."""
+    from datasets.fingerprint import Hasher
+
+    llm = make("openai", server)
+    aug = RGDAAugmenter(llm, label_names=LABELS, cache=False)
+    before_llm, before_aug = pickle.dumps(llm), Hasher.hash(aug)
+    server.push(Action.error(400, message="response_format type json_schema is not supported"))
+    assert call(llm).text == '{"disease": "gout"}'
+    assert [r.body["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object"]
+    call(llm)  # the fallback holds for the rest of the backend's life
+    assert server.requests[-1].body["response_format"]["type"] == "json_object"
+    assert pickle.dumps(llm) == before_llm and Hasher.hash(aug) == before_aug
+    assert llm.schema_mode == "json_schema" and pickle.loads(pickle.dumps(llm)).schema_mode == "json_schema"

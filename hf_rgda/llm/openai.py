@@ -1,7 +1,8 @@
 """OpenAI and OpenAI-compatible servers (vLLM, TGI, llama.cpp's server) through the official SDK.
 
 Structured output is OpenAI's strict JSON-schema response format. A server that rejects it (llama-cpp-python's
-takes ``{"type": "json_object", "schema": ...}``) switches the backend to that form once, automatically.
+takes ``{"type": "json_object", "schema": ...}``) switches the backend to that form once, automatically; the switch
+is live state, like the HTTP clients: it is not pickled, so it never changes an augmenter's ``datasets`` fingerprint.
 The key is read from ``OPENAI_API_KEY`` at the first call; with a ``base_url`` and no key (a local server) a
 placeholder is sent. Several ``base_url`` values are used round-robin.
 
@@ -53,12 +54,17 @@ class OpenAILLM(RemoteLLM):
 
     backend = "openai"
     key_env = ("OPENAI_API_KEY",)
+    live_fields = (*RemoteLLM.live_fields, "_json_object")
 
     def __init__(self, model: str, *, schema_mode: str = "json_schema", **options: Any) -> None:
         if schema_mode not in SCHEMA_MODES:
             raise ConfigError(f"schema_mode={schema_mode!r}; choose one of {', '.join(SCHEMA_MODES)}")
         self.schema_mode = schema_mode
         super().__init__(model, **options)
+
+    def _init_live(self) -> None:
+        super()._init_live()
+        self._json_object = self.schema_mode == "json_object"  # True once a server rejected json_schema
 
     def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
         return _sdk().AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0)
@@ -77,10 +83,10 @@ class OpenAILLM(RemoteLLM):
             try:
                 resp = await client.chat.completions.create(**kwargs, **self._format(schema))
             except openai.APIStatusError as err:
-                if (self.schema_mode != "json_schema" or schema is None or err.status_code == 429
+                if (self._json_object or schema is None or err.status_code == 429
                         or "json_schema" not in str(err.message)):
                     raise
-                self.schema_mode = "json_object"  # the server speaks the older form
+                self._json_object = True  # the server speaks the older form
                 resp = await client.chat.completions.create(**kwargs, **self._format(schema))
         except openai.APIStatusError as err:
             raise status_error({401: AuthenticationError, 403: AuthenticationError, 429: RateLimitError},
@@ -107,7 +113,7 @@ class OpenAILLM(RemoteLLM):
     def _format(self, schema: Mapping[str, Any] | None) -> dict[str, Any]:
         if schema is None:
             return {}
-        if self.schema_mode == "json_object":
+        if self._json_object:
             return {"response_format": {"type": "json_object", "schema": dict(schema)}}
         return {"response_format": {"type": "json_schema",
                                     "json_schema": {"name": "output", "schema": dict(schema), "strict": True}}}

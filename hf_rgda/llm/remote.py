@@ -106,6 +106,8 @@ class RemoteLLM(LLM):
     #: whether a base_url alone (a local server) may go without a key
     keyless_with_base_url: bool = True
     extra: str = ""
+    #: attributes holding live state (set by :meth:`_init_live`): never pickled, so never part of a fingerprint
+    live_fields: tuple[str, ...] = ("_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key")
 
     def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, timeout: float = 120.0,
                  max_concurrency: int = 8, rpm: int | None = None, tpm: int | None = None,
@@ -154,8 +156,7 @@ class RemoteLLM(LLM):
         return ident
 
     def __getstate__(self) -> dict[str, Any]:
-        drop = {"_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key"}
-        return {k: v for k, v in self.__dict__.items() if k not in drop}
+        return {k: v for k, v in self.__dict__.items() if k not in self.live_fields}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
