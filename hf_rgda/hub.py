@@ -21,17 +21,13 @@ from string import Template
 from typing import Any
 
 from . import __version__, prompts
-from ._exceptions import ConfigError, RGDAError
+from ._exceptions import ConfigError, HubError
 from .records import META_COLUMNS
 
-__all__ = ["HubError", "dataset_card", "model_card", "push_augmented", "push_model"]
+__all__ = ["dataset_card", "model_card", "push_augmented", "push_model"]
 
 #: licenses of the benchmark datasets by folder name (see their provenance); others are read from the source card
 KNOWN_LICENSES = {"fin": "cc-by-3.0", "ncbi_disease": "other", "scierc": "unknown"}
-
-
-class HubError(RGDAError, RuntimeError):
-    """Publishing failed: no token, a rejected token, or a Hub error (the token is never shown)."""
 
 
 def _template(name: str) -> Template:
