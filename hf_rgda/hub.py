@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from . import __version__, prompts
 from ._exceptions import ConfigError, HubError
+from ._secrets import environment_secrets, redact
 from .records import META_COLUMNS
 
 __all__ = ["dataset_card", "model_card", "push_augmented", "push_model"]
@@ -34,15 +34,11 @@ def _template(name: str) -> Template:
     return Template(resources.files("hf_rgda.cards").joinpath(f"{name}.md").read_text(encoding="utf-8"))
 
 
-def _secrets() -> list[str]:
-    names = [k for k in os.environ if k.endswith(("_API_KEY", "_TOKEN")) or k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")]
-    return [os.environ[k] for k in names if len(os.environ[k]) >= 8]
-
-
 def _check_clean(text: str, token: str | None) -> str:
-    for secret in [*(_secrets()), token or ""]:
-        if secret and secret in text:
-            raise HubError("refusing to publish: a secret from the environment appears in the card text")
+    """``text`` unchanged, or HubError when the one scrubber (:func:`~hf_rgda._secrets.redact`) would change it: a
+    secret from the environment, the token, or anything shaped like a provider key appears in it."""
+    if redact(text, [*environment_secrets(), token or ""]) != text:
+        raise HubError("refusing to publish: a secret from the environment appears in the card text")
     return text
 
 
