@@ -6,8 +6,6 @@ Example:
     >>> # augmented = ds["train"].map(aug, batched=True, batch_size=8)
 """
 
-__version__ = "0.1.0"
-
 from ._exceptions import (
     AuthenticationError,
     BackendError,
@@ -24,6 +22,7 @@ from ._exceptions import (
     ServerError,
     TimeoutError,
 )
+from ._version import __version__
 from .augmenter import RGDAAugmenter, entity_length_limits
 from .cache import ResponseCache
 from .config import DEFAULT_LLM, METHODS, AugmentConfig

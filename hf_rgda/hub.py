@@ -19,9 +19,10 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from . import __version__, prompts
+from . import prompts
 from ._exceptions import ConfigError, HubError
 from ._secrets import environment_secrets, redact
+from ._version import __version__
 from .records import META_COLUMNS
 
 __all__ = ["dataset_card", "model_card", "push_augmented", "push_model"]
