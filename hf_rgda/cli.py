@@ -206,12 +206,13 @@ def _train(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from .train import _resolve, evaluate_ner
+    from .provision import resolve_model
+    from .train import evaluate_ner
 
     dsd = _load_any(args.data)
     if args.split not in dsd:
         raise RGDAError(f"split {args.split!r} not found; splits are {list(dsd)}")
-    source = _resolve(args.model)
+    source = resolve_model(args.model)
     model = AutoModelForTokenClassification.from_pretrained(source)
     tokenizer = AutoTokenizer.from_pretrained(source)
     metrics = evaluate_ner(model, tokenizer, dsd[args.split], tokens_column=args.tokens_column,

@@ -32,3 +32,8 @@ def test_no_module_imports_the_package_root() -> None:
            and (name is None or importlib.util.find_spec(f"hf_rgda.{name}") is None)]
     assert bad == []
 
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    bad = [(m, f"{base}.{name}") for m, base, name in _imports() if base.startswith("hf_rgda") and name
+           and name.startswith("_") and not name.startswith("__")]
+    assert bad == []
