@@ -1,6 +1,6 @@
 """Publishing to the Hugging Face Hub: augmented datasets with a provenance card, trained NER models with a model card.
 
-Cards are filled from the templates in ``model_cards/`` (shipped as ``hf_rgda/cards``) and from the run's own
+Cards are filled from the templates in ``hf_rgda/cards/`` (package data) and from the run's own
 records (``summary.json`` of ``hf-rgda augment``, ``metrics.json``/``train_config.json`` of ``hf-rgda train``). No
 token or API key is ever written: cards are built from configuration and counts only, and every pushed text is
 checked against the secrets in the environment before upload.

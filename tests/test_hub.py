@@ -144,3 +144,14 @@ def test_cards_are_checked_by_the_one_secret_scrubber(monkeypatch: pytest.Monkey
     for text in (f"llm key {API_KEY}", "token hf_localTESTtoken0123456789 here", "a stray sk-ant-abcdefgh1234 key"):
         with pytest.raises(HubError, match="refusing to publish"):
             _check_clean(text, TOKEN)
+
+
+def test_card_templates_are_package_files_not_links() -> None:
+    """Symlinks break in wheels and on Windows: the package holds the templates themselves."""
+    from importlib import resources
+
+    cards = resources.files("hf_rgda.cards")
+    assert sorted(p.name for p in cards.iterdir() if p.name.endswith(".md")) == ["dataset_card.md", "model_card.md"]
+    assert all("$title" in cards.joinpath(n).read_text(encoding="utf-8") for n in ("dataset_card.md", "model_card.md"))
+    root = Path(__file__).resolve().parents[1]
+    assert [p for d in ("hf_rgda", "model_cards") for p in (root / d).rglob("*") if p.is_symlink()] == []
