@@ -18,7 +18,7 @@ from typing import Any
 
 from ._exceptions import RGDAError
 from .config import DEFAULT_LLM, AugmentConfig
-from .llm import LLM
+from .llm import EXAMPLE_MODELS, LLM
 
 __all__ = ["main"]
 
@@ -48,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--min-entities", type=int, default=1,
                    help="sample only seeds with at least this many entities (default: 1; 0 samples any sentence)")
     a.add_argument("--sample-seed", type=int, default=0, help="random seed of the seed sampling (default: 0)")
-    a.add_argument("--llm", default=DEFAULT_LLM, help=f"'<backend>:<model>' (default: {DEFAULT_LLM})")
+    a.add_argument("--llm", default=DEFAULT_LLM,
+                   help="'<backend>:<model>', e.g. " + ", ".join(f"{b}:{m}" for b, m in EXAMPLE_MODELS.items())
+                        + f" (default: {DEFAULT_LLM})")
     a.add_argument("--base-url", action="append", default=None,
                    help="API root of the provider or of an OpenAI-compatible server; repeat it to spread the calls "
                         "round-robin over several servers of one model")

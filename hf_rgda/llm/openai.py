@@ -7,7 +7,7 @@ The key is read from ``OPENAI_API_KEY`` at the first call; with a ``base_url`` a
 placeholder is sent. Several ``base_url`` values are used round-robin.
 
 Example:
-    >>> llm = OpenAILLM("gpt-4o-mini", base_url=["http://10.0.0.5:8000/v1", "http://10.0.0.6:8000/v1"])
+    >>> llm = OpenAILLM("gpt-5.5", base_url=["http://10.0.0.5:8000/v1", "http://10.0.0.6:8000/v1"])
     >>> llm.identity()["backend"]
     'openai'
 """
@@ -46,7 +46,7 @@ class OpenAILLM(RemoteLLM):
     """Chat completions with a strict JSON-schema response format.
 
     Args:
-        model: model name, e.g. ``gpt-4o-mini``.
+        model: model name, e.g. ``gpt-5.5``.
         schema_mode: ``"json_schema"`` (strict structured output) or ``"json_object"`` (llama.cpp's server form).
         **options: see :class:`~hf_rgda.llm.remote.RemoteLLM` (``base_url``, ``timeout``, ``max_concurrency``,
             ``rpm``, ``tpm``, ``retry``, ``api_key``).
