@@ -134,3 +134,23 @@ def test_remote_backends_read_their_key_at_the_first_call_not_at_construction() 
         llm = load_llm(f"{backend}:{model}")  # no key in the environment (conftest): constructing is fine
         with pytest.raises(AuthenticationError, match=r"no API key: set \w+_API_KEY"):
             asyncio.run(llm.complete([{"role": "user", "content": "hi"}], schema=None, params={}))
+
+
+def test_config_options_are_generated_from_the_dataclasses(tmp_path: Path, capsys) -> None:
+    import dataclasses
+
+    from hf_rgda import AugmentConfig
+    from hf_rgda.train import TrainConfig
+
+    for command, config in (("augment", AugmentConfig), ("train", TrainConfig)):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        for f in dataclasses.fields(config):
+            assert "--" + f.name.replace("_", "-") in text, (command, f.name)
+    folder = _write_folder(tmp_path)
+    assert main(["augment", str(folder), "--method", "gda", "--num-augmented", "2", "--no-salvage", "--out",
+                 str(tmp_path / "out")], llm=ScriptedLLM(stateless_handler)) == 0
+    config = json.loads((tmp_path / "out" / "summary.json").read_text())["config"]
+    assert (config["method"], config["num_augmented"], config["salvage"]) == ("gda", 2, False)
+    assert config["keep_originals"] and config["keep_rejected"]  # the CLI's outputs need both
