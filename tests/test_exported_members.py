@@ -23,4 +23,5 @@ def test_every_error_is_in_the_tree() -> None:
     assert hub.HubError is hf_rgda.HubError
     for name in _exceptions.__all__:
         cls = getattr(hf_rgda, name)
-        assert issubclass(cls, hf_rgda.RGDAError) and re.search(rf"^\W*{name}\b", _exceptions.__doc__, re.M), name
+        drawn = re.search(rf"^\W*{name}\b", _exceptions.__doc__, re.MULTILINE)
+        assert issubclass(cls, hf_rgda.RGDAError) and drawn, name
