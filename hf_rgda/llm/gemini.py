@@ -5,8 +5,8 @@ schema as ``response_json_schema``. The system prompt goes in ``system_instructi
 ``GEMINI_API_KEY`` (or ``GOOGLE_API_KEY``) at the first call.
 
 Example:
-    >>> GeminiLLM("gemini-2.5-flash").identity()
-    {'backend': 'gemini', 'model': 'gemini-2.5-flash'}
+    >>> GeminiLLM("gemini-3.8-flash").identity()
+    {'backend': 'gemini', 'model': 'gemini-3.8-flash'}
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class GeminiLLM(RemoteLLM):
     """Gemini models with a provider-enforced response schema.
 
     Args:
-        model: e.g. ``gemini-2.5-flash``.
+        model: e.g. ``gemini-3.8-flash``.
         **options: see :class:`~hf_rgda.llm.remote.RemoteLLM`.
     """
 

@@ -111,6 +111,8 @@ class RemoteLLM(LLM):
     #: whether the API returns next-token logprobs (else :meth:`option_probs` is the sampling fallback)
     has_logprobs: bool = False
     extra: str = ""
+    #: attributes holding live state (set by :meth:`_init_live`): never pickled, so never part of a fingerprint
+    live_fields: tuple[str, ...] = ("_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key")
 
     def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, timeout: float = 120.0,
                  max_concurrency: int = 8, rpm: int | None = None, tpm: int | None = None,
@@ -159,8 +161,7 @@ class RemoteLLM(LLM):
         return ident
 
     def __getstate__(self) -> dict[str, Any]:
-        drop = {"_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key"}
-        return {k: v for k, v in self.__dict__.items() if k not in drop}
+        return {k: v for k, v in self.__dict__.items() if k not in self.live_fields}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
