@@ -1,5 +1,6 @@
-"""The calibration canaries (benchmarks/canaries.py, defects.py): canaries are deterministic and each carries exactly
-its defect, and the scores are right on hand-made cases, on tiny datasets written here (never ../shared/data)."""
+"""The calibration canaries (benchmarks/canaries.py, defects.py) and the calibration runner (calibration.py): canaries
+are deterministic and each carries exactly its defect, the scores are right on hand-made cases, and the runner goes
+end to end with a scripted judge on tiny datasets written here (the tests never read ../shared/data)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,17 @@ from typing import Any
 
 import pytest
 
+from hf_rgda import ScriptedLLM
+from hf_rgda.debate import CRITERIA
+from hf_rgda.records import Seed
+from hf_rgda.schemas import AC_RUBRIC, GR_RUBRIC
 from hf_rgda.tags import detokenize, parse_inline, tags_to_spans
+from hf_rgda.testing import FakeWorld, stage_of
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
+import calibration
 import canaries as cn
 import defects
 
@@ -210,3 +217,88 @@ def test_evaluate_reports_heldout_and_per_class_figures() -> None:
     # half 1's threshold 0.8 lets half 0's garbled 0.85 through; half 0's 0.9 rejects half 1's good 0.8 and 0.85
     assert m["heldout_accuracy"] == 0.625 and m["heldout_balanced_accuracy"] == 0.625
     assert cn.evaluate(["good", "good"], [0.3, 0.4], 0.5)["heldout_accuracy"] is None
+
+
+# ---------------------------------------------------------------- the runner, with a scripted judge
+def _sections(content: str) -> dict[str, str]:
+    return dict(part.partition(":\n")[::2] for part in content.split("\n\n"))
+
+
+def _oracle(built: list[cn.Canary], calls: list[str]) -> Any:
+    """A judge that knows the canaries: full marks to good ones, nothing to defective ones."""
+    def item(tokens: Any, tags: Any) -> str:
+        return json.dumps(Seed("", tuple(tokens), tuple(tags)).as_item(), ensure_ascii=False)
+
+    rows = {(item(c.seed_tokens, c.seed_tags), item(c.tokens, c.tags)): c.good for c in built if c.level == "row"}
+    guides = {(detokenize(c.tokens), json.dumps(c.guide, ensure_ascii=False)): c.good for c in built if c.level == "guide"}
+
+    def handler(messages: Any, schema: Any, params: Any) -> Any:
+        stage, parts = stage_of(messages), _sections(messages[-1]["content"])
+        calls.append(stage)
+        if stage == "gr_judge":
+            return FakeWorld.verdict(100 * guides[parts["Sentence"], parts["Guide"]], GR_RUBRIC)
+        if stage == "ac_judge":
+            new = json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)
+            return FakeWorld.verdict(100 * rows[parts["Original"], new], AC_RUBRIC)
+        shown = {k: v for k, v in json.loads(parts["New sentences"])[0].items() if k != "sentence"}
+        good = rows[parts["Original sentence"], json.dumps(shown, ensure_ascii=False)]
+        return {"reviews": [{k: {"remark": "", "score": top * good} for k, top in CRITERIA.items()}]}
+
+    return handler
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, data_dir: Path, handler: Any, *extra: str) -> tuple[int, Path]:
+    monkeypatch.setattr(calibration, "load_llm", lambda spec: ScriptedLLM(handler, name="oracle"))
+    monkeypatch.setattr(calibration, "_commit", lambda: "test")
+    out = data_dir / "calibration.json"
+    argv = ["--llm", "scripted:oracle", "--data-dir", str(data_dir), "--datasets", "bio", "fin", "--per-class", "1",
+            "--cache", str(data_dir / "cache.sqlite3"), "--out", str(out), *extra]
+    return calibration.main(argv), out
+
+
+def test_the_runner_scores_every_judge_end_to_end(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                                 golds: list[cn.Gold]) -> None:
+    calls: list[str] = []
+    rc, out = _run(monkeypatch, data_dir, _oracle(cn.build_canaries(golds, 1), calls))
+    assert rc == 0
+    results = json.loads(out.read_text())
+    assert results["commit"] == "test" and results["llm"] == "scripted:oracle" and "CPU cores" in results["machine"]
+    assert results["command"].startswith("python benchmarks/calibration.py --llm scripted:oracle")
+    for name in ("bio", "fin"):
+        entry = results["datasets"][name]
+        for scorer, level in (("ac", "row"), ("gr", "guide"), ("debate", "row")):
+            cell = entry["scorers"][scorer]
+            assert cell["canaries"] == sum(entry["canaries"][level].values()) and cell["failed"] == 0
+            assert cell["metrics"]["auroc"] == 1.0 and cell["metrics"]["heldout_accuracy"] == 1.0
+            assert {x["score"] for x in cell["scores"]} == {0.0, 1.0} and cell["calls"] >= cell["canaries"]
+        assert entry["scorers"]["debate"]["metrics"]["product_threshold"] == 0.8
+    assert set(calls) == {"ac_judge", "gr_judge", "debate_review"}
+    n = len(calls)
+    assert _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "ac")[0] == 0
+    assert len(calls) == n  # the rerun is served from the response cache
+
+
+def test_an_unreadable_answer_fails_its_canary_only(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                                   golds: list[cn.Gold]) -> None:
+    oracle = _oracle(cn.build_canaries(golds, 1), [])
+    bad = {"n": 0}
+
+    def flaky(messages: Any, schema: Any, params: Any) -> Any:
+        bad["n"] += 1
+        return "not json" if bad["n"] <= 2 else oracle(messages, schema, params)  # the first canary and its re-ask
+
+    rc, out = _run(monkeypatch, data_dir, flaky, "--scorers", "gr", "--datasets", "bio")
+    cell = json.loads(out.read_text())["datasets"]["bio"]["scorers"]["gr"]
+    assert rc == 0 and cell["failed"] == 1 and cell["metrics"]["n"] == cell["canaries"] - 1
+    assert "ParseError" in next(x["error"] for x in cell["scores"] if x["score"] is None)
+
+
+def test_scorers_that_wait_for_the_library_stop_before_any_call(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[str] = []
+    rc, out = _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "ac", "entity", "gr-prob")
+    assert rc == 2 and not calls and not out.exists()
+    err = capsys.readouterr().err
+    assert "entity verification stage" in err and "LLM.option_probs" in err and "probability-weighted" in err
+    with pytest.raises(NotImplementedError, match="option_probs"):
+        calibration.SCORERS["entity"].bind(None)  # type: ignore[arg-type]
