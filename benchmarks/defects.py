@@ -237,6 +237,7 @@ def guide_defect(ctx: Context, label: str, guide: dict[str, Any], tokens: Sequen
             return None
         roles[k] = _role(roles[k]["text"], rng.choice(others))
         return {**guide, "entity_roles": roles}
+    # guide_entity_not_in_sentence: another mention of the same type, from the dataset, that the sentence lacks
     squeezed = re.sub(r"\s+", "", detokenize(tokens)).lower()
     pool = sorted({_text(t, s) for t, g in ctx.sentences for s in tags_to_spans(g) if s.label == roles[k]["type"]})
     pool = [m for m in pool if re.sub(r"\s+", "", m).lower() not in squeezed]
