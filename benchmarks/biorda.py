@@ -25,9 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from hf_rgda import DEFAULT_LLM, RGDAAugmenter, RunSummary
-from hf_rgda.data import load_ner, sample_rows
+from hf_rgda import DEFAULT_LLM, RGDAAugmenter
 from hf_rgda.provision import MODELS, snapshot_dir
+from hf_rgda.recipe import augment, load_split, sample_seeds
 
 MACHINE = f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"
 
@@ -39,8 +39,8 @@ def attribution(args: argparse.Namespace) -> dict:
     from hf_rgda.attribution import AttributionSelector
 
     torch.manual_seed(0)
-    split = load_ner(str(args.data_dir / "ncbi_disease"))["train"]
-    rows = sample_rows(split, args.sentences, 0, min_entities=1)
+    split = load_split(str(args.data_dir / "ncbi_disease"), "train")
+    rows = sample_seeds(split, args.sentences)
     labels = ["O", "B-Disease", "I-Disease"]
     out = {"sentences": len(rows), "mean_words": round(sum(map(len, rows["tokens"])) / len(rows), 1), "models": {}}
     for name in args.models:
@@ -104,25 +104,24 @@ def forward_ceiling(model, tok, rows, words: int, repeats: int = 5) -> dict:
 def debate(args: argparse.Namespace) -> dict:
     from hf_rgda.attribution import fit_seed_model
 
-    split = load_ner(str(args.data_dir / "ncbi_disease"))["train"]
-    seeds = sample_rows(split, args.seeds, 0, min_entities=1)
+    split = load_split(str(args.data_dir / "ncbi_disease"), "train")
+    seeds = sample_seeds(split, args.seeds)
     where = args.cache_dir / "where_model"
     if not (where / "config.json").is_file():
-        fit_seed_model(sample_rows(split, 200, 0, min_entities=1), str(where), epochs=5)
+        fit_seed_model(sample_seeds(split, 200), str(where), epochs=5)
     out = {"seeds": len(seeds), "llm": args.llm, "sigma": args.sigma, "agents": {}}
     for n in args.agents:
         aug = RGDAAugmenter.from_dataset(split, llm=args.llm, method="biorda", attribution_model=str(where),
                                          debate_agents=n, debate_sigma=args.sigma, num_augmented=3, keep_rejected=True,
                                          cache=args.cache_dir / f"debate_{n}.sqlite3",
                                          domain="biomedical research abstracts (PubMed) with disease mentions")
-        start = time.perf_counter()
-        res = seeds.map(aug, batched=True, batch_size=len(seeds), load_from_cache_file=False)
-        wall = time.perf_counter() - start
+        run = augment(seeds, aug, batch_size=len(seeds), load_from_cache_file=False)
+        res, wall = run.rows, run.summary.wall_seconds
         traces = [json.loads(t) for t, s in zip(res["rgda_trace"], res["rgda_status"]) if t and s == "original"]
         debates = [t["debate"] for t in traces if t.get("debate")]
         accepted = sum(len(d["accepted_means"]) for d in debates)
         proposed = accepted + sum(len(d["rejected_means"]) for d in debates)
-        s = RunSummary.from_traces(res["rgda_trace"]).to_dict()
+        s = run.summary.to_dict()
         out["agents"][str(n)] = {
             "debates": len(debates), "failed_seeds": s["failed_seeds"], "proposals": proposed,
             "accepted_by_debate": accepted, "acceptance_rate": round(accepted / proposed, 3) if proposed else None,

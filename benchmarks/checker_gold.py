@@ -25,14 +25,14 @@ from collections import Counter
 from pathlib import Path
 
 from hf_rgda import RGDAAugmenter
-from hf_rgda.data import load_ner
+from hf_rgda.recipe import load_source
 from hf_rgda.records import Candidate, Seed
 from hf_rgda.tags import tags_to_spans
 
 
 def run(data_dir: Path, name: str, examples: int, sample_seed: int, min_outside: int | None,
         share: float | None = None) -> dict:
-    dsd = load_ner(str(data_dir / name))
+    dsd = load_source(str(data_dir / name))
     train, test = dsd["train"], dsd["test"]
     aug = RGDAAugmenter.from_dataset(train)  # the local backend is not loaded: no LLM call is made
     seeds = [Seed(str(i), tuple(t), tuple(g)) for i, (t, g) in enumerate(zip(train["tokens"], train["ner_tags"]))

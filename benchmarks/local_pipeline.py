@@ -19,11 +19,10 @@ import json
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 from hf_rgda import DEFAULT_LLM, RGDAAugmenter, RunSummary
-from hf_rgda.data import load_ner, sample_rows
+from hf_rgda.recipe import augment, load_split, sample_seeds
 
 DOMAINS = {
     "ncbi_disease": "biomedical research abstracts (PubMed) with disease mentions",
@@ -71,9 +70,8 @@ def cells_of(chunks: dict) -> dict:
 
 def run_chunk(seeds, aug: RGDAAugmenter) -> dict:
     """Augment one chunk of seeds; returns its traces, accepted rows (with their seed) and wall time."""
-    start = time.perf_counter()
-    out = seeds.map(aug, batched=True, batch_size=len(seeds), load_from_cache_file=False)
-    wall = time.perf_counter() - start
+    run = augment(seeds, aug, batch_size=len(seeds), load_from_cache_file=False)
+    out, wall = run.rows, run.summary.wall_seconds
     seed_text = {}
     examples = []
     for r in out:
@@ -231,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
 
     plan = []
     for i, name in enumerate(args.datasets):
-        split = load_ner(str(args.data_dir / name))["train"]
-        seeds = sample_rows(split, args.num_seeds, args.sample_seed, min_entities=1)
+        split = load_split(str(args.data_dir / name), "train")
+        seeds = sample_seeds(split, args.num_seeds, sample_seed=args.sample_seed, min_entities=1)
         plan.append((name, split, seeds))
         if i == 0 and args.schedules:
             for schedule in ("stage", "row"):  # separate caches: neither reuses the other's answers

@@ -58,9 +58,9 @@ ORDER = {"scierc": 0, "ncbi_disease": 1, "fin": 2}
 
 
 def splits(data_dir: Path, name: str) -> tuple[Any, Any]:
-    from hf_rgda.data import load_ner
+    from hf_rgda.recipe import load_source
 
-    dsd = load_ner(str(data_dir / name))
+    dsd = load_source(str(data_dir / name))
     return dsd["train"], dsd["test"]
 
 
@@ -69,6 +69,7 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
     scores, calls, rejections) for the LLM methods."""
     from hf_rgda import RGDAAugmenter
     from hf_rgda.baselines import EDA, MentionReplacement, mention_inventory
+    from hf_rgda.recipe import augment as run_recipe
 
     if method == "noaug":
         return seeds.select([]), {}
@@ -80,19 +81,14 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
     else:
         aug = RGDAAugmenter.from_dataset(train, llm=args.llm, method=method, num_augmented=args.ratio,
                                          cache=args.cache, domain=DOMAINS.get(name, ""))
-    out = seeds.map(aug, batched=True, batch_size=args.batch_size, remove_columns=seeds.column_names,
-                    load_from_cache_file=False, desc=f"{name}/{method}")
+    # the recipe refuses rows that disagree with their traces (a stale datasets cache)
+    run = run_recipe(seeds, aug, batch_size=args.batch_size, load_from_cache_file=False, desc=f"{name}/{method}")
     summary = {}
-    if "rgda_trace" in out.column_names:
-        from hf_rgda import RunSummary
-
-        d = RunSummary.from_traces([t for t in out["rgda_trace"] if t]).to_dict()
+    if run.summary is not None:
+        d = run.summary.to_dict()
         summary = {k: d[k] for k in ("accepted", "rejected_by_reason", "failed_seeds", "llm_calls", "judge_rounds",
                                      "judge_scores")}
-    aug = out.filter(lambda s: s == "accepted", input_columns="rgda_status", load_from_cache_file=False)
-    if summary and summary["accepted"] != len(aug):  # the rows and the traces must come from the same run
-        raise RuntimeError(f"{name}/{method}: {len(aug)} accepted rows but the traces count {summary['accepted']}")
-    return aug, summary
+    return run.with_status("accepted"), summary
 
 
 def training_rows(seeds: Any, aug: Any) -> Any:
@@ -186,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(compact(results), indent=1))
 
-    from hf_rgda.data import sample_rows
+    from hf_rgda.recipe import sample_seeds
     from hf_rgda.train import label_names_of
 
     args.commit = _commit()  # the code this process loaded: edits made while it runs do not reach it
@@ -194,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.datasets:
         train, test = splits(args.data_dir, name)
         args.labels = label_names_of(train, test)
-        seeds = sample_rows(train, args.num_seeds, args.sample_seed, min_entities=1)
+        seeds = sample_seeds(train, args.num_seeds, sample_seed=args.sample_seed, min_entities=1)
         scale = f"{name}/seeds={len(seeds)}/ratio={args.ratio}/encoder={args.encoder}/epochs={args.epochs:g}"
         for method in args.methods:
             key = f"{scale}/{method}"

@@ -19,12 +19,12 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from datasets import Dataset
 
 from hf_rgda import RGDAAugmenter
+from hf_rgda.recipe import augment
 
 GENES = ["BRCA1", "APC", "TP53", "MLH1", "CFTR", "HTT"]
 DISEASES = [["breast", "cancer"], ["colon", "cancer"], ["cystic", "fibrosis"], ["melanoma"], ["asthma"], ["gout"]]
@@ -49,13 +49,11 @@ def run(ds: Dataset, latency: float, concurrency: int, method: str) -> dict:
         aug = RGDAAugmenter("openai:bench-model", label_names=["O", "B-Disease", "I-Disease"], method=method,
                             cache=False, llm_options={"base_url": f"http://127.0.0.1:{port}/v1",
                                                       "max_concurrency": concurrency})
-        start = time.perf_counter()
-        ds.map(aug, batched=True, batch_size=len(ds), load_from_cache_file=False)
-        wall = time.perf_counter() - start
+        summary = augment(ds, aug, batch_size=len(ds), load_from_cache_file=False).summary
     finally:
         proc.terminate()
         proc.wait(10)
-    s = aug.summary.to_dict()
+    s, wall = summary.to_dict(), summary.wall_seconds
     requests = s["llm_calls"]
     return {"concurrency": concurrency, "latency_s": latency, "wall_s": round(wall, 3), "requests": requests,
             "accepted": s["accepted"], "failed_seeds": s["failed_seeds"],

@@ -6,13 +6,12 @@ Example:
     >>> # augmented = ds["train"].map(aug, batched=True, batch_size=8)
 """
 
-__version__ = "0.1.0"
-
 from ._exceptions import (
     AuthenticationError,
     BackendError,
     ConfigError,
     ConnectionError,
+    HubError,
     InputError,
     ParseError,
     ProvisionError,
@@ -23,6 +22,7 @@ from ._exceptions import (
     ServerError,
     TimeoutError,
 )
+from ._version import __version__
 from .augmenter import RGDAAugmenter, entity_length_limits
 from .cache import ResponseCache
 from .config import DEFAULT_LLM, METHODS, AugmentConfig
@@ -41,6 +41,7 @@ __all__ = [
     "Completion",
     "ConfigError",
     "ConnectionError",
+    "HubError",
     "InputError",
     "ParseError",
     "ProvisionError",

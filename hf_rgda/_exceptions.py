@@ -7,6 +7,7 @@ The tree::
     ├── InputError           bad input row (names the row and the problem)
     ├── SchemaError          tags outside the label set or an invalid tag scheme
     ├── ProvisionError       a model file could not be assembled or failed its hash check
+    ├── HubError             publishing to the Hub failed: no token, a rejected token, or a Hub error
     ├── ParseError           an LLM answer could not be parsed (keeps the raw text)
     └── BackendError         an LLM backend failed (``retryable`` says whether another attempt may succeed)
         ├── AuthenticationError  bad or missing key (never retried)
@@ -32,6 +33,7 @@ __all__ = [
     "BackendError",
     "ConfigError",
     "ConnectionError",
+    "HubError",
     "InputError",
     "ParseError",
     "ProvisionError",
@@ -71,6 +73,10 @@ class InputError(RGDAError, ValueError):
 
 class ProvisionError(RGDAError, RuntimeError):
     """A model file could not be provisioned."""
+
+
+class HubError(RGDAError, RuntimeError):
+    """Publishing failed: no token, a rejected token, or a Hub error (the token is never shown)."""
 
 
 class ParseError(RGDAError, ValueError):

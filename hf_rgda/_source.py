@@ -12,6 +12,8 @@ import hashlib
 from functools import cache
 from pathlib import Path
 
+from ._version import __version__
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -26,6 +28,4 @@ def source_hash(root: Path = PACKAGE_DIR) -> str:
 
 def hash_extras() -> dict[str, str]:
     """What ``__getstate__`` adds to an augmenter's state for hashing (and ``__setstate__`` drops)."""
-    from . import __version__
-
     return {"version": __version__, "source": source_hash()}

@@ -72,9 +72,9 @@ class AttributionSelector:
         from transformers import AutoModelForTokenClassification, AutoTokenizer
 
         if isinstance(model, str):
-            from .train import _resolve
+            from .provision import resolve_model
 
-            path = _resolve(model)
+            path = resolve_model(model)
             model = AutoModelForTokenClassification.from_pretrained(path)
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
         if tokenizer is None:

@@ -115,7 +115,8 @@ class _Baseline(abc.ABC):
     def _variants(self, tokens: list[str], tags: list[str], rng: random.Random) -> list[tuple[list[str], list[str]]]:
         """The augmented (tokens, tags) pairs of one seed row."""
 
-    def __call__(self, batch: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
+    def __call__(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None = None) -> dict[str, list[Any]]:
+        """Augment one batch; ``indices`` (``with_indices=True``) is accepted as by every augmenter, and unused."""
         out: dict[str, list[Any]] = defaultdict(list)
         others = [c for c in batch if c not in (self.tokens_column, self.tags_column)]
         for k, (tokens, raw_tags) in enumerate(zip(batch[self.tokens_column], batch[self.tags_column])):

@@ -1,7 +1,8 @@
 """On-disk response cache: an interrupted run resumes without paying again for completed calls.
 
 Keys are sha256 over the backend identity (never a secret), the messages, the schema and the generation
-parameters (including the derived per-call seed). Values are the completion text and usage. SQLite in WAL
+parameters (including the derived per-call seed). Values are the completion text and usage; an option-probability
+answer (:func:`option_probs_key`) is stored the same way, its probabilities as JSON text. SQLite in WAL
 mode lets several ``datasets.map`` worker processes share one file.
 
 Example:
@@ -23,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .llm.base import Completion, Usage
+from .llm.base import Completion, OptionProbs, Usage
 
-__all__ = ["ResponseCache", "cache_key", "default_cache_path"]
+__all__ = ["ResponseCache", "cache_key", "default_cache_path", "option_probs_key"]
 
 
 def default_cache_path() -> Path:
@@ -37,7 +38,17 @@ def default_cache_path() -> Path:
 def cache_key(identity: Mapping[str, Any], messages: Sequence[Mapping[str, str]], schema: Any,
               params: Mapping[str, Any]) -> str:
     """Stable key of one call."""
-    blob = json.dumps([identity, [dict(m) for m in messages], schema, params], sort_keys=True, ensure_ascii=False)
+    return _digest([identity, [dict(m) for m in messages], schema, params])
+
+
+def option_probs_key(identity: Mapping[str, Any], messages: Sequence[Mapping[str, str]], options: Sequence[str],
+                     params: Mapping[str, Any]) -> str:
+    """Stable key of one :meth:`~hf_rgda.llm.LLM.option_probs` call (never equal to a :func:`cache_key`)."""
+    return _digest(["option_probs", identity, [dict(m) for m in messages], list(options), params])
+
+
+def _digest(parts: list[Any]) -> str:
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate must not crash a key
 
 
@@ -73,6 +84,21 @@ class ResponseCache:
         with self._conn() as conn:
             conn.execute("INSERT OR REPLACE INTO responses (key, text, usage, seconds) VALUES (?, ?, ?, ?)",
                          (key, completion.text, usage, completion.seconds))
+
+    def get_option_probs(self, key: str) -> OptionProbs | None:
+        """An :class:`~hf_rgda.llm.OptionProbs` stored by :meth:`put_option_probs` (key: :func:`option_probs_key`)."""
+        comp = self.get(key)
+        if comp is None:
+            return None
+        data = json.loads(comp.text)
+        return OptionProbs(data["probs"], data["method"], data["mass"], tuple((t, lp) for t, lp in data["top"]),
+                           comp.usage, comp.seconds, cached=True)
+
+    def put_option_probs(self, key: str, result: OptionProbs) -> None:
+        """Store one option-probability answer (as JSON in the completion's text)."""
+        text = json.dumps({"probs": result.probs, "method": result.method, "mass": result.mass,
+                           "top": [list(pair) for pair in result.top]}, ensure_ascii=False)
+        self.put(key, Completion(text, result.usage, result.seconds))
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

@@ -1,6 +1,6 @@
 """Publishing to the Hugging Face Hub: augmented datasets with a provenance card, trained NER models with a model card.
 
-Cards are filled from the templates in ``model_cards/`` (shipped as ``hf_rgda/cards``) and from the run's own
+Cards are filled from the templates in ``hf_rgda/cards/`` (package data) and from the run's own
 records (``summary.json`` of ``hf-rgda augment``, ``metrics.json``/``train_config.json`` of ``hf-rgda train``). No
 token or API key is ever written: cards are built from configuration and counts only, and every pushed text is
 checked against the secrets in the environment before upload.
@@ -13,40 +13,33 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from string import Template
 from typing import Any
 
-from . import __version__, prompts
-from ._exceptions import ConfigError, RGDAError
+from . import prompts
+from ._exceptions import ConfigError, HubError
+from ._secrets import environment_secrets, redact
+from ._version import __version__
 from .records import META_COLUMNS
 
-__all__ = ["HubError", "dataset_card", "model_card", "push_augmented", "push_model"]
+__all__ = ["dataset_card", "model_card", "push_augmented", "push_model"]
 
 #: licenses of the benchmark datasets by folder name (see their provenance); others are read from the source card
 KNOWN_LICENSES = {"fin": "cc-by-3.0", "ncbi_disease": "other", "scierc": "unknown"}
-
-
-class HubError(RGDAError, RuntimeError):
-    """Publishing failed: no token, a rejected token, or a Hub error (the token is never shown)."""
 
 
 def _template(name: str) -> Template:
     return Template(resources.files("hf_rgda.cards").joinpath(f"{name}.md").read_text(encoding="utf-8"))
 
 
-def _secrets() -> list[str]:
-    names = [k for k in os.environ if k.endswith(("_API_KEY", "_TOKEN")) or k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")]
-    return [os.environ[k] for k in names if len(os.environ[k]) >= 8]
-
-
 def _check_clean(text: str, token: str | None) -> str:
-    for secret in [*(_secrets()), token or ""]:
-        if secret and secret in text:
-            raise HubError("refusing to publish: a secret from the environment appears in the card text")
+    """``text`` unchanged, or HubError when the one scrubber (:func:`~hf_rgda._secrets.redact`) would change it: a
+    secret from the environment, the token, or anything shaped like a provider key appears in it."""
+    if redact(text, [*environment_secrets(), token or ""]) != text:
+        raise HubError("refusing to publish: a secret from the environment appears in the card text")
     return text
 
 

@@ -1,8 +1,15 @@
 """Token prices and cost reports from counted usage.
 
-Prices are US dollars per million tokens, from a dated table that a user overrides with a JSON file or a dict
-(``{"openai:gpt-4o": {"input": 2.5, "output": 10.0, "cached_input": 1.25}}``). A model missing from the table
-is priced at zero and the report says so; nothing is guessed.
+Prices are US dollars per million tokens, from a dated table that a user overrides or extends with a JSON file
+(``hf-rgda augment --prices FILE``, or ``$HF_RGDA_PRICES``) or a dict
+(``{"openai:gpt-5.5": {"input": .., "output": .., "cached_input": ..}}``). A model missing from the table is priced
+at zero and the report says so; nothing is guessed.
+
+Where the built-in prices come from: the providers' public price pages on :data:`PRICES_AS_OF`. The installed SDKs
+(openai 3.54, anthropic 2.12, google-genai 3.4) carry no prices. On 2026-11-23 the table was checked against them:
+the models the anthropic SDK lists as past their end-of-life (Claude 3.7 Sonnet, Claude 3.5 Haiku, Claude Sonnet 4)
+were removed, the models they still list kept at their 2025-06-01 prices; newer models (e.g. the ones in
+:data:`hf_rgda.llm.EXAMPLE_MODELS`) have no built-in price: give theirs in a price file.
 
 Example:
     >>> table = PriceTable.default()
@@ -27,6 +34,7 @@ from ._exceptions import ConfigError
 __all__ = ["PRICES_AS_OF", "Price", "PriceTable", "cost_report", "format_cost", "load_prices"]
 
 #: the date the built-in list prices were taken from the providers' public price pages; check before relying on them
+#: (the list of models was last checked against the installed SDKs on 2026-11-23)
 PRICES_AS_OF = "2025-06-01"
 
 # $ per 1M tokens: input, output, cached input (prompt-cache reads)
@@ -35,10 +43,6 @@ _DEFAULT: dict[str, tuple[float, float, float]] = {
     "openai:gpt-4o-mini": (0.15, 0.60, 0.075),
     "openai:gpt-4.1": (2.00, 8.00, 0.50),
     "openai:gpt-4.1-mini": (0.40, 1.60, 0.10),
-    "anthropic:claude-3-7-sonnet-latest": (3.00, 15.00, 0.30),
-    "anthropic:claude-3-7-sonnet-20250219": (3.00, 15.00, 0.30),
-    "anthropic:claude-sonnet-4-20250514": (3.00, 15.00, 0.30),
-    "anthropic:claude-3-5-haiku-latest": (0.80, 4.00, 0.08),
     "gemini:gemini-2.5-flash": (0.30, 2.50, 0.075),
     "gemini:gemini-2.5-pro": (1.25, 10.00, 0.31),
     "gemini:gemini-2.0-flash": (0.10, 0.40, 0.025),

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ._exceptions import ProvisionError
 
-__all__ = ["MODELS", "ModelSource", "provision", "snapshot_dir"]
+__all__ = ["MODELS", "ModelSource", "provision", "resolve_model", "snapshot_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,16 @@ def snapshot_dir(source: ModelSource, cache_dir: Path | None = None) -> Path:
     """The snapshot folder of ``source`` in the Hugging Face cache layout."""
     root = Path(cache_dir) if cache_dir else _hub_cache()
     return root / f"models--{source.repo_id.replace('/', '--')}" / "snapshots" / source.revision
+
+
+def resolve_model(model: str) -> str:
+    """The local folder of a model: ``model`` itself when it is a folder, else the snapshot of the Hub id ``model``
+    (downloaded, or with ``HF_HUB_OFFLINE=1`` read from the cache that :func:`provision` fills)."""
+    if Path(model).is_dir():
+        return model
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(model)
 
 
 def _sha256(path: Path) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ._exceptions import ConfigError, InputError
+from .provision import resolve_model
 
 __all__ = ["TrainConfig", "align_labels", "evaluate_ner", "label_names_of", "predict_tags", "to_tag_names", "train_ner"]
 
@@ -134,15 +135,6 @@ def _encode(ds: Any, tokenizer: Any, label2id: Mapping[str, int], cfg: TrainConf
     return enc
 
 
-def _resolve(model: str) -> str:
-    path = Path(model)
-    if path.is_dir():
-        return str(path)
-    from huggingface_hub import snapshot_download
-
-    return snapshot_download(model)  # offline: from the local cache (see hf_rgda.provision)
-
-
 def train_ner(train_ds: Any, eval_ds: Any | None = None, *, output_dir: str | Path, config: TrainConfig | None = None,
               label_names: Sequence[str] | None = None, tokens_column: str = "tokens", tags_column: str = "ner_tags",
               report_to: str | list[str] = "none", **overrides: Any) -> tuple[Any, dict[str, Any]]:
@@ -172,7 +164,7 @@ def train_ner(train_ds: Any, eval_ds: Any | None = None, *, output_dir: str | Pa
                                                tags_column=tags_column))
     label2id = {n: i for i, n in enumerate(names)}
     set_seed(cfg.seed)
-    source = _resolve(cfg.model)
+    source = resolve_model(cfg.model)
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = AutoModelForTokenClassification.from_pretrained(
         source, num_labels=len(names), id2label=dict(enumerate(names)), label2id=label2id)

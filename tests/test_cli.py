@@ -88,3 +88,69 @@ def test_killed_cli_run_resumes_without_reissuing_calls(tmp_path: Path) -> None:
     paid = summary["llm_calls"] - summary["cached_calls"]
     assert summary["cached_calls"] >= done_before  # every call completed before the kill was served from cache
     assert _cache_rows(cache) == done_before + paid  # and nothing completed was asked again
+
+
+# Authentication and configuration errors must stop the run (engineer B's change to the pipeline's per-seed policy
+# makes them propagate; until it is merged the pipeline records them per seed, hence strict xfail: remove the marker
+# once these pass).
+NEEDS_PROPAGATION = pytest.mark.xfail(strict=True, reason="AuthenticationError is still a per-seed failure in the "
+                                                          "pipeline")
+
+
+@NEEDS_PROPAGATION
+def test_missing_api_key_stops_the_run_with_a_clear_message(tmp_path: Path, capsys) -> None:
+    folder = _write_folder(tmp_path)
+    code = main(["augment", str(folder), "--llm", "openai:gpt-5.5", "--out", str(tmp_path / "out"),
+                 "--cache", str(tmp_path / "r.sqlite3")])
+    err = capsys.readouterr().err
+    assert code == 2 and "hf-rgda: error: openai: no API key: set OPENAI_API_KEY" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()  # no empty augmented split
+
+
+@NEEDS_PROPAGATION
+def test_rejected_api_key_stops_the_run_without_showing_it(tmp_path: Path, capsys,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from hf_rgda.testing.providers import ProviderServer
+
+    key = "sk-wrong-SECRETkey-0042"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    folder = _write_folder(tmp_path)
+    with ProviderServer(lambda m, s: {}, keys={"the-right-key"}) as server:
+        code = main(["augment", str(folder), "--llm", "openai:gpt-5.5", "--base-url", server.url("openai"),
+                     "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "r.sqlite3")])
+        assert len(server.requests) == 1  # the first call stops the run: no retry, no other seed
+    out, err = capsys.readouterr()
+    assert code == 2 and "hf-rgda: error:" in err and "HTTP 401" in err and "Traceback" not in err
+    assert "SECRETkey" not in out + err and not (tmp_path / "out").exists()
+
+
+def test_remote_backends_read_their_key_at_the_first_call_not_at_construction() -> None:
+    import asyncio
+
+    from hf_rgda import AuthenticationError
+    from hf_rgda.llm import EXAMPLE_MODELS, load_llm
+
+    for backend, model in EXAMPLE_MODELS.items():
+        llm = load_llm(f"{backend}:{model}")  # no key in the environment (conftest): constructing is fine
+        with pytest.raises(AuthenticationError, match=r"no API key: set \w+_API_KEY"):
+            asyncio.run(llm.complete([{"role": "user", "content": "hi"}], schema=None, params={}))
+
+
+def test_config_options_are_generated_from_the_dataclasses(tmp_path: Path, capsys) -> None:
+    import dataclasses
+
+    from hf_rgda import AugmentConfig
+    from hf_rgda.train import TrainConfig
+
+    for command, config in (("augment", AugmentConfig), ("train", TrainConfig)):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        for f in dataclasses.fields(config):
+            assert "--" + f.name.replace("_", "-") in text, (command, f.name)
+    folder = _write_folder(tmp_path)
+    assert main(["augment", str(folder), "--method", "gda", "--num-augmented", "2", "--no-salvage", "--out",
+                 str(tmp_path / "out")], llm=ScriptedLLM(stateless_handler)) == 0
+    config = json.loads((tmp_path / "out" / "summary.json").read_text())["config"]
+    assert (config["method"], config["num_augmented"], config["salvage"]) == ("gda", 2, False)
+    assert config["keep_originals"] and config["keep_rejected"]  # the CLI's outputs need both

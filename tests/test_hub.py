@@ -131,3 +131,27 @@ def test_push_model_with_card(hub: HubServer, tmp_path: Path) -> None:
     assert meta["pipeline_tag"] == "token-classification" and meta["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert "| Disease | 0.5000 | 0.2500 | 0.3333 | 4 |" in card and "tester/ncbi-aug" in card
     assert all(TOKEN.encode() not in b for b in files.values())
+
+
+def test_cards_are_checked_by_the_one_secret_scrubber(monkeypatch: pytest.MonkeyPatch) -> None:
+    """hub.py has no scrubber of its own: what _secrets.redact would hide (environment secrets, the token, anything
+    shaped like a provider key) stops a publish."""
+    from hf_rgda import HubError
+    from hf_rgda.hub import _check_clean
+
+    assert _check_clean("seeds in: 3", "hf_tok") == "seeds in: 3"
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    for text in (f"llm key {API_KEY}", "token hf_localTESTtoken0123456789 here", "a stray sk-ant-abcdefgh1234 key"):
+        with pytest.raises(HubError, match="refusing to publish"):
+            _check_clean(text, TOKEN)
+
+
+def test_card_templates_are_package_files_not_links() -> None:
+    """Symlinks break in wheels and on Windows: the package holds the templates themselves."""
+    from importlib import resources
+
+    cards = resources.files("hf_rgda.cards")
+    assert sorted(p.name for p in cards.iterdir() if p.name.endswith(".md")) == ["dataset_card.md", "model_card.md"]
+    assert all("$title" in cards.joinpath(n).read_text(encoding="utf-8") for n in ("dataset_card.md", "model_card.md"))
+    root = Path(__file__).resolve().parents[1]
+    assert [p for d in ("hf_rgda", "model_cards") for p in (root / d).rglob("*") if p.is_symlink()] == []

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.external
 
 LIVE = {
     "openai": ("OPENAI_API_KEY", os.environ.get("HF_RGDA_LIVE_OPENAI_MODEL", "gpt-4o-mini")),
-    "anthropic": ("ANTHROPIC_API_KEY", os.environ.get("HF_RGDA_LIVE_ANTHROPIC_MODEL", "claude-3-5-haiku-latest")),
+    "anthropic": ("ANTHROPIC_API_KEY", os.environ.get("HF_RGDA_LIVE_ANTHROPIC_MODEL", "claude-haiku-4-5")),
     "gemini": ("GEMINI_API_KEY", os.environ.get("HF_RGDA_LIVE_GEMINI_MODEL", "gemini-2.5-flash")),
 }
 SCHEMA = {"type": "object", "properties": {"disease": {"type": "string", "enum": ["asthma", "gout"]}},

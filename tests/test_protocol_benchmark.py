@@ -140,15 +140,12 @@ def test_augment_refuses_rows_that_disagree_with_their_traces(monkeypatch: pytes
         def from_dataset(cls, *a, **k):
             return cls()
 
-        def __call__(self, batch):
+        def __call__(self, batch, indices=None):
             return {"tokens": [["b"], ["c"]], "ner_tags": [["B-X"], ["B-X"]], "rgda_status": ["accepted"] * 2,
                     "rgda_trace": ["t", ""]}
 
     monkeypatch.setattr(hf_rgda, "RGDAAugmenter", StaleAugmenter)
-    monkeypatch.setattr(RunSummary, "from_traces", classmethod(lambda cls, traces: RunSummary()))
-    monkeypatch.setattr(RunSummary, "to_dict", lambda self: {
-        "accepted": 3, "rejected_by_reason": {}, "failed_seeds": 0, "llm_calls": 1, "judge_rounds": {},
-        "judge_scores": {}})
+    monkeypatch.setattr(RunSummary, "from_traces", classmethod(lambda cls, traces: RunSummary(accepted=3)))
     args = argparse.Namespace(llm="none", ratio=3, cache=None, batch_size=5, sample_seed=0)
     with pytest.raises(RuntimeError, match="2 accepted rows but the traces count 3"):
         mod.augment("rgda", "toy", seeds, seeds, args)

@@ -27,6 +27,7 @@ from hf_rgda import (
     TimeoutError,
     load_llm,
 )
+from hf_rgda.llm import EXAMPLE_MODELS
 from hf_rgda.llm.remote import RateLimiter, RetryPolicy, redact
 from hf_rgda.pricing import PriceTable, cost_report
 from hf_rgda.testing import FakeWorld
@@ -38,7 +39,7 @@ pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 pytest.importorskip("google.genai")
 
-PROVIDERS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-7-sonnet-latest", "gemini": "gemini-2.5-flash"}
+PROVIDERS = EXAMPLE_MODELS
 KEY = "sk-test-Zq81SECRETvalue77"
 SCHEMA = {"type": "object", "properties": {"disease": {"type": "string", "enum": ["asthma", "gout"]}},
           "required": ["disease"], "additionalProperties": False}
@@ -207,7 +208,7 @@ def test_augmenter_end_to_end_with_invalid_json_reask_and_cost(provider, server,
 def test_invalid_json_twice_is_a_recorded_failure_and_the_batch_goes_on(server, tmp_path: Path) -> None:
     server.push(Action.text("not json"), Action.text("still not json"))
     ds = Dataset.from_dict({k: v[:2] for k, v in SEED_ROWS.items()})
-    aug = RGDAAugmenter("openai:gpt-4o-mini", label_names=LABELS, method="gda", cache=False, keep_rejected=True,
+    aug = RGDAAugmenter(f"openai:{PROVIDERS['openai']}", label_names=LABELS, method="gda", cache=False, keep_rejected=True,
                         llm_options={"base_url": server.url("openai"), "retry": FAST}, schedule="row")
     out = ds.map(aug, batched=True)
     assert aug.summary.failed_seeds == 1
@@ -279,3 +280,37 @@ def test_unknown_model_is_zero_priced_and_says_so() -> None:
 def test_backend_error_base_class() -> None:
     assert issubclass(RefusalError, BackendError) and not RefusalError.retryable
     assert all(c.retryable for c in (RateLimitError, ServerError, ConnectionError, TimeoutError))
+
+
+def test_json_object_fallback_is_live_state_not_configuration(server) -> None:
+    """A server that rejects strict json_schema (llama.cpp's) switches the backend to json_object; that switch is
+    learned, not configured, so it must not change the pickled state datasets fingerprints the augmenter by."""
+    from datasets.fingerprint import Hasher
+
+    llm = make("openai", server)
+    aug = RGDAAugmenter(llm, label_names=LABELS, cache=False)
+    before_llm, before_aug = pickle.dumps(llm), Hasher.hash(aug)
+    server.push(Action.error(400, message="response_format type json_schema is not supported"))
+    assert call(llm).text == '{"disease": "gout"}'
+    assert [r.body["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object"]
+    call(llm)  # the fallback holds for the rest of the backend's life
+    assert server.requests[-1].body["response_format"]["type"] == "json_object"
+    assert pickle.dumps(llm) == before_llm and Hasher.hash(aug) == before_aug
+    assert llm.schema_mode == "json_schema" and pickle.loads(pickle.dumps(llm)).schema_mode == "json_schema"
+
+
+def test_example_models_are_current_in_the_installed_sdks() -> None:
+    """The names in help texts, the Space and these tests are models the SDKs still list, none past end-of-life."""
+    import typing
+
+    from anthropic.resources.messages.messages import DEPRECATED_MODELS
+    from anthropic.types import Model
+    from google.genai import models as genai_models
+    from openai.types import ChatModel
+
+    assert EXAMPLE_MODELS["openai"] in typing.get_args(ChatModel)
+    assert EXAMPLE_MODELS["anthropic"] in typing.get_args(typing.get_args(Model)[0])
+    assert EXAMPLE_MODELS["anthropic"] not in DEPRECATED_MODELS
+    assert f"model='{EXAMPLE_MODELS['gemini']}'" in Path(genai_models.__file__).read_text()
+    stale = [name for name in PriceTable.default().prices if name.split(":", 1)[1] in DEPRECATED_MODELS]
+    assert stale == []

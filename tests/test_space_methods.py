@@ -1,4 +1,5 @@
-"""The Space's method menu maps the combinations onto the augmenter's configuration (no model is loaded)."""
+"""The Space on the public API: its menus come from the library, its switches are AugmentConfig's, and a request runs
+end to end through the run recipe with a scripted backend put in the llm registry (no model is loaded)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from hf_rgda import METHODS, ScriptedLLM
+from hf_rgda.llm import BACKENDS
+from hf_rgda.tags import parse_inline
+
+from .conftest import stateless_handler
+
 APP = Path(__file__).resolve().parents[1] / "spaces" / "app.py"
+REMOTE = ("openai", "some-model", "sk-test", "http://127.0.0.1:9")
 
 
 @pytest.fixture(scope="module")
@@ -19,29 +27,51 @@ def app():
     return module
 
 
-def test_rgda_plus_debate_turns_on_the_review_panel(app) -> None:
-    aug = app._augmenter(["Disease"], "rgda+debate", "openai", "some-model", "sk-test", "http://127.0.0.1:9", 2, "x")
-    assert aug.config.method == "rgda" and aug.config.debate_review and aug.config.debate_agents == 3
-    assert not aug.config.where
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(BACKENDS, "scripted", lambda model, **kw: ScriptedLLM(stateless_handler, name=model))
 
 
-def test_where_combinations_need_an_attribution_model(app) -> None:
-    import gradio as gr
+def test_menus_come_from_the_library(app) -> None:
+    blocks = {b.elem_id: b for b in app.build().blocks.values() if getattr(b, "elem_id", None)}
+    assert [value for _, value in blocks["method"].choices] == list(METHODS)
+    assert [value for _, value in blocks["backend"].choices] == list(BACKENDS)
 
-    for method in ("biorda", "rgda+where"):
-        with pytest.raises(gr.Error, match="attribution model"):
-            app._augmenter(["Disease"], method, "openai", "m", "sk-test", "http://127.0.0.1:9", 2, "x", where="")
+
+def test_examples_are_the_spaces_own(app) -> None:
+    assert "shared" not in APP.read_text()  # no path into a data folder beside the repository
+    for sentence, types, _ in app.EXAMPLES:
+        _, tags = parse_inline(sentence)
+        assert {t[2:] for t in tags if t != "O"} <= {t.strip() for t in types.split(",")}
+
+
+def test_debate_review_switch(app) -> None:
+    aug = app._augmenter(["Disease"], "rgda", False, True, *REMOTE, 2, "x", "")
+    assert aug.config.method == "rgda" and aug.config.debate_review and not aug.config.where
 
 
 def test_plain_methods_pass_through(app) -> None:
-    aug = app._augmenter(["Disease"], "gda", "openai", "m", "sk-test", "http://127.0.0.1:9", 2, "x")
+    aug = app._augmenter(["Disease"], "gda", False, False, *REMOTE, 2, "x", "")
     assert aug.config.method == "gda" and not aug.config.debate_review and not aug.config.where
 
 
-def test_entity_hints_come_from_a_dataset_with_the_same_types(app) -> None:
-    if not (app.DATA / "ncbi_disease" / "train.jsonl").is_file():
-        pytest.skip("benchmark data not beside the repository")
-    aug = app._augmenter(["Disease"], "rgda", "openai", "m", "sk-test", "http://127.0.0.1:9", 2, "x")
-    assert len(aug.mentions["Disease"]) > 100
-    other = app._augmenter(["Gadget"], "rgda", "openai", "m", "sk-test", "http://127.0.0.1:9", 2, "x")
-    assert other.mentions == {}
+def test_the_configurations_refusals_reach_the_page(app) -> None:
+    import gradio as gr
+
+    sentence = app.EXAMPLES[0][0]
+    for method, where in (("biorda", False), ("rgda", True)):
+        with pytest.raises(gr.Error, match="needs attribution_model"):
+            app.augment(sentence, "Disease", "x", method, where, False, *REMOTE, 2, "")
+    with pytest.raises(gr.Error, match="where=True applies to the guided methods"):
+        app.augment(sentence, "Disease", "x", "naive", True, False, *REMOTE, 2, "")
+
+
+def test_one_request_end_to_end(app, scripted) -> None:
+    sentence, types, domain = app.EXAMPLES[0]
+    status, guidance, gr_rounds, ac_rounds, result, rejected, download, heat, transcript, rows = app.augment(
+        sentence, types, domain, "rgda", False, False, "scripted", "s", "", "", 2)
+    assert status.startswith("**rgda** with ") and f": 2 accepted, {len(rejected)} rejected; " in status
+    assert "context" in guidance and gr_rounds[0][:2] == [1, 95] and ac_rounds[0][0] == 1
+    assert [label for _, label in result if label] == ["Disease", "Disease"]
+    assert rows[0]["rgda_status"] == "original" and Path(download).read_text().count("\n") == 3
+    assert heat == [] and transcript == []

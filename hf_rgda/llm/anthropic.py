@@ -6,8 +6,8 @@ repeated stages read it from Anthropic's prompt cache (reported as cached tokens
 ``ANTHROPIC_API_KEY`` at the first call.
 
 Example:
-    >>> AnthropicLLM("claude-3-7-sonnet-latest").identity()
-    {'backend': 'anthropic', 'model': 'claude-3-7-sonnet-latest'}
+    >>> AnthropicLLM("claude-sonnet-5-5").identity()
+    {'backend': 'anthropic', 'model': 'claude-sonnet-5-5'}
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class AnthropicLLM(RemoteLLM):
     """Claude models with tool-use structured output and prompt caching of the system prompt.
 
     Args:
-        model: e.g. ``claude-3-7-sonnet-latest``.
+        model: e.g. ``claude-sonnet-5-5``.
         cache_system: mark the system prompt ``cache_control: ephemeral``.
         send_temperature: send the stage's temperature (as a raw body field: the SDK no longer types it). The
             paper's Claude 3.7 Sonnet takes it; set False for models that reject sampling parameters (they then
@@ -56,6 +56,7 @@ class AnthropicLLM(RemoteLLM):
     backend = "anthropic"
     key_env = ("ANTHROPIC_API_KEY",)
     keyless_with_base_url = False
+    has_logprobs = False  # the Messages API returns none: option_probs samples (hf_rgda.llm.base.sample_option_probs)
 
     def __init__(self, model: str, *, cache_system: bool = True, send_temperature: bool = True, **options: Any) -> None:
         self.cache_system = cache_system

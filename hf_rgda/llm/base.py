@@ -1,19 +1,29 @@
-"""The backend seam: one base class with one async primitive.
+"""The backend seam: one base class, one async primitive, and the option probabilities built on it.
 
 A backend turns chat messages plus a JSON schema into a :class:`Completion`. Caching, retries of
 parsing and accounting live outside the backends (see :mod:`hf_rgda.cache` and :mod:`hf_rgda.pipeline`).
+
+:meth:`LLM.option_probs` asks a question with a fixed set of short answers and returns how likely each is
+(:class:`OptionProbs`): read from next-token logprobs where the backend has them (local llama.cpp, OpenAI and
+compatible servers, Gemini), else by the sampling fallback defined here (Anthropic). The matching rule is in
+:mod:`hf_rgda.llm.options`.
 """
 
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LLM", "Completion", "Message", "Usage"]
+from .options import answer_schema, check_options, probs_from_answers, probs_from_top, samples_of
+
+__all__ = ["LLM", "Completion", "Message", "OptionProbs", "Usage", "sample_option_probs"]
 
 Message = Mapping[str, str]
+
+_SAMPLE_MAX_TOKENS = 64  # room for {"answer": "<option>"}, also as a tool call
 
 
 @dataclass(frozen=True)
@@ -23,6 +33,10 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.cached_tokens + other.cached_tokens)
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,39 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
     cached: bool = False
+
+
+@dataclass(frozen=True)
+class OptionProbs:
+    """What :meth:`LLM.option_probs` returns; ``usage``, ``seconds`` and ``cached`` read like a :class:`Completion`.
+
+    Attributes:
+        probs: option -> probability, in the order the options were given, summing to 1.
+        method: ``"logprobs"`` (next-token log probabilities), ``"samples"`` (the sampling fallback) or
+            ``"scripted"`` (the scripted fake's distribution).
+        mass: how much of the evidence named an option: the matched next-token probability, or the share of
+            samples that answered with an option (see :mod:`hf_rgda.llm.options`).
+        top: the ``(token, logprob)`` list it was read from (empty for samples).
+        usage: token counts, summed over the calls made.
+        seconds: wall time of the calls, summed.
+        cached: True when served from the response cache instead of the backend.
+    """
+
+    probs: dict[str, float]
+    method: str
+    mass: float = 1.0
+    top: tuple[tuple[str, float], ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    cached: bool = False
+
+    @classmethod
+    def from_top(cls, top: Sequence[tuple[str, float | None]], options: Sequence[str], *, method: str = "logprobs",
+                 usage: Usage | None = None, seconds: float = 0.0) -> OptionProbs:
+        """Read the options' probabilities from a next-token top list (:func:`~hf_rgda.llm.options.probs_from_top`)."""
+        pairs = tuple((str(token), float(lp)) for token, lp in top if lp is not None)
+        probs, mass = probs_from_top(pairs, check_options(options))
+        return cls(probs, method, mass, pairs, usage or Usage(), seconds)
 
 
 class LLM(abc.ABC):
@@ -67,6 +114,25 @@ class LLM(abc.ABC):
             BackendError: (or a subclass) when the call fails.
         """
 
+    async def option_probs(self, messages: Sequence[Message], options: Sequence[str], *,
+                           params: Mapping[str, Any]) -> OptionProbs:
+        """How likely each of a fixed set of short answers is, as the model's next token.
+
+        Backends with logprobs override this: one call at temperature 0 for one output token, the top
+        ``params["top_logprobs"]`` next tokens (default 20) read by the rule of :mod:`hf_rgda.llm.options`.
+        This default is the fallback for backends without logprobs: :func:`sample_option_probs`.
+
+        Args:
+            messages: chat messages asking the question; never mutated.
+            options: the answers, e.g. ``["A", "B", "C", "D", "E"]`` or ``["yes", "no"]``; single tokens match best.
+            params: ``seed``; ``top_logprobs`` (logprobs backends, 1 to 20); ``samples`` (the fallback).
+
+        Raises:
+            ConfigError: bad options or parameters.
+            BackendError: (or a subclass) when a call fails, or the backend answers without logprobs.
+        """
+        return await sample_option_probs(self, messages, options, params)
+
     async def aclose(self) -> None:
         """Release the live resources bound to the running event loop (HTTP clients); the backend stays usable."""
 
@@ -77,3 +143,24 @@ class LLM(abc.ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.identity().items())
         return f"{type(self).__name__}({args})"
+
+
+async def sample_option_probs(llm: LLM, messages: Sequence[Message], options: Sequence[str],
+                              params: Mapping[str, Any]) -> OptionProbs:
+    """The fallback for backends without logprobs: the frequencies of ``k`` sampled answers.
+
+    Cost: ``k = params["samples"]`` (default 5) full calls of :meth:`LLM.complete`, each paying the whole prompt
+    plus a short structured answer (``{"answer": "<option>"}``, about 10-30 output tokens), so about ``k`` times the
+    prompt tokens of one logprobs call; they run concurrently within the backend's ``max_concurrency``. Answers
+    are drawn at temperature 1 (the model's own distribution) with seeds ``seed, seed + 1, ...``; the
+    probabilities come in steps of ``1/k``, and an answer naming no option is left out (``mass`` is the share
+    that named one).
+    """
+    opts = check_options(options)
+    k, seed = samples_of(params), int(params.get("seed", 0))
+    schema = answer_schema(opts)
+    comps = await asyncio.gather(*(llm.complete(messages, schema=schema, params={
+        "temperature": 1.0, "max_tokens": _SAMPLE_MAX_TOKENS, "seed": seed + i}) for i in range(k)))
+    probs, mass = probs_from_answers([c.text for c in comps], opts)
+    return OptionProbs(probs, "samples", mass, (), sum((c.usage for c in comps), Usage()),
+                       sum(c.seconds for c in comps))

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._exceptions import BackendError
-from .base import LLM, Completion, Message, Usage
+from .base import LLM, Completion, Message, OptionProbs, Usage
+from .options import answer_schema, check_options
 
 __all__ = ["ScriptedLLM"]
 
@@ -25,18 +27,24 @@ Handler = Callable[[Sequence[Message], Mapping[str, Any] | None, Mapping[str, An
 class ScriptedLLM(LLM):
     """Answers every call with a scripted handler, or with the next item of a list.
 
+    :meth:`option_probs` asks the handler too, with the schema of one answer (``answer_schema(options)``): with
+    ``logprobs=True`` it must answer ``{token: probability}``, read like a backend's next-token top list
+    (``method="scripted"``); with ``logprobs=False`` the fake behaves like a backend without logprobs and the
+    sampling fallback asks it ``samples`` times through :meth:`complete` (answers like ``{"answer": "A"}``).
+
     Args:
         handler: ``handler(messages, schema, params)`` returning a string (used as is), a JSON-able object
             (dumped), or an exception instance (raised); or an iterable of such answers, consumed in order.
         name: shown in the identity (so two scripts do not share cache entries).
         latency: seconds to sleep per call, to simulate a remote API.
+        logprobs: whether :meth:`option_probs` reads a scripted distribution (else: the sampling fallback).
 
     Attributes:
         calls: every ``(messages, schema, params)`` received, for assertions.
     """
 
     def __init__(self, handler: Handler | Iterable[Any], *, name: str = "scripted", latency: float = 0.0,
-                 max_concurrency: int = 8) -> None:
+                 max_concurrency: int = 8, logprobs: bool = True) -> None:
         if callable(handler):
             self._handler: Handler = handler
         else:
@@ -45,23 +53,41 @@ class ScriptedLLM(LLM):
         self.name = name
         self.latency = latency
         self.max_concurrency = max_concurrency
+        self.logprobs = logprobs
         self.calls: list[tuple[list[dict[str, str]], Any, dict[str, Any]]] = []
 
     async def complete(
         self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None, params: Mapping[str, Any]
     ) -> Completion:
+        answer = await self._answer(messages, schema, params)
+        text = answer if isinstance(answer, str) else json.dumps(answer)
+        return Completion(text=text, usage=Usage(_words(messages), len(text.split())), seconds=self.latency)
+
+    async def option_probs(self, messages: Sequence[Message], options: Sequence[str], *,
+                           params: Mapping[str, Any]) -> OptionProbs:
+        if not self.logprobs:
+            return await super().option_probs(messages, options, params=params)
+        opts = check_options(options)
+        answer = await self._answer(messages, answer_schema(opts), params)
+        if not isinstance(answer, Mapping) or not all(_is_prob(p) for p in answer.values()):
+            raise BackendError(f"scripted answer to option_probs must be {{token: probability}}, got {answer!r}"[:500])
+        top = [(str(token), math.log(p)) for token, p in answer.items() if p > 0]
+        return OptionProbs.from_top(top, opts, method="scripted", usage=Usage(_words(messages), 1),
+                                    seconds=self.latency)
+
+    async def _answer(self, messages: Sequence[Message], schema: Mapping[str, Any] | None,
+                      params: Mapping[str, Any]) -> Any:
+        """Record the call, wait the latency, ask the handler; a scripted exception is raised."""
         self.calls.append(([dict(m) for m in messages], schema, dict(params)))
         if self.latency:
             await asyncio.sleep(self.latency)
         answer = self._handler(messages, schema, params)
         if isinstance(answer, BaseException):
             raise answer
-        text = answer if isinstance(answer, str) else json.dumps(answer)
-        prompt = sum(len(m["content"].split()) for m in messages)
-        return Completion(text=text, usage=Usage(prompt, len(text.split())), seconds=self.latency)
+        return answer
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": "scripted", "name": self.name}
+        return {"backend": "scripted", "name": self.name, **({} if self.logprobs else {"logprobs": False})}
 
     def __getstate__(self) -> dict[str, Any]:
         # the recorded calls are observations, not configuration: they must not change the datasets hash
@@ -70,3 +96,12 @@ class ScriptedLLM(LLM):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.calls = []
+
+
+def _words(messages: Sequence[Message]) -> int:
+    """The fake's prompt token count: words."""
+    return sum(len(m["content"].split()) for m in messages)
+
+
+def _is_prob(p: Any) -> bool:
+    return isinstance(p, (int, float)) and not isinstance(p, bool) and 0 <= p <= 1

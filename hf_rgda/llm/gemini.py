@@ -5,8 +5,8 @@ schema as ``response_json_schema``. The system prompt goes in ``system_instructi
 ``GEMINI_API_KEY`` (or ``GOOGLE_API_KEY``) at the first call.
 
 Example:
-    >>> GeminiLLM("gemini-2.5-flash").identity()
-    {'backend': 'gemini', 'model': 'gemini-2.5-flash'}
+    >>> GeminiLLM("gemini-3.8-flash").identity()
+    {'backend': 'gemini', 'model': 'gemini-3.8-flash'}
 """
 
 from __future__ import annotations
@@ -67,13 +67,14 @@ class GeminiLLM(RemoteLLM):
     """Gemini models with a provider-enforced response schema.
 
     Args:
-        model: e.g. ``gemini-2.5-flash``.
+        model: e.g. ``gemini-3.8-flash``.
         **options: see :class:`~hf_rgda.llm.remote.RemoteLLM`.
     """
 
     backend = "gemini"
     key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     keyless_with_base_url = False
+    has_logprobs = True
 
     def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
         genai, types, _ = _sdk()
@@ -104,11 +105,36 @@ class GeminiLLM(RemoteLLM):
 
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
                        params: Mapping[str, Any]) -> Completion:
+        return self._completion(await self._generate(client, messages, self._config(messages, schema, params)))
+
+    async def _top_logprobs(self, client: Any, messages: list[dict[str, str]], params: Mapping[str, Any],
+                            n: int) -> tuple[list[tuple[str, float]], Usage]:
+        """``response_logprobs`` with ``logprobs=n`` of one output token at temperature 0.
+
+        Models without logprobs answer HTTP 400 ("Logprobs is not enabled for models/..."): a BackendError.
+        """
+        single = {"temperature": 0.0, "max_tokens": 1, "seed": params.get("seed", 0)}
+        config = self._config(messages, None, single).model_copy(update={"response_logprobs": True, "logprobs": n})
+        resp = await self._generate(client, messages, config)
+        usage = self._completion(resp).usage
+        result = getattr(resp.candidates[0], "logprobs_result", None)
+        steps = getattr(result, "top_candidates", None) or []
+        chosen = getattr(result, "chosen_candidates", None) or []
+        if not steps and not chosen:
+            raise BackendError(f"{self.model}: the answer carries no logprobs (finish reason "
+                               f"{_name(getattr(resp.candidates[0], 'finish_reason', None))})")
+        top = [(c.token or "", c.log_probability) for c in (steps[0].candidates or [])] if steps else []
+        if chosen and chosen[0].token not in {token for token, _ in top}:
+            top.append((chosen[0].token or "", chosen[0].log_probability))
+        return top, usage
+
+    async def _generate(self, client: Any, messages: list[dict[str, str]], config: Any) -> Any:
+        """One ``generate_content`` call, the SDK's errors mapped to the library's."""
         _, _, errors = _sdk()
         timeouts, drops = _transport_errors()
         try:
-            resp = await client.aio.models.generate_content(model=self.model, contents=self._contents(messages),
-                                                            config=self._config(messages, schema, params))
+            return await client.aio.models.generate_content(model=self.model, contents=self._contents(messages),
+                                                            config=config)
         except errors.APIError as err:
             status = int(getattr(err, "code", 0) or 0)
             raise status_error({400: _bad_key_or_request(err), 401: AuthenticationError, 403: AuthenticationError,
@@ -118,7 +144,6 @@ class GeminiLLM(RemoteLLM):
             raise TimeoutError(f"{self.model}: no answer within {self.timeout} s") from None
         except drops as err:
             raise ConnectionError(f"{self.model}: connection failed: {type(err).__name__}") from None
-        return self._completion(resp)
 
     def _completion(self, resp: Any) -> Completion:
         feedback = getattr(resp, "prompt_feedback", None)

@@ -1,19 +1,21 @@
 """OpenAI and OpenAI-compatible servers (vLLM, TGI, llama.cpp's server) through the official SDK.
 
 Structured output is OpenAI's strict JSON-schema response format. A server that rejects it (llama-cpp-python's
-takes ``{"type": "json_object", "schema": ...}``) switches the backend to that form once, automatically.
+takes ``{"type": "json_object", "schema": ...}``) switches the backend to that form once, automatically; the switch
+is live state, like the HTTP clients: it is not pickled, so it never changes an augmenter's ``datasets`` fingerprint.
 The key is read from ``OPENAI_API_KEY`` at the first call; with a ``base_url`` and no key (a local server) a
 placeholder is sent. Several ``base_url`` values are used round-robin.
 
 Example:
-    >>> llm = OpenAILLM("gpt-4o-mini", base_url=["http://10.0.0.5:8000/v1", "http://10.0.0.6:8000/v1"])
+    >>> llm = OpenAILLM("gpt-5.5", base_url=["http://10.0.0.5:8000/v1", "http://10.0.0.6:8000/v1"])
     >>> llm.identity()["backend"]
     'openai'
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._exceptions import (
@@ -45,7 +47,7 @@ class OpenAILLM(RemoteLLM):
     """Chat completions with a strict JSON-schema response format.
 
     Args:
-        model: model name, e.g. ``gpt-4o-mini``.
+        model: model name, e.g. ``gpt-5.5``.
         schema_mode: ``"json_schema"`` (strict structured output) or ``"json_object"`` (llama.cpp's server form).
         **options: see :class:`~hf_rgda.llm.remote.RemoteLLM` (``base_url``, ``timeout``, ``max_concurrency``,
             ``rpm``, ``tpm``, ``retry``, ``api_key``).
@@ -53,12 +55,18 @@ class OpenAILLM(RemoteLLM):
 
     backend = "openai"
     key_env = ("OPENAI_API_KEY",)
+    has_logprobs = True
+    live_fields = (*RemoteLLM.live_fields, "_json_object")
 
     def __init__(self, model: str, *, schema_mode: str = "json_schema", **options: Any) -> None:
         if schema_mode not in SCHEMA_MODES:
             raise ConfigError(f"schema_mode={schema_mode!r}; choose one of {', '.join(SCHEMA_MODES)}")
         self.schema_mode = schema_mode
         super().__init__(model, **options)
+
+    def _init_live(self) -> None:
+        super()._init_live()
+        self._json_object = self.schema_mode == "json_object"  # True once a server rejected json_schema
 
     def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
         return _sdk().AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0)
@@ -73,15 +81,46 @@ class OpenAILLM(RemoteLLM):
             "max_tokens": int(params.get("max_tokens", 768)),
             "seed": int(params.get("seed", 0)),
         }
-        try:
+        with self._sdk_errors():
             try:
                 resp = await client.chat.completions.create(**kwargs, **self._format(schema))
             except openai.APIStatusError as err:
-                if (self.schema_mode != "json_schema" or schema is None or err.status_code == 429
+                if (self._json_object or schema is None or err.status_code == 429
                         or "json_schema" not in str(err.message)):
                     raise
-                self.schema_mode = "json_object"  # the server speaks the older form
+                self._json_object = True  # the server speaks the older form
                 resp = await client.chat.completions.create(**kwargs, **self._format(schema))
+        if not resp.choices:
+            raise BackendError(f"{self.model}: the answer has no choices")
+        choice = resp.choices[0]
+        text = choice.message.content or ""
+        refusal = getattr(choice.message, "refusal", None)
+        if refusal or (not text and choice.finish_reason == "content_filter"):
+            raise RefusalError(f"{self.model} refused: {refusal or choice.finish_reason}"[:500])
+        return Completion(text=text, usage=_usage(resp.usage))
+
+    async def _top_logprobs(self, client: Any, messages: list[dict[str, str]], params: Mapping[str, Any],
+                            n: int) -> tuple[list[tuple[str, float]], Usage]:
+        """``logprobs``/``top_logprobs`` of one output token at temperature 0 (llama.cpp's server returns them too)."""
+        with self._sdk_errors():
+            resp = await client.chat.completions.create(model=self.model, messages=messages, temperature=0.0,
+                                                        max_tokens=1, seed=int(params.get("seed", 0)),
+                                                        logprobs=True, top_logprobs=n)
+        content = getattr(resp.choices[0].logprobs, "content", None) if resp.choices else None
+        if not content:
+            raise BackendError(f"{self.model}: the answer carries no logprobs (the server does not return them)")
+        first = content[0]
+        top = [(t.token, t.logprob) for t in first.top_logprobs or []]
+        if first.token not in {token for token, _ in top}:
+            top.append((first.token, first.logprob))
+        return top, _usage(resp.usage)
+
+    @contextlib.contextmanager
+    def _sdk_errors(self) -> Iterator[None]:
+        """Map the SDK's errors to the library's."""
+        openai = _sdk()
+        try:
+            yield
         except openai.APIStatusError as err:
             raise status_error({401: AuthenticationError, 403: AuthenticationError, 429: RateLimitError},
                                err.status_code, f"{self.model}: HTTP {err.status_code}: {err.message}",
@@ -92,22 +131,19 @@ class OpenAILLM(RemoteLLM):
             raise ConnectionError(f"{self.model}: connection failed: {err.message}") from None
         except openai.APIError as err:  # a response the SDK could not read
             raise BackendError(f"{self.model}: {type(err).__name__}: {err.message}"[:500]) from None
-        if not resp.choices:
-            raise BackendError(f"{self.model}: the answer has no choices")
-        choice = resp.choices[0]
-        text = choice.message.content or ""
-        refusal = getattr(choice.message, "refusal", None)
-        if refusal or (not text and choice.finish_reason == "content_filter"):
-            raise RefusalError(f"{self.model} refused: {refusal or choice.finish_reason}"[:500])
-        u = resp.usage
-        cached = (getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0) if u else 0
-        usage = Usage(u.prompt_tokens or 0, u.completion_tokens or 0, cached) if u else Usage()
-        return Completion(text=text, usage=usage)
 
     def _format(self, schema: Mapping[str, Any] | None) -> dict[str, Any]:
         if schema is None:
             return {}
-        if self.schema_mode == "json_object":
+        if self._json_object:
             return {"response_format": {"type": "json_object", "schema": dict(schema)}}
         return {"response_format": {"type": "json_schema",
                                     "json_schema": {"name": "output", "schema": dict(schema), "strict": True}}}
+
+
+def _usage(u: Any) -> Usage:
+    """Token counts of a chat completion's ``usage`` (absent on some compatible servers)."""
+    if not u:
+        return Usage()
+    cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0
+    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0, cached)

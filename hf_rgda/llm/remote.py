@@ -1,7 +1,8 @@
 """What every remote (HTTP API) backend shares: concurrency, rate limits, retries, key handling, redaction.
 
 A provider module implements :meth:`RemoteLLM._request` (one attempt, SDK errors mapped to the library's
-:class:`~hf_rgda.BackendError` subclasses, ``retry_after`` filled from the response) and :meth:`RemoteLLM._new_client`.
+:class:`~hf_rgda.BackendError` subclasses, ``retry_after`` filled from the response) and :meth:`RemoteLLM._new_client`;
+one whose API returns logprobs also sets ``has_logprobs`` and implements :meth:`RemoteLLM._top_logprobs`.
 This class adds, per running event loop: a semaphore (``max_concurrency``), a requests- and tokens-per-minute
 limiter, and bounded retries with exponential backoff and full jitter that honour ``Retry-After``. SDK-level
 retries are switched off so that there is one retry policy, visible in the config.
@@ -20,17 +21,19 @@ import os
 import random
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .._exceptions import AuthenticationError, BackendError, ConfigError
 from .._secrets import redact
-from .base import LLM, Completion, Message
+from .base import LLM, Completion, Message, OptionProbs, Usage
+from .options import check_options, top_logprobs_of
 
 __all__ = ["RateLimiter", "RemoteLLM", "RetryPolicy", "redact"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -105,7 +108,11 @@ class RemoteLLM(LLM):
     key_env: tuple[str, ...] = ()
     #: whether a base_url alone (a local server) may go without a key
     keyless_with_base_url: bool = True
+    #: whether the API returns next-token logprobs (else :meth:`option_probs` is the sampling fallback)
+    has_logprobs: bool = False
     extra: str = ""
+    #: attributes holding live state (set by :meth:`_init_live`): never pickled, so never part of a fingerprint
+    live_fields: tuple[str, ...] = ("_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key")
 
     def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, timeout: float = 120.0,
                  max_concurrency: int = 8, rpm: int | None = None, tpm: int | None = None,
@@ -154,8 +161,7 @@ class RemoteLLM(LLM):
         return ident
 
     def __getstate__(self) -> dict[str, Any]:
-        drop = {"_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key"}
-        return {k: v for k, v in self.__dict__.items() if k not in drop}
+        return {k: v for k, v in self.__dict__.items() if k not in self.live_fields}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -190,21 +196,37 @@ class RemoteLLM(LLM):
         self._next_url += 1
         return url
 
-    # ---------------------------------------------------------------- the primitive
+    # ---------------------------------------------------------------- the primitives
     async def complete(
         self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None, params: Mapping[str, Any]
     ) -> Completion:
-        sem, limiter = self._state()
         msgs = [dict(m) for m in messages]
+        comp, seconds = await self._attempts(msgs, int(params.get("max_tokens", 768)),
+                                             lambda client: self._request(client, msgs, schema, params))
+        return Completion(comp.text, comp.usage, seconds)
+
+    async def option_probs(self, messages: Sequence[Message], options: Sequence[str], *,
+                           params: Mapping[str, Any]) -> OptionProbs:
+        if not self.has_logprobs:
+            return await super().option_probs(messages, options, params=params)
+        opts, n = check_options(options), top_logprobs_of(params)
+        msgs = [dict(m) for m in messages]
+        (top, usage), seconds = await self._attempts(msgs, 1, lambda client: self._top_logprobs(client, msgs, params, n))
+        return OptionProbs.from_top(top, opts, usage=usage, seconds=seconds)
+
+    async def _attempts(self, msgs: list[dict[str, str]], max_tokens: int,
+                        request: Callable[[Any], Awaitable[T]]) -> tuple[T, float]:
+        """``request(client)`` under the concurrency and rate limits, retried by the policy; (result, seconds)."""
+        sem, limiter = self._state()
         attempt = 0
         while True:
             attempt += 1
             async with sem:
-                await limiter.acquire(estimate_tokens(msgs, int(params.get("max_tokens", 768))))
+                await limiter.acquire(estimate_tokens(msgs, max_tokens))
                 start = time.perf_counter()
                 try:
-                    comp = await self._request(self._client(url := self._pick_url()), msgs, schema, params)
-                    return Completion(comp.text, comp.usage, time.perf_counter() - start)
+                    result = await request(self._client(url := self._pick_url()))
+                    return result, time.perf_counter() - start
                 except BackendError as err:
                     error = self._clean(err)
             wait = self.retry.delay(attempt, error.retry_after, self._rng) if error.retryable else None
@@ -227,6 +249,11 @@ class RemoteLLM(LLM):
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
                        params: Mapping[str, Any]) -> Completion:
         """One attempt; raise :class:`~hf_rgda.BackendError` subclasses (with ``status`` and ``retry_after``)."""
+
+    async def _top_logprobs(self, client: Any, messages: list[dict[str, str]], params: Mapping[str, Any],
+                            n: int) -> tuple[list[tuple[str, float]], Usage]:
+        """One attempt at the first output token's top ``n`` ``(token, logprob)`` (backends with ``has_logprobs``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no logprobs")
 
 
 def retry_after_of(response: Any) -> float | None:

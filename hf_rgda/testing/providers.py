@@ -6,6 +6,11 @@ the official SDKs run unchanged against it. Each request takes the next scripted
 the script is empty, the default answer from ``responder``): a normal answer, an HTTP error with
 ``Retry-After``, a delay (for timeouts and latency), a dropped connection, an invalid-JSON answer or a refusal.
 
+A request for next-token log probabilities (OpenAI ``logprobs``/``top_logprobs``, Gemini ``responseLogprobs``/
+``logprobs``) is answered from a ``{token: probability}`` distribution (``Action.answer(dist)``, else the ``logprobs``
+responder): its most likely token is the text, and the logprob fields are shaped as the providers send them. With
+no distribution the server acts as one without logprobs: OpenAI's ``"logprobs": null``, Gemini's HTTP 400.
+
 Example:
     >>> server = ProviderServer(lambda messages, schema: {"ok": True}).start()
     >>> server.push(Action.error(429, retry_after=1), Action.answer())
@@ -18,10 +23,12 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import re
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +37,7 @@ from typing import Any
 __all__ = ["Action", "ProviderServer", "Request"]
 
 Responder = Callable[[list[dict[str, str]], Any], Any]
+LogprobResponder = Callable[[list[dict[str, str]]], Mapping[str, float]]
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,7 @@ class Action:
     """What the server does with one request."""
 
     kind: str = "answer"  # answer | text | error | drop | refusal
-    payload: Any = None  # answer: the JSON object to return (None: ask the responder); text: the raw text
+    payload: Any = None  # answer: the JSON object, or {token: p} to a logprob request (None: ask); text: the raw text
     status: int = 200
     retry_after: float | None = None
     delay: float = 0.0  # seconds to wait before acting (a timeout when longer than the client's)
@@ -86,10 +94,13 @@ class ProviderServer:
         latency: seconds added to every request (an honest stand-in for a remote API's latency).
         keys: accepted API keys; None accepts any key, a set rejects others with 401 (echoing the key, as some
             providers do, so redaction is tested).
+        logprobs: ``logprobs(messages)`` -> ``{token: probability}`` of the next token, for logprob requests
+            without a scripted distribution; None: a server without logprobs.
     """
 
-    def __init__(self, responder: Responder, *, latency: float = 0.0, keys: set[str] | None = None) -> None:
-        self.responder, self.latency, self.keys = responder, latency, keys
+    def __init__(self, responder: Responder, *, latency: float = 0.0, keys: set[str] | None = None,
+                 logprobs: LogprobResponder | None = None) -> None:
+        self.responder, self.latency, self.keys, self.logprobs = responder, latency, keys, logprobs
         self.script: collections.deque[Action] = collections.deque()
         self.requests: list[Request] = []
         self._seen_prefixes: set[str] = set()
@@ -190,6 +201,12 @@ class ProviderServer:
             return _send(h, 200, _refusal(provider, model))
         if action.kind == "text":
             return _send(h, 200, _answer(provider, model, str(action.payload), req, cached, structured=False))
+        if _wants_logprobs(provider, req.body):
+            dist = action.payload if action.payload is not None else self.logprobs and self.logprobs(req.messages)
+            if dist:
+                return _send(h, 200, _logprob_answer(provider, model, dist, req, cached))
+            if provider == "gemini":
+                return _send(h, 400, _error(provider, 400, f"Logprobs is not enabled for models/{model}"))
         payload = action.payload if action.payload is not None else self.responder(req.messages, req.schema)
         text = payload if isinstance(payload, str) else json.dumps(payload)
         return _send(h, 200, _answer(provider, model, text, req, cached, structured=req.schema is not None))
@@ -280,6 +297,42 @@ def _answer(provider: str, model: str, text: str, req: Request, cached: int, *, 
                 "usage": usage}
     return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
             "usageMetadata": usage, "modelVersion": model}
+
+
+def _wants_logprobs(provider: str, body: Mapping[str, Any]) -> bool:
+    if provider == "openai":
+        return bool(body.get("logprobs"))
+    return provider == "gemini" and bool((body.get("generationConfig") or {}).get("responseLogprobs"))
+
+
+def _logprob_answer(provider: str, model: str, dist: Mapping[str, float], req: Request, cached: int) -> dict[str, Any]:
+    """One output token, the distribution's most likely, with the top-n fields as the provider sends them."""
+    ranked = sorted(((t, math.log(p)) for t, p in dist.items() if p > 0), key=lambda tp: -tp[1])
+    token, logprob = ranked[0]
+    body = _answer(provider, model, token, req, cached, structured=False)
+    if provider == "openai":
+        entry = _openai_logprob(token, logprob)
+        entry["top_logprobs"] = [_openai_logprob(t, lp) for t, lp in ranked[: int(req.body.get("top_logprobs") or 0)]]
+        body["choices"][0]["logprobs"] = {"content": [entry], "refusal": None}
+        body["choices"][0]["finish_reason"] = "length" if req.body.get("max_tokens") == 1 else "stop"
+        return body
+    config = req.body.get("generationConfig") or {}
+    candidate = body["candidates"][0]
+    candidate["finishReason"] = "MAX_TOKENS" if config.get("maxOutputTokens") == 1 else "STOP"
+    candidate["avgLogprobs"] = logprob
+    result: dict[str, Any] = {"chosenCandidates": [_gemini_logprob(token, logprob)], "logProbabilitySum": logprob}
+    if config.get("logprobs"):
+        result["topCandidates"] = [{"candidates": [_gemini_logprob(t, lp) for t, lp in ranked[: config["logprobs"]]]}]
+    candidate["logprobsResult"] = result
+    return body
+
+
+def _openai_logprob(token: str, logprob: float) -> dict[str, Any]:
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
+
+
+def _gemini_logprob(token: str, logprob: float) -> dict[str, Any]:
+    return {"token": token, "tokenId": zlib.crc32(token.encode("utf-8")) % 262144, "logProbability": logprob}
 
 
 def _refusal(provider: str, model: str) -> dict[str, Any]:

@@ -1,0 +1,263 @@
+"""Calibration benchmark: how well each judge separates good canaries from defective ones (issue 17, item 4).
+
+Per dataset, builds the canaries of ``canaries.py`` from the gold dev sentences and asks each chosen scorer for a
+score in [0, 1] per canary of its level (higher = good); reports AUROC, the accuracy at a threshold chosen on the
+other half of the canaries, the accuracy at the product's own threshold and a per-class breakdown, with every
+canary's score, the calls and tokens it took, the command, machine and commit, in
+``benchmarks/results/calibration_<llm>.json``. One command per backend (``--llm``), so a user calibrates their own
+API model; every call goes through a response cache (``--cache``), so a rerun is free.
+
+Scorers (``--scorers``), each a function from a canary to a score, built per dataset by :data:`SCORERS`:
+
+- ``ac``: the Augmentation Calibrator judge as the pipeline calls it, one sample at the judge temperature: the row is
+  the one new sentence, its seed the original, the seed's guide (``build_guide``) the guide; total score / 100.
+  The product's threshold: ``threshold`` (90).
+- ``gr``: the Guidance Refiner judge on a guide canary and the sentence it abstracts; total score / 100.
+- ``debate``: the rgda+debate review panel (``run_review``, one round, the default panel of 3: two reviewers) on the
+  row; the mean reviewer total / 100. The product's threshold: ``debate_sigma`` (80).
+- ``entity``, ``ac-prob``, ``gr-prob``, ``debate-prob``: extension points for the entity verifier and the judges read
+  by probability; they stop with an error naming the library capability they wait for.
+
+A canary whose judge answer cannot be read (after the pipeline's one JSON re-ask) gets no score; it is counted under
+``failed`` and left out of the figures.
+
+Usage:
+    python benchmarks/calibration.py --llm local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \\
+        --datasets ncbi_disease scierc fin --per-class 3 --scorers ac gr debate
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, RGDAAugmenter, RGDAError, load_llm
+from hf_rgda.debate import run_review
+from hf_rgda.pipeline import Pipeline
+from hf_rgda.records import Candidate, Seed, SeedResult
+from hf_rgda.tags import label_names
+
+BENCH = Path(__file__).resolve().parent
+if str(BENCH) not in sys.path:  # the benchmarks are scripts: a sibling is imported by its module name
+    sys.path.insert(0, str(BENCH))
+from canaries import (
+    THRESHOLD_RULE,
+    Canary,
+    Gold,
+    build_canaries,
+    build_guide,
+    class_counts,
+    domain,
+    evaluate,
+    load_gold,
+)
+from local_pipeline import _commit
+
+Scorer = Callable[[Canary], Awaitable[float]]
+
+
+class Judges:
+    """The pipeline's judges for one dataset, each callable on one canary.
+
+    This is the one place that reaches into :class:`~hf_rgda.pipeline.Pipeline` (its judge call and its debate
+    agents' cached call, private today): when the stages restructuring gives the judges a public entry, point these
+    methods at it. Every call is the pipeline's own: same prompts, schema, judge temperature, derived seed (from
+    the canary id) and response cache.
+
+    Args:
+        llm: the backend under calibration.
+        gold: the dataset (its types and domain).
+        cache: the response cache, or None.
+    """
+
+    def __init__(self, llm: LLM, gold: Gold, cache: ResponseCache | None) -> None:
+        self.config = AugmentConfig(method="rgda", domain=domain(gold.name))
+        checker = RGDAAugmenter(llm, label_names=label_names(gold.types), cache=False, config=self.config).checker()
+        self.pipeline = Pipeline(self.config, llm, checker, cache=cache)
+        self.pipeline._sem = asyncio.Semaphore(max(1, llm.max_concurrency))  # set by Pipeline.run otherwise
+        self.spent: list[SeedResult] = []  # every canary's calls, for the cost figures
+
+    def _result(self, canary: Canary, tokens: Sequence[str], tags: Sequence[str]) -> SeedResult:
+        r = SeedResult(Seed(canary.id, tuple(tokens), tuple(tags)))
+        self.spent.append(r)
+        return r
+
+    def _row(self, canary: Canary) -> Candidate:
+        item = Seed(canary.id, canary.tokens, canary.tags).as_item(self.config.representation)
+        return Candidate(raw=item, tokens=list(canary.tokens), tags=list(canary.tags))
+
+    async def ac(self, canary: Canary) -> float:
+        """The AC judge's total / 100 for the row as the one new sentence written from its seed."""
+        r = self._result(canary, canary.seed_tokens, canary.seed_tags)
+        r.guidance = build_guide(canary.seed_tokens, canary.seed_tags, self.config.domain)
+        r.accepted = [self._row(canary)]
+        await self.pipeline._judge(r, "ac", 1)
+        return r.judgements["ac"][-1].score / 100
+
+    async def gr(self, canary: Canary) -> float:
+        """The GR judge's total / 100 for the guide canary of its sentence."""
+        r = self._result(canary, canary.tokens, canary.tags)
+        r.guidance = canary.guide
+        await self.pipeline._judge(r, "gr", 1)
+        return r.judgements["gr"][-1].score / 100
+
+    async def debate(self, canary: Canary) -> float:
+        """The review panel's mean reviewer total / 100 for the row, after one round (no revision)."""
+        r = self._result(canary, canary.seed_tokens, canary.seed_tags)
+        row = self._row(canary)
+        result = await run_review(self.pipeline._agent(r), r.seed.as_item(self.config.representation), [row],
+                                  dataclasses.replace(self.config.debate, max_rounds=1), show=lambda c: c.raw,
+                                  revise=_no_revision, domain=self.config.domain, types=self.pipeline.checker.types)
+        ((_, history),) = result.accepted + result.rejected
+        return statistics.fmean(history[-1]) / 100
+
+
+async def _no_revision(feedback: list[tuple[Candidate, dict[str, Any]]], rnd: int) -> list[Candidate]:
+    raise AssertionError("a one-round review never revises")
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """A scorer: the canary level it reads, how it is built for a dataset, and the product's own threshold.
+
+    Attributes:
+        level: ``entity``, ``row`` or ``guide``.
+        build: the scorer of a dataset's judges; None while it waits for a library capability.
+        threshold: the threshold the product applies to this score, from the run configuration.
+        waits_for: what the library must offer first (for ``build=None``).
+    """
+
+    level: str
+    build: Callable[[Judges], Scorer] | None
+    threshold: Callable[[AugmentConfig], float]
+    waits_for: str = ""
+
+    def bind(self, judges: Judges) -> Scorer:
+        """The scorer for ``judges``' dataset.
+
+        Raises:
+            NotImplementedError: the scorer waits for a library capability (named in the message).
+        """
+        if self.build is None:
+            raise NotImplementedError(f"this scorer waits for {self.waits_for}")
+        return self.build(judges)
+
+
+_PROBS = "LLM.option_probs (issue 17, item 1)"
+_WEIGHTED = ("judges read by probability (issue 17, item 3: each criterion's score the probability-weighted mean "
+             f"of its allowed values, from {_PROBS})")
+SCORERS: dict[str, ScorerSpec] = {
+    "ac": ScorerSpec("row", lambda j: j.ac, lambda cfg: cfg.threshold / 100),
+    "gr": ScorerSpec("guide", lambda j: j.gr, lambda cfg: cfg.threshold / 100),
+    "debate": ScorerSpec("row", lambda j: j.debate, lambda cfg: cfg.debate_sigma / 100),
+    "entity": ScorerSpec("entity", None, lambda cfg: 0.5, waits_for=(
+        "the entity verification stage (issue 17, item 2: one multiple-choice question per tagged entity, its "
+        f"type against contrast categories, read as the probability of the tagged type from {_PROBS})")),
+    "ac-prob": ScorerSpec("row", None, lambda cfg: cfg.threshold / 100, waits_for=_WEIGHTED),
+    "gr-prob": ScorerSpec("guide", None, lambda cfg: cfg.threshold / 100, waits_for=_WEIGHTED),
+    "debate-prob": ScorerSpec("row", None, lambda cfg: cfg.debate_sigma / 100, waits_for=_WEIGHTED),
+}
+
+
+async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary]) -> dict[str, Any]:
+    """Score every canary of the scorer's level (concurrently, within the backend's limit), evaluate the scores and
+    sum the calls they took."""
+    scorer = spec.bind(judges)
+    judges.spent = []
+
+    async def one(c: Canary) -> dict[str, Any]:
+        try:
+            return {"id": c.id, "label": c.label, "score": round(await scorer(c), 4)}
+        except RGDAError as err:  # an unreadable answer fails its canary, never the cell
+            return {"id": c.id, "label": c.label, "score": None, "error": f"{type(err).__name__}: {err}"[:300]}
+
+    rows = await asyncio.gather(*(one(c) for c in canaries if c.level == spec.level))
+    scored = [x for x in rows if x["score"] is not None]
+    seconds = sum(r.llm_seconds for r in judges.spent)
+    return {"canaries": len(rows), "failed": len(rows) - len(scored),
+            "metrics": evaluate([x["label"] for x in scored], [x["score"] for x in scored],
+                                spec.threshold(judges.config)),
+            "calls": sum(r.calls for r in judges.spent), "cached_calls": sum(r.cached_calls for r in judges.spent),
+            "prompt_tokens": sum(r.prompt_tokens for r in judges.spent),
+            "completion_tokens": sum(r.completion_tokens for r in judges.spent), "llm_seconds": round(seconds, 1),
+            "seconds_per_canary": round(seconds / len(rows), 2) if rows else None, "scores": rows}
+
+
+async def run_dataset(llm: LLM, gold: Gold, canaries: Sequence[Canary], scorers: Sequence[str],
+                      cache: ResponseCache | None) -> dict[str, Any]:
+    """Every chosen scorer's cell for one dataset."""
+    judges = Judges(llm, gold, cache)
+    try:
+        return {name: await score_cell(SCORERS[name], judges, canaries) for name in scorers}
+    finally:
+        await llm.aclose()
+
+
+def default_out(llm: str) -> Path:
+    """``benchmarks/results/calibration_<backend>-<model file stem>.json``."""
+    backend, _, model = llm.partition(":")
+    slug = re.sub(r"[^a-z0-9.]+", "-", f"{backend}-{Path(model).stem}".lower()).strip("-")
+    return Path("benchmarks/results") / f"calibration_{slug}.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--llm", default=DEFAULT_LLM, help="any backend spec, e.g. openai:gpt-4o-mini")
+    p.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
+    p.add_argument("--per-class", type=int, default=3, help="canaries per defect class (good: as many as all defects)")
+    p.add_argument("--scorers", nargs="+", default=["ac", "gr", "debate"], choices=list(SCORERS))
+    p.add_argument("--seed", type=int, default=0, help="the canaries' seed")
+    p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/calibration.sqlite3"))
+    p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/calibration_<llm>.json")
+    args = p.parse_args(argv)
+    waiting = [f"{n}: {SCORERS[n].waits_for}" for n in args.scorers if SCORERS[n].build is None]
+    if waiting:
+        print("not available yet (no call was made):\n" + "\n".join(waiting), file=sys.stderr)
+        return 2
+    out = args.out or default_out(args.llm)
+    results = json.loads(out.read_text()) if out.exists() else {}
+    command = "python benchmarks/calibration.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    results.setdefault("commands", [])
+    if command not in results["commands"]:  # several invocations (scorers, datasets) may fill one results file
+        results["commands"].append(command)
+    results.update({"command": command, "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",
+                    "llm": args.llm, "commit": _commit(), "threshold_rule": THRESHOLD_RULE})
+    llm = load_llm(args.llm)
+    golds = [load_gold(args.data_dir, name, args.seed) for name in args.datasets]
+    canaries = build_canaries(golds, args.per_class, args.seed)
+    cache = ResponseCache(args.cache)
+    for gold in golds:
+        mine = [c for c in canaries if c.dataset == gold.name]
+        entry = results.setdefault("datasets", {}).setdefault(gold.name, {})
+        entry.update({"dev": gold.source, "per_class": args.per_class, "seed": args.seed,
+                      "canaries": class_counts(mine)})
+        print(f"{gold.name} ({gold.source}): " + "; ".join(
+            f"{n} {sum(c.level == SCORERS[n].level for c in mine)} canaries" for n in args.scorers), flush=True)
+        cells = asyncio.run(run_dataset(llm, gold, mine, args.scorers, cache))
+        entry.setdefault("scorers", {}).update(cells)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+        for name, cell in cells.items():
+            m = cell["metrics"]
+            print(f"{gold.name}/{name}: AUROC {m['auroc']}, held-out accuracy {m['heldout_accuracy']} (thresholds "
+                  f"{m['thresholds']}), accuracy at the product's {m['product_threshold']} "
+                  f"{m['accuracy_at_product_threshold']}; {cell['canaries']} canaries, {cell['failed']} failed, "
+                  f"{cell['seconds_per_canary']} s each", flush=True)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,304 @@
+"""The calibration canaries (benchmarks/canaries.py, defects.py) and the calibration runner (calibration.py): canaries
+are deterministic and each carries exactly its defect, the scores are right on hand-made cases, and the runner goes
+end to end with a scripted judge on tiny datasets written here (the tests never read ../shared/data)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hf_rgda import ScriptedLLM
+from hf_rgda.debate import CRITERIA
+from hf_rgda.records import Seed
+from hf_rgda.schemas import AC_RUBRIC, GR_RUBRIC
+from hf_rgda.tags import detokenize, parse_inline, tags_to_spans
+from hf_rgda.testing import FakeWorld, stage_of
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+import calibration
+import canaries as cn
+import defects
+
+BIO = [  # one type; a dev split
+    "Germline mutations in BRCA1 cause [hereditary breast cancer](Disease) in many families studied here .",
+    "Patients with [cystic fibrosis](Disease) often show chronic lung infection and reduced growth .",
+    "The WASP gene is mutated in [Wiskott Aldrich syndrome](Disease) and related immune disorders .",
+    "Loss of APC function leads to [colorectal cancer](Disease) in adults who carry the variant .",
+    "We screened twelve families with [myotonic dystrophy](Disease) for expansions of the repeat .",
+    "Carriers of the HRAS1 allele had a higher risk of [ovarian cancer](Disease) than the controls .",
+    "Children with [Duchenne muscular dystrophy](Disease) lack dystrophin in skeletal muscle fibres .",
+    "The TP53 protein is inactivated in most [sporadic tumours](Disease) of the colon and rectum .",
+    "Mice lacking ATM developed [thymic lymphoma](Disease) within four months of their birth .",
+    "A rare variant of CFTR was linked to [chronic pancreatitis](Disease) in two unrelated patients .",
+    "Screening for [hemochromatosis](Disease) detects iron overload before organ damage occurs in adults .",
+    "Expression of the HTT gene is altered in [Huntington disease](Disease) and in related disorders .",
+]
+BIO_TRAIN = ["Women with [breast cancer](Disease) were tested for BRCA1 mutations in this study ."]
+NAMES = ["Alice Smith", "Bob Jones", "Carol White", "Dan Brown", "Eve Black", "Frank Green"]
+BANKS = ["Silicon Valley Bank", "First National Bank", "Harbor Trust Company", "Pacific Credit Union"]
+FIN = [  # two types; train only, so a dev slice is carved
+    f"The [{n}](PER) shall repay the Loan to [{b}](ORG) on the Maturity Date of each year in cash ."
+    for n in NAMES for b in BANKS
+]
+
+
+def _write(folder: Path, split: str, lines: list[str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [dict(zip(("tokens", "ner_tags"), parse_inline(x))) for x in lines]
+    (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture()
+def data_dir(tmp_path: Path) -> Path:
+    _write(tmp_path / "bio", "dev", BIO)
+    _write(tmp_path / "bio", "train", BIO_TRAIN)
+    _write(tmp_path / "fin", "train", FIN)
+    return tmp_path
+
+
+@pytest.fixture()
+def golds(data_dir: Path) -> list[cn.Gold]:
+    return [cn.load_gold(data_dir, "bio"), cn.load_gold(data_dir, "fin")]
+
+
+# ---------------------------------------------------------------- canaries
+def test_canaries_are_deterministic(data_dir: Path, golds: list[cn.Gold]) -> None:
+    first = cn.build_canaries(golds, 2)
+    again = cn.build_canaries([cn.load_gold(data_dir, "bio"), cn.load_gold(data_dir, "fin")], 2)
+    assert first == again and len(first) > 50
+    assert cn.build_canaries(golds, 2, seed=1) != first
+
+
+def test_a_dataset_without_dev_gets_a_fixed_carved_slice(golds: list[cn.Gold], data_dir: Path) -> None:
+    fin = golds[1]
+    assert len(fin.sentences) == round(cn.DEV_SHARE * len(FIN)) and "carved" in fin.source
+    assert cn.load_gold(data_dir, "fin").sentences == fin.sentences
+    assert golds[0].source == "dev split" and len(golds[0].sentences) == len(BIO)
+
+
+def test_every_class_is_built_and_half_are_good(golds: list[cn.Gold]) -> None:
+    built = cn.build_canaries(golds, 2)
+    for g in golds:
+        usable = sum(bool(tags_to_spans(list(tags))) and defects.fits(tokens) for tokens, tags in g.sentences)
+        for level, classes in cn.class_counts([c for c in built if c.dataset == g.name]).items():
+            expected = set(defects.LEVELS[level]) - ({"wrong_type"} if (g.name, level) == ("bio", "row") else set())
+            assert set(classes) - {"good"} == expected, (g.name, level)
+            assert classes["good"] == min(sum(classes.values()) - classes["good"], usable)  # as many as can serve
+
+
+def _spans(tags: Any) -> set[tuple[int, int, str]]:
+    return {tuple(s) for s in tags_to_spans(list(tags))}
+
+
+def _check_entity(c: cn.Canary, gold: set[tuple[int, int, str]], tokens: tuple[str, ...],
+                  types: tuple[str, ...]) -> None:
+    start, end, label = c.span
+    assert c.tokens == tokens and c.span in _spans(c.tags)
+    assert _spans(c.tags) - {c.span} <= gold  # only the span under test differs from the gold annotation
+    same = [g for g in gold if (g[0], g[1]) == (start, end)]
+    if c.label == "good":
+        assert c.span in gold
+    elif c.label == "wrong_type":
+        assert same and same[0][2] != label
+        assert label in types or (len(types) == 1 and label in defects.CONFUSERS.get(c.dataset, defects.DEFAULT_CONFUSERS))
+    elif c.label == "ordinary_phrase":
+        assert not any(g[0] - 1 <= i <= g[1] for g in gold for i in range(start, end))
+        assert all(t.islower() and t.isalpha() for t in tokens[start:end])
+    elif c.label == "name_like":
+        assert end - start == 1 and not any(g[0] <= start < g[1] for g in gold) and tokens[start][0].isupper()
+    elif c.label == "boundary_cut":  # a strict sub-span of a gold mention, one word shorter
+        assert any(g[0] <= start and end <= g[1] and g[1] - g[0] == end - start + 1 and g[2] == label for g in gold)
+    elif c.label == "boundary_extended":  # a gold mention plus one neighbouring word
+        assert any(start <= g[0] and g[1] <= end and g[1] - g[0] == end - start - 1 and g[2] == label for g in gold)
+
+
+def _check_row(c: cn.Canary, gold: set[tuple[int, int, str]], tokens: tuple[str, ...], others: set) -> None:
+    if c.label == "seed_copy":
+        assert (c.tokens, c.tags) == (c.seed_tokens, c.seed_tags) == (tokens, c.tags)
+        return
+    assert c.seed_tokens and c.seed_tokens != c.tokens
+    if c.label in defects.ENTITY_DEFECTS or c.label == "good":
+        assert c.tokens == tokens and (_spans(c.tags) == gold) == (c.label == "good")
+    elif c.label == "mention_untagged":
+        assert c.tokens == tokens and _spans(c.tags) < gold and len(gold - _spans(c.tags)) == 1
+    elif c.label == "looped":
+        grams = Counter(c.tokens[i : i + 4] for i in range(len(c.tokens) - 3))
+        assert max(grams.values()) >= 3 and len(c.tokens) == len(tokens) + 8
+    elif c.label == "garbled":
+        assert sum("\ufffd" in t for t in c.tokens) == 1 and len(c.tokens) == len(tokens)
+    elif c.label == "truncated":
+        assert tokens[: len(c.tokens)] == c.tokens and len(c.tokens) < len(tokens)
+        assert c.tokens[-1].lower() in defects.CUT_AFTER
+    elif c.label == "off_domain":
+        assert set(c.tags) == {"O"} and c.tokens in others
+
+
+def _check_guide(c: cn.Canary) -> None:
+    good = defects.build_guide(c.tokens, c.tags, cn.domain(c.dataset))
+    roles, gold_roles = c.guide["entity_roles"], good["entity_roles"]
+    if c.label == "good":
+        assert c.guide == good and [r["text"] for r in roles] == [detokenize(c.tokens[s.start:s.end])
+                                                                   for s in tags_to_spans(list(c.tags))]
+    elif c.label == "guide_wrong_type":
+        assert [r["text"] for r in roles] == [r["text"] for r in gold_roles]
+        assert sum(a["type"] != b["type"] for a, b in zip(roles, gold_roles)) == 1
+    elif c.label == "guide_missing_entity":
+        assert len(roles) == len(gold_roles) - 1 and all(r in gold_roles for r in roles)
+    elif c.label == "guide_entity_not_in_sentence":
+        missing = [r["text"] for r in roles if r["text"].replace(" ", "") not in "".join(c.tokens)]
+        assert len(missing) == 1 and len(roles) == len(gold_roles)
+    elif c.label == "guide_empty_context":
+        assert c.guide == {**good, "context": ""}
+
+
+def test_each_canary_carries_exactly_its_defect(golds: list[cn.Gold]) -> None:
+    by_name = {g.name: g for g in golds}
+    built = cn.build_canaries(golds, 3)
+    for c in built:
+        g = by_name[c.dataset]
+        others = {t for o in golds if o.name != c.dataset for t, _ in o.sentences}
+        tokens, tags = g.sentences[c.source] if c.source >= 0 else ((), ())
+        if c.level == "entity":
+            _check_entity(c, _spans(tags), tokens, g.types)
+        elif c.level == "row":
+            _check_row(c, _spans(tags), tokens, others)
+        else:
+            _check_guide(c)
+        assert c.good == (c.label == "good")
+    assert {c.label for c in built if c.level == "row"} >= {"off_domain", "truncated", "looped", "garbled"}
+
+
+def test_a_one_type_dataset_presents_a_mention_as_a_confuser(golds: list[cn.Gold]) -> None:
+    built = cn.build_canaries(golds, 3)
+    wrong = [c for c in built if c.dataset == "bio" and c.label == "wrong_type"]
+    assert wrong and all(c.level == "entity" and c.span[2] in defects.DEFAULT_CONFUSERS for c in wrong)
+    fin = [c for c in built if c.dataset == "fin" and c.label == "wrong_type"]
+    assert {c.level for c in fin} == {"entity", "row"}
+    assert {s.label for c in fin for s in tags_to_spans(list(c.tags))} == {"PER", "ORG"}
+
+
+# ---------------------------------------------------------------- scoring
+def test_auroc_on_hand_made_cases() -> None:
+    good = [True, True, False, False]
+    assert cn.auroc([0.9, 0.8, 0.2, 0.1], good) == 1.0
+    assert cn.auroc([0.1, 0.2, 0.8, 0.9], good) == 0.0
+    assert cn.auroc([0.5, 0.5, 0.5, 0.5], good) == 0.5
+    assert cn.auroc([0.9, 0.5, 0.5, 0.1], good) == 0.875  # pairs: 1 + 1 + 0.5 + 1 of 4
+    assert cn.auroc([0.3, 0.4], [True, True]) is None
+    sklearn = pytest.importorskip("sklearn.metrics")
+    scores, labels = [0.1, 0.4, 0.4, 0.35, 0.8, 0.8, 0.2], [False, True, False, True, True, False, False]
+    assert cn.auroc(scores, labels) == pytest.approx(sklearn.roc_auc_score(labels, scores))
+
+
+def test_accuracy_and_the_threshold_rule() -> None:
+    scores, good = [0.9, 0.7, 0.6, 0.2], [True, True, False, False]
+    assert cn.accuracy(scores, good, 0.65) == 1.0 and cn.accuracy(scores, good, 0.0) == 0.5
+    assert cn.balanced_accuracy([0.9, 0.8, 0.7, 0.1], [True, False, False, False], 0.75) == pytest.approx(5 / 6)
+    assert cn.choose_threshold(scores, good) == 0.7  # the lowest score that separates them
+    assert cn.choose_threshold([0.5, 0.5], [True, False]) == 0.5  # a tie: the lowest
+    assert cn.choose_threshold(scores, [True] * 4) is None
+
+
+def test_evaluate_reports_heldout_and_per_class_figures() -> None:
+    labels = ["good"] * 4 + ["looped"] * 2 + ["garbled"] * 2
+    scores = [0.9, 0.8, 0.95, 0.85, 0.1, 0.2, 0.85, 0.3]  # one garbled row scores like a good one
+    m = cn.evaluate(labels, scores, 0.5)
+    assert cn.halves(labels) == [0, 1, 0, 1, 0, 1, 0, 1]
+    assert m["auroc"] == pytest.approx(14.5 / 16, abs=1e-4) and m["per_class"]["looped"]["auroc_vs_good"] == 1.0  # 0.85 ties one good: half
+    assert m["per_class"]["garbled"] == {"n": 2, "mean_score": 0.575, "heldout_accuracy": 0.5, "auroc_vs_good": 0.8125}
+    assert m["accuracy_at_product_threshold"] == 0.875 and m["thresholds"] == [0.9, 0.8]
+    # half 1's threshold 0.8 lets half 0's garbled 0.85 through; half 0's 0.9 rejects half 1's good 0.8 and 0.85
+    assert m["heldout_accuracy"] == 0.625 and m["heldout_balanced_accuracy"] == 0.625
+    assert cn.evaluate(["good", "good"], [0.3, 0.4], 0.5)["heldout_accuracy"] is None
+
+
+# ---------------------------------------------------------------- the runner, with a scripted judge
+def _sections(content: str) -> dict[str, str]:
+    return dict(part.partition(":\n")[::2] for part in content.split("\n\n"))
+
+
+def _oracle(built: list[cn.Canary], calls: list[str]) -> Any:
+    """A judge that knows the canaries: full marks to good ones, nothing to defective ones."""
+    def item(tokens: Any, tags: Any) -> str:
+        return json.dumps(Seed("", tuple(tokens), tuple(tags)).as_item(), ensure_ascii=False)
+
+    rows = {(item(c.seed_tokens, c.seed_tags), item(c.tokens, c.tags)): c.good for c in built if c.level == "row"}
+    guides = {(detokenize(c.tokens), json.dumps(c.guide, ensure_ascii=False)): c.good for c in built if c.level == "guide"}
+
+    def handler(messages: Any, schema: Any, params: Any) -> Any:
+        stage, parts = stage_of(messages), _sections(messages[-1]["content"])
+        calls.append(stage)
+        if stage == "gr_judge":
+            return FakeWorld.verdict(100 * guides[parts["Sentence"], parts["Guide"]], GR_RUBRIC)
+        if stage == "ac_judge":
+            new = json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)
+            return FakeWorld.verdict(100 * rows[parts["Original"], new], AC_RUBRIC)
+        shown = {k: v for k, v in json.loads(parts["New sentences"])[0].items() if k != "sentence"}
+        good = rows[parts["Original sentence"], json.dumps(shown, ensure_ascii=False)]
+        return {"reviews": [{k: {"remark": "", "score": top * good} for k, top in CRITERIA.items()}]}
+
+    return handler
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, data_dir: Path, handler: Any, *extra: str) -> tuple[int, Path]:
+    monkeypatch.setattr(calibration, "load_llm", lambda spec: ScriptedLLM(handler, name="oracle"))
+    monkeypatch.setattr(calibration, "_commit", lambda: "test")
+    out = data_dir / "calibration.json"
+    argv = ["--llm", "scripted:oracle", "--data-dir", str(data_dir), "--datasets", "bio", "fin", "--per-class", "1",
+            "--cache", str(data_dir / "cache.sqlite3"), "--out", str(out), *extra]
+    return calibration.main(argv), out
+
+
+def test_the_runner_scores_every_judge_end_to_end(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                                 golds: list[cn.Gold]) -> None:
+    calls: list[str] = []
+    rc, out = _run(monkeypatch, data_dir, _oracle(cn.build_canaries(golds, 1), calls))
+    assert rc == 0
+    results = json.loads(out.read_text())
+    assert results["commit"] == "test" and results["llm"] == "scripted:oracle" and "CPU cores" in results["machine"]
+    assert results["command"].startswith("python benchmarks/calibration.py --llm scripted:oracle")
+    for name in ("bio", "fin"):
+        entry = results["datasets"][name]
+        for scorer, level in (("ac", "row"), ("gr", "guide"), ("debate", "row")):
+            cell = entry["scorers"][scorer]
+            assert cell["canaries"] == sum(entry["canaries"][level].values()) and cell["failed"] == 0
+            assert cell["metrics"]["auroc"] == 1.0 and cell["metrics"]["heldout_accuracy"] == 1.0
+            assert {x["score"] for x in cell["scores"]} == {0.0, 1.0} and cell["calls"] >= cell["canaries"]
+        assert entry["scorers"]["debate"]["metrics"]["product_threshold"] == 0.8
+    assert set(calls) == {"ac_judge", "gr_judge", "debate_review"}
+    n = len(calls)
+    assert _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "ac")[0] == 0
+    assert len(calls) == n  # the rerun is served from the response cache
+
+
+def test_an_unreadable_answer_fails_its_canary_only(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                                   golds: list[cn.Gold]) -> None:
+    oracle = _oracle(cn.build_canaries(golds, 1), [])
+    bad = {"n": 0}
+
+    def flaky(messages: Any, schema: Any, params: Any) -> Any:
+        bad["n"] += 1
+        return "not json" if bad["n"] <= 2 else oracle(messages, schema, params)  # the first canary and its re-ask
+
+    rc, out = _run(monkeypatch, data_dir, flaky, "--scorers", "gr", "--datasets", "bio")
+    cell = json.loads(out.read_text())["datasets"]["bio"]["scorers"]["gr"]
+    assert rc == 0 and cell["failed"] == 1 and cell["metrics"]["n"] == cell["canaries"] - 1
+    assert "ParseError" in next(x["error"] for x in cell["scores"] if x["score"] is None)
+
+
+def test_scorers_that_wait_for_the_library_stop_before_any_call(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[str] = []
+    rc, out = _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "ac", "entity", "gr-prob")
+    assert rc == 2 and not calls and not out.exists()
+    err = capsys.readouterr().err
+    assert "entity verification stage" in err and "LLM.option_probs" in err and "probability-weighted" in err
+    with pytest.raises(NotImplementedError, match="option_probs"):
+        calibration.SCORERS["entity"].bind(None)  # type: ignore[arg-type]
