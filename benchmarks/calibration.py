@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, RGDAAugmenter, RGDAError, load_llm
-from hf_rgda.debate import run_review
 from hf_rgda.pipeline import Pipeline
 from hf_rgda.records import Candidate, Seed, SeedResult
+from hf_rgda.stages.debate import run_review
 from hf_rgda.tags import label_names
 
 BENCH = Path(__file__).resolve().parent
@@ -70,10 +70,9 @@ Scorer = Callable[[Canary], Awaitable[float]]
 class Judges:
     """The pipeline's judges for one dataset, each callable on one canary.
 
-    This is the one place that reaches into :class:`~hf_rgda.pipeline.Pipeline` (its judge call and its debate
-    agents' cached call, private today): when the stages restructuring gives the judges a public entry, point these
-    methods at it. Every call is the pipeline's own: same prompts, schema, judge temperature, derived seed (from
-    the canary id) and response cache.
+    Each calls one of the pipeline's stages on its own (:meth:`hf_rgda.pipeline.Pipeline.stages`): the GR and AC
+    judges' first round and the debate agents' cached call. Every call is the pipeline's own: same prompts, schema,
+    judge temperature, derived seed (from the canary id) and response cache.
 
     Args:
         llm: the backend under calibration.
@@ -85,7 +84,7 @@ class Judges:
         self.config = AugmentConfig(method="rgda", domain=domain(gold.name))
         checker = RGDAAugmenter(llm, label_names=label_names(gold.types), cache=False, config=self.config).checker()
         self.pipeline = Pipeline(self.config, llm, checker, cache=cache)
-        self.pipeline._sem = asyncio.Semaphore(max(1, llm.max_concurrency))  # set by Pipeline.run otherwise
+        self.stages = self.pipeline.stages()
         self.spent: list[SeedResult] = []  # every canary's calls, for the cost figures
 
     def _result(self, canary: Canary, tokens: Sequence[str], tags: Sequence[str]) -> SeedResult:
@@ -102,21 +101,21 @@ class Judges:
         r = self._result(canary, canary.seed_tokens, canary.seed_tags)
         r.guidance = build_guide(canary.seed_tokens, canary.seed_tags, self.config.domain)
         r.accepted = [self._row(canary)]
-        await self.pipeline._judge(r, "ac", 1)
+        await self.stages.composer.loop().judge(r, 1)
         return r.judgements["ac"][-1].score / 100
 
     async def gr(self, canary: Canary) -> float:
         """The GR judge's total / 100 for the guide canary of its sentence."""
         r = self._result(canary, canary.tokens, canary.tags)
         r.guidance = canary.guide
-        await self.pipeline._judge(r, "gr", 1)
+        await self.stages.guidance.loop().judge(r, 1)
         return r.judgements["gr"][-1].score / 100
 
     async def debate(self, canary: Canary) -> float:
         """The review panel's mean reviewer total / 100 for the row, after one round (no revision)."""
         r = self._result(canary, canary.seed_tokens, canary.seed_tags)
         row = self._row(canary)
-        result = await run_review(self.pipeline._agent(r), r.seed.as_item(self.config.representation), [row],
+        result = await run_review(self.stages.which.ask(r), r.seed.as_item(self.config.representation), [row],
                                   dataclasses.replace(self.config.debate, max_rounds=1), show=lambda c: c.raw,
                                   revise=_no_revision, domain=self.config.domain, types=self.pipeline.checker.types)
         ((_, history),) = result.accepted + result.rejected
@@ -184,13 +183,15 @@ async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary
 
     rows = await asyncio.gather(*(one(c) for c in canaries if c.level == spec.level))
     scored = [x for x in rows if x["score"] is not None]
-    seconds = sum(r.llm_seconds for r in judges.spent)
+    seconds = sum(r.accounting.llm_seconds for r in judges.spent)
     return {"canaries": len(rows), "failed": len(rows) - len(scored),
             "metrics": evaluate([x["label"] for x in scored], [x["score"] for x in scored],
                                 spec.threshold(judges.config)),
-            "calls": sum(r.calls for r in judges.spent), "cached_calls": sum(r.cached_calls for r in judges.spent),
-            "prompt_tokens": sum(r.prompt_tokens for r in judges.spent),
-            "completion_tokens": sum(r.completion_tokens for r in judges.spent), "llm_seconds": round(seconds, 1),
+            "calls": sum(r.accounting.calls for r in judges.spent),
+            "cached_calls": sum(r.accounting.cached_calls for r in judges.spent),
+            "prompt_tokens": sum(r.accounting.prompt_tokens for r in judges.spent),
+            "completion_tokens": sum(r.accounting.completion_tokens for r in judges.spent),
+            "llm_seconds": round(seconds, 1),
             "seconds_per_canary": round(seconds / len(rows), 2) if rows else None, "scores": rows}
 
 

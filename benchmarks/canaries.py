@@ -120,10 +120,10 @@ def domain(name: str) -> str:
 
 
 def load_gold(data_dir: Path, name: str, seed: int = 0) -> Gold:
-    """The dev sentences of ``data_dir/name`` (a folder of split files; see :func:`hf_rgda.data.load_ner`)."""
-    from hf_rgda.data import load_ner
+    """The dev sentences of ``data_dir/name`` (a folder of split files; see :func:`hf_rgda.recipe.load_source`)."""
+    from hf_rgda.recipe import load_source
 
-    dsd = load_ner(str(data_dir / name))
+    dsd = load_source(str(data_dir / name))
     splits = {k: _rows(dsd[k]) for k in sorted(dsd)}
     dev = next((k for k in ("dev", "validation") if k in splits), None)
     if dev is not None:

@@ -27,7 +27,7 @@ from .records import Seed, SeedResult
 from .sentences import Checker, entity_mentions
 from .stages import Composer, EntityPool, Guidance, Review, Run, SeedGeneration, Step, Where, Which
 
-__all__ = ["STOPS_THE_RUN", "Pipeline"]
+__all__ = ["STOPS_THE_RUN", "Pipeline", "Stages"]
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +36,9 @@ STOPS_THE_RUN = (AuthenticationError, ConfigError, ProvisionError, ImportError)
 
 
 @dataclass(frozen=True)
-class _Stages:
-    """The stage objects of one run (they keep their per-seed working state for that run only)."""
+class Stages:
+    """The stage objects of one run (they keep their per-seed working state for that run only); also the way to call
+    one stage on its own, e.g. a judge: ``await pipeline.stages().guidance.loop().judge(r, 1)``."""
 
     where: Where
     which: Which
@@ -78,21 +79,22 @@ class Pipeline:
         """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds)."""
         results = [SeedResult(s, skipped=self.cfg.skip_entityless and not s.spans) for s in seeds]
         todo = [r for r in results if not r.skipped]
-        stages = self._stages(examples or seeds)
+        stages = self.stages(examples or seeds)
         for group in [todo] if self.cfg.schedule == "stage" else [[r] for r in todo]:
             await self._run_group(group, stages)
         return results
 
-    def _stages(self, examples: Sequence[Seed]) -> _Stages:
+    def stages(self, examples: Sequence[Seed] = ()) -> Stages:
+        """Fresh stage objects for one run; ``examples`` as in :meth:`run`."""
         shown = [s for s in examples if s.spans] or list(examples)
         # entity-hint pool: the dataset's inventory, or else the mentions of this batch's own seeds
         pool = self.pool or EntityPool(entity_mentions([s.tokens for s in shown], [s.tags for s in shown]))
         run = Run(self.cfg, Caller(self.cfg, self.llm, self.cache), self.checker, self.systems)
         composer, which = Composer(run, shown, pool), Which(run, self.debate_llms)
-        return _Stages(Where(self.attribution), which, SeedGeneration(run), Guidance(run), composer,
+        return Stages(Where(self.attribution), which, SeedGeneration(run), Guidance(run), composer,
                        Review(run, which, composer))
 
-    async def _run_group(self, rs: list[SeedResult], s: _Stages) -> None:
+    async def _run_group(self, rs: list[SeedResult], s: Stages) -> None:
         """The method's stages over one group of seeds (the batch, or one seed with ``schedule="row"``)."""
         cfg = self.cfg
         if cfg.uses_attribution:

@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from hf_rgda import ScriptedLLM
-from hf_rgda.debate import CRITERIA
 from hf_rgda.records import Seed
-from hf_rgda.schemas import AC_RUBRIC, GR_RUBRIC
+from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 from hf_rgda.tags import detokenize, parse_inline, tags_to_spans
 from hf_rgda.testing import FakeWorld, stage_of
 
@@ -242,7 +241,7 @@ def _oracle(built: list[cn.Canary], calls: list[str]) -> Any:
             return FakeWorld.verdict(100 * rows[parts["Original"], new], AC_RUBRIC)
         shown = {k: v for k, v in json.loads(parts["New sentences"])[0].items() if k != "sentence"}
         good = rows[parts["Original sentence"], json.dumps(shown, ensure_ascii=False)]
-        return {"reviews": [{k: {"remark": "", "score": top * good} for k, top in CRITERIA.items()}]}
+        return {"reviews": [{k: {"remark": "", "score": top * good} for k, top in DEBATE_RUBRIC.items()}]}
 
     return handler
 

@@ -90,14 +90,7 @@ def test_killed_cli_run_resumes_without_reissuing_calls(tmp_path: Path) -> None:
     assert _cache_rows(cache) == done_before + paid  # and nothing completed was asked again
 
 
-# Authentication and configuration errors must stop the run (engineer B's change to the pipeline's per-seed policy
-# makes them propagate; until it is merged the pipeline records them per seed, hence strict xfail: remove the marker
-# once these pass).
-NEEDS_PROPAGATION = pytest.mark.xfail(strict=True, reason="AuthenticationError is still a per-seed failure in the "
-                                                          "pipeline")
-
-
-@NEEDS_PROPAGATION
+# Authentication and configuration errors stop the run (the per-seed policy in hf_rgda/_exceptions.py).
 def test_missing_api_key_stops_the_run_with_a_clear_message(tmp_path: Path, capsys) -> None:
     folder = _write_folder(tmp_path)
     code = main(["augment", str(folder), "--llm", "openai:gpt-5.5", "--out", str(tmp_path / "out"),
@@ -107,7 +100,6 @@ def test_missing_api_key_stops_the_run_with_a_clear_message(tmp_path: Path, caps
     assert not (tmp_path / "out").exists()  # no empty augmented split
 
 
-@NEEDS_PROPAGATION
 def test_rejected_api_key_stops_the_run_without_showing_it(tmp_path: Path, capsys,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from hf_rgda.testing.providers import ProviderServer
