@@ -286,13 +286,15 @@ class SeedTrace:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SeedTrace:
-        """Read :meth:`to_json`'s object back."""
-        return cls(seed=data["seed"], method=data["method"], failure=data["failure"], notes=data["notes"],
-                   accepted=data["accepted"], superseded=data.get("superseded", 0), skipped=data.get("skipped", False),
-                   guidance=data.get("guidance"), attribution=data.get("attribution"), debate=data.get("debate"),
-                   rejected=[Rejection(**x) for x in data["rejected"]], salvaged=data.get("salvaged", []),
-                   gr=[Judgement(**j) for j in data["gr"]], ac=[Judgement(**j) for j in data["ac"]],
-                   accounting=Accounting.from_json(data))
+        """Read :meth:`to_json`'s object back; what the run summary does not count may be missing (older traces)."""
+        verdicts = {kind: [Judgement(v["score"], v.get("criteria", {}), v.get("feedback", {})) for v in data[kind]]
+                    for kind in ("gr", "ac")}
+        return cls(seed=data.get("seed", ""), method=data.get("method", ""), failure=data["failure"],
+                   notes=data.get("notes", []), accepted=data["accepted"], superseded=data.get("superseded", 0),
+                   skipped=data.get("skipped", False), guidance=data.get("guidance"),
+                   attribution=data.get("attribution"), debate=data.get("debate"),
+                   rejected=[Rejection(x.get("stage", ""), x["reason"], x.get("detail", "")) for x in data["rejected"]],
+                   salvaged=data.get("salvaged", []), **verdicts, accounting=Accounting.from_json(data))
 
     @classmethod
     def read(cls, value: str) -> SeedTrace | None:

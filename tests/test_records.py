@@ -42,3 +42,15 @@ def test_trace_round_trips_and_summaries_agree() -> None:
             assert json.loads(value) == trace.to_json()
     assert RunSummary.from_traces(out["rgda_trace"]).to_dict() == {**aug.summary.to_dict(), "wall_seconds": 0.0}
     assert SeedTrace.read("") is None and SeedTrace.read(json.dumps({"raw": {}, "detail": "x"})) is None
+
+
+def test_a_minimal_trace_reads_as_the_summary_needs_it() -> None:
+    """What the run summary counts is all a trace must hold (traces written by older versions lack the rest)."""
+    value = json.dumps({"accepted": 2, "failure": "guidance: ParseError: x", "rejected": [{"reason": "looped"}],
+                        "gr": [{"score": 70}], "ac": [], "calls": 3, "cached_calls": 1, "prompt_tokens": 9,
+                        "completion_tokens": 4, "llm_seconds": 0.5, "stage_calls": {"guidance": 3}})
+    trace = SeedTrace.read(value)
+    assert trace is not None and trace.rejected[0].reason == "looped" and trace.gr[0].score == 70
+    d = RunSummary.from_traces([value]).to_dict()
+    assert (d["accepted"], d["failures_by_stage"], d["rejected_by_reason"]) == (2, {"guidance": 1}, {"looped": 1})
+    assert (d["llm_calls"], d["judge_scores"]["gr_round1"]["mean"]) == (3, 70.0)
