@@ -24,6 +24,7 @@ from datasets import Dataset, DatasetDict
 from hf_rgda import DEFAULT_LLM, METHODS, AugmentConfig, RGDAAugmenter, RGDAError
 from hf_rgda.llm import BACKENDS, EXAMPLE_MODELS
 from hf_rgda.recipe import augment as run_recipe
+from hf_rgda.records import SeedTrace
 from hf_rgda.tags import parse_inline, tags_to_spans
 
 LOCAL_LLM = os.environ.get("HF_RGDA_SPACE_LLM", DEFAULT_LLM)
@@ -56,19 +57,15 @@ def _augmenter(types: list[str], method: str, where: bool, debate_review: bool, 
 
 
 def _stages(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the page shows of the seed's trace and of the rejected rows' traces.
-
-    The one place that reads raw trace keys: to be replaced by hf_rgda's typed trace reader once it exists.
-    """
-    trace = json.loads(next(r["rgda_trace"] for r in rows if r["rgda_trace"] and r["rgda_status"] != "rejected"))
-    rejected = [[r["rgda_reason"], json.loads(r["rgda_trace"]).get("detail", "")] for r in rows
-                if r["rgda_status"] == "rejected"]
-    if trace.get("failure"):
-        rejected.append(["failed", trace["failure"]])
-    rounds = {k: [[i, v["score"], "; ".join(f"{c} {v['criteria'][c]}: {v['feedback'][c]}" for c in v["criteria"])]
-                  for i, v in enumerate(trace.get(k, []), 1)] for k in ("gr", "ac")}
-    return {"guidance": trace.get("guidance") or {}, **rounds, "rejected": rejected,
-            "attribution": trace.get("attribution"), "transcript": (trace.get("debate") or {}).get("transcript", [])}
+    """What the page shows of the seed's trace (read with the library's typed reader)."""
+    trace = next(t for r in rows if (t := SeedTrace.read(r["rgda_trace"])) is not None)
+    rejected = [[f"{x.stage}/{x.reason}", x.detail] for x in trace.rejected]
+    if trace.failure:
+        rejected.append(["failed", trace.failure])
+    rounds = {kind: [[i, v.score, "; ".join(f"{c} {v.criteria[c]}: {v.feedback[c]}" for c in v.criteria)]
+                     for i, v in enumerate(verdicts, 1)] for kind, verdicts in (("gr", trace.gr), ("ac", trace.ac))}
+    return {"guidance": trace.guidance or {}, **rounds, "rejected": rejected, "attribution": trace.attribution,
+            "transcript": (trace.debate or {}).get("transcript", [])}
 
 
 def _highlight(rows: list[dict[str, Any]]) -> list[tuple[str, str | None]]:

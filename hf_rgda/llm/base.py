@@ -1,7 +1,7 @@
 """The backend seam: one base class, one async primitive, and the option probabilities built on it.
 
 A backend turns chat messages plus a JSON schema into a :class:`Completion`. Caching, retries of
-parsing and accounting live outside the backends (see :mod:`hf_rgda.cache` and :mod:`hf_rgda.pipeline`).
+parsing and accounting live outside the backends (see :mod:`hf_rgda.cache` and :mod:`hf_rgda.calls`).
 
 :meth:`LLM.option_probs` asks a question with a fixed set of short answers and returns how likely each is
 (:class:`OptionProbs`): read from next-token logprobs where the backend has them (local llama.cpp, OpenAI and
