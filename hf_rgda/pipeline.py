@@ -26,12 +26,12 @@ from . import prompts
 from ._exceptions import ConfigError, ParseError, RGDAError
 from ._secrets import redact
 from .cache import ResponseCache, cache_key
+from .checking import Checker, decode_sentence, entity_mentions, parse_json
 from .config import AugmentConfig
 from .debate import run_debate, run_review
 from .llm.base import LLM, Completion
 from .records import Candidate, Judgement, Seed, SeedResult
 from .schemas import AC_RUBRIC, GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
-from .sentences import Checker, decode_sentence, entity_mentions, parse_json
 
 __all__ = ["Judgement", "Pipeline", "SeedResult", "derive_seed"]
 
