@@ -525,3 +525,15 @@ def test_every_rule_fires_on_its_example(rule: Rule) -> None:
 def test_the_rule_table_names_each_rule_once() -> None:
     assert len({r.name for r in RULES}) == len(RULES)
     assert all(r.description and r.check.__name__ == r.name for r in RULES)
+
+
+def test_split_stats_pickle_the_same_before_and_after_their_index_is_built() -> None:
+    """``datasets`` fingerprints the augmenter by pickling it: the index the rules build on first use stays out."""
+    import pickle
+
+    rows = [["The", "gene", "of", "breast", "cancer", "."]] * 12 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
+    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
+    stats = SplitStats.from_split(rows, tags)
+    before = pickle.dumps(stats)
+    assert stats.ends_mention("cancer", "Disease") and not stats.rarely_ends("Disease", "lowercase", 0.05)
+    assert "_index" in vars(stats) and pickle.dumps(stats) == before and pickle.loads(before) == stats
