@@ -32,10 +32,10 @@ from typing import Any
 from ._exceptions import ConfigError
 from ._source import hash_extras
 from .tags import Span, spans_to_tags, tags_to_spans
+from .words import STOP_WORDS
 
 __all__ = ["EDA", "MentionReplacement", "WordNet", "mention_inventory"]
 
-_STOP = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "as", "into", "than", "then", "there", "their", "they", "we", "our", "you", "your", "he", "she", "his", "her", "not", "no"])
 
 
 class WordNet:
@@ -175,7 +175,7 @@ class EDA(_Baseline):
 
     @staticmethod
     def _free(tokens: Sequence[str], tags: Sequence[str]) -> list[int]:
-        return [i for i, (t, g) in enumerate(zip(tokens, tags)) if g == "O" and t.isalpha() and t.lower() not in _STOP]
+        return [i for i, (t, g) in enumerate(zip(tokens, tags)) if g == "O" and t.isalpha() and t.lower() not in STOP_WORDS]
 
     def _synonym_replacement(self, tokens: list[str], tags: list[str], rng: random.Random) -> tuple[list[str], list[str]]:
         wn, free = _wordnet(self.wordnet), self._free(tokens, tags)
