@@ -31,6 +31,7 @@ from typing import Any
 
 from ._exceptions import ConfigError
 from ._source import hash_extras
+from .checking import entity_inventory
 from .tags import Span, spans_to_tags, tags_to_spans
 from .words import STOP_WORDS
 
@@ -222,16 +223,9 @@ class EDA(_Baseline):
 
 
 def mention_inventory(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]]) -> dict[str, list[list[str]]]:
-    """Distinct entity mentions per type (as token lists) over a split, in first-seen order."""
-    inv: dict[str, list[list[str]]] = defaultdict(list)
-    seen: set[tuple[str, tuple[str, ...]]] = set()
-    for tokens, tags in zip(token_rows, tag_rows):
-        for s in tags_to_spans(list(tags), strict=False):
-            mention = tuple(tokens[s.start : s.end])
-            if (s.label, mention) not in seen:
-                seen.add((s.label, mention))
-                inv[s.label].append(list(mention))
-    return dict(inv)
+    """Distinct entity mentions per type (as token lists) over a split, in first-seen order (the split's
+    :func:`~hf_rgda.checking.entity_inventory`)."""
+    return {label: [list(m) for m in mentions] for label, mentions in entity_inventory(token_rows, tag_rows).items()}
 
 
 class MentionReplacement(_Baseline):
