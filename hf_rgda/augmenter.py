@@ -33,7 +33,7 @@ from .llm import LLM, load_llm
 from .pipeline import Pipeline
 from .records import META_COLUMNS, Seed, SeedResult
 from .summary import RunSummary
-from .tags import SCHEMES, convert_tags, entity_types, validate_tags
+from .tags import SCHEMES, convert_tags, entity_types, label_names_of, tag_name, to_tag_names, validate_tags
 
 __all__ = ["META_COLUMNS", "RGDAAugmenter"]
 
@@ -112,14 +112,7 @@ class RGDAAugmenter:
                      scheme: str = "IOB2", **kwargs: Any) -> RGDAAugmenter:
         """Build an augmenter whose label set and statistics (:class:`~hf_rgda.checking.SplitStats`) come from
         dataset split ``ds``."""
-        feature = getattr(ds.features[tags_column], "feature", None)
-        names = getattr(feature, "names", None)
-        rows = ds[tags_column]
-        if names:
-            rows = [[names[i] for i in r] for r in rows]
-        else:
-            seen = {t for r in rows for t in r}
-            names = ["O"] + sorted(seen - {"O"})
+        names, rows = label_names_of(ds, tags_column=tags_column), to_tag_names(ds, tags_column)
         if "stats" not in kwargs:
             iob2 = rows if scheme == "IOB2" else [convert_tags(list(r), scheme, "IOB2") for r in rows]
             kwargs["stats"] = SplitStats.from_split(ds[tokens_column], iob2)
@@ -166,7 +159,7 @@ class RGDAAugmenter:
         for k, (tokens, tags) in enumerate(zip(batch[self.tokens_column], batch[self.tags_column])):
             row = indices[k] if indices is not None else f"{k} of this batch"
             try:
-                names = [self._tag_name(t) for t in tags]
+                names = [tag_name(t, self.label_names) for t in tags]
                 validate_tags(tokens, names, self.types, self.scheme)
             except SchemaError as err:
                 raise InputError(f"{err} (tokens: {' '.join(map(str, tokens[:12]))!r})", row=row) from None
@@ -174,15 +167,6 @@ class RGDAAugmenter:
             key = hashlib.sha256(json.dumps([list(tokens), iob2]).encode()).hexdigest()[:16]
             seeds.append(Seed(key, tuple(tokens), tuple(iob2)))
         return seeds
-
-    def _tag_name(self, tag: Any) -> str:
-        if isinstance(tag, str):
-            if tag not in self.label_names:
-                raise SchemaError(f"tag {tag!r} is not in the label set {self.label_names}")
-            return tag
-        if isinstance(tag, int) and 0 <= tag < len(self.label_names):
-            return self.label_names[tag]
-        raise SchemaError(f"tag id {tag!r} is outside the label set of {len(self.label_names)} labels")
 
     # ---------------------------------------------------------------- output
     def _out_tags(self, iob2: Sequence[str], as_ids: bool) -> list[Any]:

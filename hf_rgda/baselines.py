@@ -32,7 +32,7 @@ from typing import Any
 from ._exceptions import ConfigError
 from ._source import hash_extras
 from .checking import entity_inventory
-from .tags import Span, spans_to_tags, tags_to_spans
+from .tags import Span, spans_to_tags, tag_name, tags_to_spans
 from .words import STOP_WORDS
 
 __all__ = ["EDA", "MentionReplacement", "WordNet", "mention_inventory"]
@@ -124,7 +124,7 @@ class _Baseline(abc.ABC):
             ids = bool(raw_tags) and not isinstance(raw_tags[0], str)
             if ids and not self.label_names:
                 raise ConfigError("tags are ids: pass label_names")
-            tags = [self.label_names[t] for t in raw_tags] if ids else list(raw_tags)
+            tags = [tag_name(t, self.label_names) for t in raw_tags] if ids else list(raw_tags)
             key = _key(tokens, tags)
             rng = random.Random(f"{self.seed}:{key}")  # per row, independent of batching and num_proc
             rows = [(list(tokens), tags, "original")] if self.keep_originals else []
