@@ -115,7 +115,7 @@ class RGDAAugmenter:
         names, rows = label_names_of(ds, tags_column=tags_column), to_tag_names(ds, tags_column)
         if "stats" not in kwargs:
             iob2 = rows if scheme == "IOB2" else [convert_tags(list(r), scheme, "IOB2") for r in rows]
-            kwargs["stats"] = SplitStats.from_split(ds[tokens_column], iob2)
+            kwargs["stats"] = SplitStats.from_split(ds[tokens_column][:], iob2)  # [:]: one read from Arrow
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 
     # ---------------------------------------------------------------- hashing and pickling

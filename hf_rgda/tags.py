@@ -218,13 +218,13 @@ def label_names_of(*datasets: Any, tags_column: str = "ner_tags") -> list[str]:
         names = _class_label_names(ds, tags_column)
         if names:
             return names
-        seen.update(t for row in ds[tags_column] for t in row)
+        seen.update(t for row in ds[tags_column][:] for t in row)
     return ["O", *sorted(seen - {"O"})]
 
 
 def to_tag_names(ds: Any, tags_column: str = "ner_tags") -> list[list[str]]:
     """The tag column of dataset ``ds`` as names (``ClassLabel`` ids converted)."""
-    names, rows = _class_label_names(ds, tags_column), ds[tags_column]
+    names, rows = _class_label_names(ds, tags_column), ds[tags_column][:]  # [:]: the column read at once
     return [[tag_name(t, names) for t in r] for r in rows] if names else [list(r) for r in rows]
 
 

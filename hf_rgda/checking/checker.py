@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..records import Candidate, Seed
 from ..tags import spans_to_tags, tags_to_spans
@@ -59,36 +59,43 @@ class Checker:
         """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings."""
         if not cand.ok:
             return cand
+        sentence = Sentence(cand.tokens, cand.tags, seed, self, accepted, forbid_seed_entities)
         if self.salvage:
-            self._salvage(cand, seed)
-        found = first_failure(Sentence(cand.tokens, cand.tags, seed, self, accepted, forbid_seed_entities))
+            sentence = self._salvage(cand, sentence)
+        found = first_failure(sentence)
         return cand.reject(found.rule.name, found.detail) if found else cand
 
-    def _salvage(self, cand: Candidate, seed: Seed) -> None:
+    def _salvage(self, cand: Candidate, s: Sentence) -> Sentence:
         """Deterministic repairs (``salvage=True``), each recorded in ``cand.salvaged``: of several sentences keep the
         one with the most entities; untag every entity an :data:`~hf_rgda.checking.rules.UNTAG_RULES` rule flags
         (the rest of the row stays), unless it may be a mistyped entity of another type (then it is left for the
-        checks to reject); tag every known mention left untagged."""
-        self._keep_one_sentence(cand)
-        while (bad := first_failure(Sentence(cand.tokens, cand.tags, seed, self), UNTAG_RULES)) and self._untag(cand, bad):
-            pass
-        while known := known_untagged(Sentence(cand.tokens, cand.tags, seed, self)):
+        checks to reject); tag every known mention left untagged. Returns ``s`` for the repaired ``cand``."""
+        if self._keep_one_sentence(cand):
+            s = replace(s, tokens=cand.tokens, tags=cand.tags)
+        while (bad := first_failure(s, UNTAG_RULES)) and self._untag(cand, bad):
+            s = s.retagged(cand.tags)
+        while known := known_untagged(s):
             cand.tags = spans_to_tags([*tags_to_spans(cand.tags), known], len(cand.tokens))
             cand.salvaged.append(f"known_mention: tagged {' '.join(cand.tokens[known.start : known.end])!r} as "
                                  f"{known.label} (the split tags it so)")
+            s = s.retagged(cand.tags)
+        return s
 
-    def _keep_one_sentence(self, cand: Candidate) -> None:
+    def _keep_one_sentence(self, cand: Candidate) -> bool:
+        """Of several sentences in ``cand``, keep the one with the most entities (the first on a tie); False where
+        there is one sentence, or an entity crosses a break."""
         toks, tags = cand.tokens, cand.tags
         cuts = sentence_breaks(toks)
         if not cuts:
-            return
+            return False
         bounds = list(zip([0, *(c + 1 for c in cuts)], [c + 1 for c in cuts] + [len(toks)]))
         spans = tags_to_spans(tags)
         if any(a < s.start < b < s.end for s in spans for a, b in bounds):
-            return  # an entity crosses a break
+            return False
         a, b = max(bounds, key=lambda ab: (sum(ab[0] <= s.start < ab[1] for s in spans), -ab[0]))
         cand.tokens, cand.tags = toks[a:b], tags[a:b]
         cand.salvaged.append(f"several_sentences: kept sentence {bounds.index((a, b)) + 1} of {len(bounds)}")
+        return True
 
     def _untag(self, cand: Candidate, bad: Finding) -> bool:
         """Untag the entity ``bad`` flags and record it; False (nothing done) where it may be an entity of another

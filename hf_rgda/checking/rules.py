@@ -35,7 +35,7 @@ def too_short(s: Sentence) -> str | None:
 
 
 def no_entity(s: Sentence) -> str | None:
-    return "the seed has entities but this sentence tags none" if s.seed.spans and not s.spans else None
+    return "the seed has entities but this sentence tags none" if s.of_seed.spans and not s.spans else None
 
 
 def garbled(s: Sentence) -> str | None:
@@ -72,7 +72,7 @@ def untagged_mention(s: Sentence) -> str | None:
     low, context_words = s.low, s.checker.stats.context_words
     taken = {i for span in s.spans for i in range(span.start, span.end)}
     own = {tuple(low[span.start : span.end]) for span in s.spans}
-    for m in own | {m for m, _ in s.seed_mentions}:
+    for m in own | set(s.of_seed.mention_words):
         for i in range(len(low) - len(m) + 1):
             if tuple(low[i : i + len(m)]) == m and not all(j in taken for j in range(i, i + len(m))):
                 if m not in own and len(m) == 1 and (s.tokens[i] in context_words or low[i] in context_words):
@@ -91,13 +91,17 @@ def known_mention(s: Sentence) -> str | None:
 def seed_entity_reused(s: Sentence) -> str | None:
     if not s.forbid_seed_entities:
         return None
-    seed = {m for m, _ in s.seed_mentions}
+    seed = set(s.of_seed.mention_words)
     reused = [" ".join(s.low[span.start : span.end]) for span in s.spans if tuple(s.low[span.start : span.end]) in seed]
     return f"reuses {reused[0]!r}" if reused else None
 
 
 def near_copy_of_seed(s: Sentence) -> str | None:
-    copy = s.low == s.seed_low or difflib.SequenceMatcher(a=s.seed_low, b=s.low).ratio() >= s.checker.near_copy_ratio
+    seed, ratio = s.of_seed.low, s.checker.near_copy_ratio
+    match = difflib.SequenceMatcher(a=seed, b=s.low)
+    # real_quick_ratio and quick_ratio bound ratio from above: the (slow) ratio only where they reach the threshold
+    copy = tuple(s.low) == seed or (match.real_quick_ratio() >= ratio and match.quick_ratio() >= ratio
+                                    and match.ratio() >= ratio)
     return "too similar to the seed sentence" if copy else None
 
 
@@ -106,7 +110,7 @@ def looping(s: Sentence) -> str | None:
     matrices in M ... the matrices in M" in SciERC: see ``benchmarks/checker_gold.py``.)"""
     words = [t.lower() for t in s.tokens if any(c.isalnum() for c in t)]
     for n, times in ((4, 3), (8, 2)):
-        if any(c >= times for c in Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1)).values()):
+        if any(c >= times for c in Counter(zip(*(words[i:] for i in range(n)))).values()):  # the n-grams
             return "a phrase repeats (4 words three times, or 8 words twice)"
     return None
 
@@ -154,16 +158,15 @@ def atypical_head(s: Sentence, span: Span) -> str | None:
 
 
 def tagged_seed_context(s: Sentence, span: Span) -> str | None:
-    m, seed_low = s.low[span.start : span.end], s.seed_low
+    m, seed = s.low[span.start : span.end], s.of_seed
     if is_letterless("".join(m)):
         return None
-    seed_o = [g == "O" for g in s.seed.tags]
     # the seed's untagged context, word for word or with up to 2 words dropped from inside it ("N -
     # acetylgalactosamine - 6 - sulfatase" from the seed's untagged "... - 6 - sulfate sulfatase")
-    for i in range(len(seed_low) - len(m) + 1):
+    for i in seed.untagged_at.get(m[0], ()):  # where the seed has the entity's first word untagged
         for w in range(len(m), len(m) + 3 if len(m) > 1 else len(m) + 1):
-            win = seed_low[i : i + w]
-            if len(win) == w and all(seed_o[i : i + w]) and win[0] == m[0] and win[-1] == m[-1] and _subsequence(m, win):
+            win = seed.low[i : i + w]
+            if len(win) == w and all(seed.untagged[i : i + w]) and win[-1] == m[-1] and _subsequence(m, win):
                 return f"{s.text(span)!r} is untagged context in the seed sentence"
     return None
 
@@ -205,13 +208,12 @@ def known_untagged(s: Sentence) -> Span | None:
     if not lexicon:
         return None
     taken = {i for span in s.spans for i in range(span.start, span.end)}
-    for n in range(min(len(low), 8), 0, -1):
-        for i in range(len(low) - n + 1):
-            label = lexicon.get(" ".join(low[i : i + n]))
-            if label and not any(j in taken for j in range(i, i + n)) and label in s.checker.types:
-                probe = s.retagged(spans_to_tags([Span(i, i + n, label)], len(low)))
-                if first_failure(probe, UNTAG_RULES) is None:
-                    return Span(i, i + n, label)
+    for i, end in s.checker.stats.lexicon_windows(low):
+        label = lexicon.get(" ".join(low[i:end]))
+        if label and not any(j in taken for j in range(i, end)) and label in s.checker.types:
+            probe = s.retagged(spans_to_tags([Span(i, end, label)], len(low)))
+            if first_failure(probe, UNTAG_RULES) is None:
+                return Span(i, end, label)
     return None
 
 

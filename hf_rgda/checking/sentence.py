@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
-from typing import Protocol
+from functools import cached_property, lru_cache
+from typing import NamedTuple, Protocol
 
 from ..records import Candidate, Seed
 from ..tags import Span, tags_to_spans
 from .stats import SplitStats
 
-__all__ = ["Sentence", "Settings"]
+__all__ = ["SeedFacts", "Sentence", "Settings", "seed_facts"]
 
 
 class Settings(Protocol):
@@ -24,6 +24,31 @@ class Settings(Protocol):
     min_context: int
     atypical_share: float
     atypical_min_outside: int
+
+
+class SeedFacts(NamedTuple):
+    """What the rules read of a seed, computed once per seed (see :func:`seed_facts`)."""
+
+    spans: tuple[Span, ...]
+    low: tuple[str, ...]  # its tokens lower-cased
+    mention_words: tuple[tuple[str, ...], ...]  # per entity, in order: its words lower-cased
+    mentions: frozenset[tuple[tuple[str, ...], str]]  # (words lower-cased, type) of each entity
+    untagged: tuple[bool, ...]  # per token: outside every entity
+    untagged_at: dict[str, tuple[int, ...]]  # per lower-cased word, where the seed has it outside every entity
+
+
+@lru_cache(maxsize=1024)
+def seed_facts(seed: Seed) -> SeedFacts:
+    """The seed's spans and words as the rules read them; cached, as every candidate of a seed reads them."""
+    spans, low = tuple(seed.spans), tuple(t.lower() for t in seed.tokens)
+    words = tuple(low[s.start : s.end] for s in spans)
+    untagged = tuple(g == "O" for g in seed.tags)
+    at: dict[str, list[int]] = {}
+    for i, word in enumerate(low):
+        if untagged[i]:
+            at.setdefault(word, []).append(i)
+    return SeedFacts(spans, low, words, frozenset((m, s.label) for m, s in zip(words, spans)), untagged,
+                     {w: tuple(ix) for w, ix in at.items()})
 
 
 @dataclass
@@ -46,20 +71,15 @@ class Sentence:
         return tags_to_spans(self.tags)
 
     @cached_property
-    def seed_low(self) -> list[str]:
-        return [t.lower() for t in self.seed.tokens]
-
-    @cached_property
-    def seed_mentions(self) -> set[tuple[tuple[str, ...], str]]:
-        """The seed's own annotation: (lower-cased mention words, type) for each of its entities."""
-        return {(tuple(self.seed_low[s.start : s.end]), s.label) for s in self.seed.spans}
+    def of_seed(self) -> SeedFacts:
+        return seed_facts(self.seed)
 
     def text(self, span: Span) -> str:
         return " ".join(self.tokens[span.start : span.end])
 
     def in_seed(self, span: Span) -> bool:
         """Whether the seed's own annotation has this entity, as this type (it then outranks the statistics)."""
-        return (tuple(self.low[span.start : span.end]), span.label) in self.seed_mentions
+        return (tuple(self.low[span.start : span.end]), span.label) in self.of_seed.mentions
 
     def retagged(self, tags: list[str]) -> Sentence:
         return replace(self, tags=tags)

@@ -50,6 +50,7 @@ class _Index(NamedTuple):
     totals: dict[str, int]  # per type, its mentions
     letterless: dict[str, int]  # per type, its mentions ending in a letterless word
     lowercase: dict[str, int]  # per type, its mentions ending in a word without a capital
+    lexicon_starts: dict[str, frozenset[int]]  # per first word of a lexicon text, the texts' lengths in words
 
 
 @dataclass(frozen=True)
@@ -102,10 +103,24 @@ class SplitStats:
         def ending(label: str, shape: Any) -> int:
             return sum(c for h, c in self.heads[label].items() if shape(h))
 
+        starts: dict[str, set[int]] = {}
+        for text in self.lexicon:
+            words = text.split(" ")
+            starts.setdefault(words[0], set()).add(len(words))
         return _Index({t: frozenset(h.lower() for h in heads) for t, heads in self.heads.items()},
                       frozenset(w for heads in self.heads.values() for w in heads),
                       {t: sum(heads.values()) for t, heads in self.heads.items()},
-                      {t: ending(t, is_letterless) for t in self.heads}, {t: ending(t, is_lowercase) for t in self.heads})
+                      {t: ending(t, is_letterless) for t in self.heads}, {t: ending(t, is_lowercase) for t in self.heads},
+                      {w: frozenset(n) for w, n in starts.items()})
+
+    def lexicon_windows(self, words: Sequence[str]) -> list[tuple[int, int]]:
+        """The ``(start, end)`` word ranges of ``words`` (lower-cased) that may spell a lexicon text, longest first
+        (at most 8 words), then left to right: the ranges whose first word opens a text of that many words."""
+        starts, longest = self._index.lexicon_starts, min(len(words), 8)
+        if any(" " in w for w in words):  # a word with a space may join into any text: every range
+            return [(i, i + n) for n in range(longest, 0, -1) for i in range(len(words) - n + 1)]
+        opens = [(i, starts[w]) for i, w in enumerate(words) if w in starts]
+        return [(i, i + n) for n in range(longest, 0, -1) for i, lengths in opens if n in lengths and i + n <= len(words)]
 
     def ends_mention(self, word: str, label: str) -> bool:
         """Whether the split ends some ``label`` mention with ``word`` (compared lower-cased; ``word`` is lower-case)."""
@@ -187,8 +202,8 @@ def _heads_and_context(token_rows: Rows, tag_rows: Rows, spans: Sequence[Sequenc
     for tokens, tags, row in zip(token_rows, tag_rows, spans):
         for s in row:
             heads.setdefault(s.label, Counter())[str(tokens[s.end - 1])] += 1
-        outside.update(str(t) for t, g in zip(tokens, tags) if g == "O" and any(c.isalpha() for c in str(t)))
-    return heads, {w: c for w, c in outside.items() if c >= CONTEXT_MIN_COUNT}
+        outside.update(str(t) for t, g in zip(tokens, tags) if g == "O")
+    return heads, {w: c for w, c in outside.items() if c >= CONTEXT_MIN_COUNT and not is_letterless(w)}
 
 
 def _lexicon(token_rows: Rows, spans: Sequence[Sequence[Span]]) -> dict[str, str]:
