@@ -36,9 +36,13 @@ def parse_json(text: str) -> Any:
     if fence:
         body = fence.group(1)
     try:
-        return _clean_surrogates(json.loads(body))
+        value = json.loads(body)
     except json.JSONDecodeError as err:
         raise ParseError(f"answer is not valid JSON ({err.msg} at char {err.pos})", raw=text) from None
+    return _clean_surrogates(value) if _SURROGATE.search(body) else value
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]|\\[uU][dD][89a-fA-F]")  # a surrogate, or a JSON escape of one
 
 
 def _clean_surrogates(value: Any) -> Any:

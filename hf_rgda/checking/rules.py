@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -108,7 +109,7 @@ def near_copy_of_seed(s: Sentence) -> str | None:
 def looping(s: Sentence) -> str | None:
     """A 4-word phrase three times, or an 8-word phrase twice. (A 4-word phrase twice is ordinary prose, "the
     matrices in M ... the matrices in M" in SciERC: see ``benchmarks/checker_gold.py``.)"""
-    words = [t.lower() for t in s.tokens if any(c.isalnum() for c in t)]
+    words = [t for t in s.low if _ALNUM(t)]
     for n, times in ((4, 3), (8, 2)):
         if any(c >= times for c in Counter(zip(*(words[i:] for i in range(n)))).values()):  # the n-grams
             return "a phrase repeats (4 words three times, or 8 words twice)"
@@ -132,14 +133,14 @@ def duplicate(s: Sentence) -> str | None:
 # ---------------------------------------------------------------- entity rules
 def no_letters(s: Sentence, span: Span) -> str | None:
     share, text = s.checker.atypical_share, s.text(span)
-    if s.in_seed(span) or not is_letterless(text) or not s.checker.stats.rarely_ends(span.label, "letterless", share):
+    if not is_letterless(text) or not s.checker.stats.rarely_ends(span.label, "letterless", share) or s.in_seed(span):
         return None
     return f"{text!r} has no letter; under {share:.0%} of the split's {span.label} mentions end in a word without one"
 
 
 def lowercase_name(s: Sentence, span: Span) -> str | None:
     stats, share, text = s.checker.stats, s.checker.atypical_share, s.text(span)
-    if s.in_seed(span) or not is_lowercase(text) or not stats.rarely_ends(span.label, "lowercase", share):
+    if not stats.rarely_ends(span.label, "lowercase", share) or not is_lowercase(text) or s.in_seed(span):
         return None
     if stats.heads[span.label].get(s.tokens[span.end - 1]):
         return None  # a lowercase word the split itself ends such a mention with passes: FIN tags "lender" as PER
@@ -194,6 +195,9 @@ def sentence_breaks(toks: Sequence[str]) -> list[int]:
     return [i for i in range(1, len(toks) - 1)
             if toks[i] in (".", "!", "?") and toks[i - 1].isalpha() and toks[i - 1].islower() and len(toks[i - 1]) > 2
             and toks[i + 1][:1].isupper() and toks[i + 1].isalpha()]
+
+
+_ALNUM = re.compile(r"[^\W_]").search  # a letter or a digit (str.isalnum)
 
 
 def _subsequence(needle: Sequence[str], hay: Sequence[str]) -> bool:
