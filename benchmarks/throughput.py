@@ -106,8 +106,8 @@ def split_scale(rows: Sequence[Mapping[str, list[str]]], seeds: Dataset, sizes: 
     for _ in range(repeats):
         for split, out in zip(splits, runs):
             out.append(augment(split, seeds))
-    return [{**min(out, key=lambda r: r["seconds_per_seed"]), "runs_seconds_per_seed": [r["seconds_per_seed"] for r in out]}
-            for out in runs]
+    return [{**min(out, key=lambda r: r["seconds_per_seed"]),
+             "runs_seconds_per_seed": [r["seconds_per_seed"] for r in out]} for out in runs]
 
 
 def memory_run(data_dir: Path, n: int) -> dict[str, Any]:

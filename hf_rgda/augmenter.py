@@ -148,7 +148,8 @@ class RGDAAugmenter:
             self._selector = AttributionSelector(self.attribution_model, type_descriptions=self.type_descriptions,
                                                  top_n=self.config.attribution_top_n)
         return Pipeline(self.config, self.llm, checker, cache=cache, type_notes=notes, attribution=self._selector,
-                        debate_llms=self.debate_llms, mentions=self.stats.mentions if self.stats else None, progress=_progress_bars())
+                        debate_llms=self.debate_llms, mentions=self.stats.mentions if self.stats else None,
+                        progress=_progress_bars())
 
     # ---------------------------------------------------------------- input
     def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:

@@ -222,7 +222,8 @@ class EDA(_Baseline):
         return [tokens[i] for i in keep], [tags[i] for i in keep]
 
 
-def mention_inventory(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]]) -> dict[str, list[list[str]]]:
+def mention_inventory(token_rows: Sequence[Sequence[str]],
+                      tag_rows: Sequence[Sequence[str]]) -> dict[str, list[list[str]]]:
     """Distinct entity mentions per type (as token lists) over a split, in first-seen order (the split's
     :func:`~hf_rgda.checking.entity_inventory`)."""
     return {label: [list(m) for m in mentions] for label, mentions in entity_inventory(token_rows, tag_rows).items()}

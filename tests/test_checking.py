@@ -328,7 +328,8 @@ def test_known_mentions_left_untagged_are_rejected_or_tagged() -> None:
     strict = Checker(("Disease",), SplitStats(lexicon=lexicon))
     bad = strict.check(decode(*item), SEED, [], forbid_seed_entities=True)
     assert bad.reason == "known_mention" and "'hemolytic anemia'" in bad.detail
-    fixed = Checker(("Disease",), SplitStats(lexicon=lexicon), salvage=True).check(decode(*item), SEED, [], forbid_seed_entities=True)
+    fixed = Checker(("Disease",), SplitStats(lexicon=lexicon), salvage=True).check(decode(*item), SEED, [],
+                                                                                 forbid_seed_entities=True)
     assert fixed.ok, fixed.detail
     assert fixed.tags == ["B-Disease", "O", "O", "O", "O", "B-Disease", "I-Disease", "O", "O", "O"]
     assert fixed.salvaged == ["known_mention: tagged 'hemolytic anemia' as Disease (the split tags it so)"]
@@ -342,7 +343,8 @@ def test_a_head_that_ends_under_five_percent_of_its_uses_as_the_type_is_atypical
     """"immune system" as a Disease (the 1.5B on NCBI): "system" ends 2 Disease mentions of NCBI's train split and is
     used 44 times outside entities (4.3%). The share is 5% (``benchmarks/checker_gold.py --atypical-share``
     measured it: no more gold rejections on NCBI-disease and FIN, 3 more of 529 on SciERC)."""
-    check = Checker(("Disease",), SplitStats(heads={"Disease": {"system": 2, "cancer": 80}}, context_words={"system": 44}))
+    check = Checker(("Disease",), SplitStats(heads={"Disease": {"system": 2, "cancer": 80}},
+                                             context_words={"system": 44}))
     c = check.check(decode("Defects of the immune system cause gout in older men .", ("immune system", "Disease"),
                            ("gout", "Disease")), SEED, [], forbid_seed_entities=True)
     assert c.reason == "atypical_head" and "'system' ends 2 Disease mention(s)" in c.detail
@@ -384,7 +386,8 @@ def test_salvage_does_not_untag_what_may_be_an_entity_of_another_type() -> None:
     """"natural language processing" typed Material: 'processing' never ends a Material but often a Task, so the
     row is rejected (a wrong type) rather than kept with the mention untagged (a wrong training signal)."""
     heads = {"Material": {"corpus": 9}, "Task": {"processing": 6}}
-    check = Checker(("Material", "Task"), SplitStats(heads=heads, context_words={"processing": 40, "gene": 50}), salvage=True)
+    check = Checker(("Material", "Task"), SplitStats(heads=heads, context_words={"processing": 40, "gene": 50}),
+                    salvage=True)
     item = {"text": "We test the model on natural language processing with a new corpus .",
             "entities": [{"text": "natural language processing", "type": "Material"}, {"text": "corpus", "type": "Material"}]}
     c = check.check(decode_sentence(item, ["Material", "Task"]), SEED, [], forbid_seed_entities=True)
@@ -408,7 +411,8 @@ def test_a_capitalized_word_the_split_never_shows_is_judged_by_its_lowercase_for
     kept = check.check(decode("The Lender reported gout in older men .", ("Lender", "Disease"), ("gout", "Disease")),
                        SEED, [], forbid_seed_entities=True)
     assert kept.ok and not kept.salvaged and kept.tags[1] == "B-Disease"
-    assert check.stats.stats_form("I") == "I" and check.stats.stats_form("BRCA1") == "BRCA1"  # "Venture I", gene symbols
+    # "Venture I", gene symbols
+    assert check.stats.stats_form("I") == "I" and check.stats.stats_form("BRCA1") == "BRCA1"
 
 
 def test_an_entity_without_a_letter_is_untagged_where_the_type_never_has_one() -> None:
@@ -454,8 +458,8 @@ def test_an_all_lowercase_entity_of_a_name_type_is_untagged_or_rejected() -> Non
     # "the borrower" as PER: no type of the split ends a mention with "borrower", so it is untagged, not rejected
     borrower = {"text": "The auditor reviewed the accounts of Mary Smith for the borrower .",
                 "entities": [{"text": "Mary Smith", "type": "PER"}, {"text": "borrower", "type": "PER"}]}
-    kept = Checker(tuple(types), SplitStats(heads=heads), salvage=True).check(decode_sentence(borrower, types), SEED, [],
-                                                                  forbid_seed_entities=True)
+    kept = Checker(tuple(types), SplitStats(heads=heads), salvage=True).check(
+        decode_sentence(borrower, types), SEED, [], forbid_seed_entities=True)
     assert kept.ok and kept.tags[-2] == "O" and [r.split(":")[0] for r in kept.salvaged] == ["lowercase_name"]
     # lowercase ORG and Disease mentions are common enough; "Mary smith" has a capital; the split has "lender" as PER
     for label, ent in (("ORG", "mary smith"), ("Disease", "mary smith"), ("PER", "Mary smith"), ("PER", "the lender")):

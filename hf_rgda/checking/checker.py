@@ -55,7 +55,8 @@ class Checker:
         """Whether generated sentences are decoded with hyphens as tokens of their own, as the split writes them."""
         return self.stats.split_hyphens
 
-    def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *, forbid_seed_entities: bool) -> Candidate:
+    def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *,
+              forbid_seed_entities: bool) -> Candidate:
         """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings."""
         if not cand.ok:
             return cand

@@ -150,7 +150,8 @@ def lowercase_name(s: Sentence, span: Span) -> str | None:
 
 def atypical_head(s: Sentence, span: Span) -> str | None:
     stats, head = s.checker.stats, s.tokens[span.end - 1]  # a one-word entity is its own head ("BRCA1" as a Disease)
-    if s.in_seed(span) or not stats.atypical(head, span.label, s.checker.atypical_share, s.checker.atypical_min_outside):
+    share, floor = s.checker.atypical_share, s.checker.atypical_min_outside
+    if s.in_seed(span) or not stats.atypical(head, span.label, share, floor):
         return None
     form = stats.stats_form(head)
     shown = f"{head!r}" + (f" (as {form!r})" if form != head else "")
@@ -303,7 +304,8 @@ RULES: tuple[Rule, ...] = (
     Rule("garbled", garbled, "a U+FFFD character (text lost in decoding) the seed does not have",
          Example("Imbr\ufffd and colleagues traced [gout](Disease) through three generations .")),
     Rule("placeholder", placeholder, "a type name in brackets (`<Disease>`), or an entity that is a bare type name "
-         "the split never tags", Example("Recent studies suggest that <Disease> may drive [gout](Disease) in adults .")),
+         "the split never tags",
+         Example("Recent studies suggest that <Disease> may drive [gout](Disease) in adults .")),
     Rule("several_sentences", several_sentences, "two sentences in one row",
          Example("[Asthma](Disease) was studied in adults . The new design improves care ."),
          repair="keeps the sentence with the most entities"),

@@ -1,4 +1,4 @@
-"""What a rule sees of one candidate sentence: its tokens and tags, the seed, and the checker's statistics and limits."""
+"""What a rule sees of one candidate sentence: its tokens and tags, the seed, the checker's statistics and limits."""
 
 from __future__ import annotations
 

@@ -80,7 +80,8 @@ class SplitStats:
         # sorted dicts and tuples, never sets: the pickled state (the datasets fingerprint) must not depend on
         # hash order; the hint pool keeps its order (the composer draws from it in order)
         norm = {"heads": {t: dict(sorted(h.items())) for t, h in sorted(self.heads.items())},
-                "context_words": dict(sorted(self.context_words.items())), "lexicon": dict(sorted(self.lexicon.items())),
+                "context_words": dict(sorted(self.context_words.items())),
+                "lexicon": dict(sorted(self.lexicon.items())),
                 "mentions": {t: tuple(m) for t, m in self.mentions.items()},
                 "max_entity_len": dict(sorted(self.max_entity_len.items())), "split_hyphens": bool(self.split_hyphens)}
         for name, value in norm.items():
@@ -110,7 +111,8 @@ class SplitStats:
         return _Index({t: frozenset(h.lower() for h in heads) for t, heads in self.heads.items()},
                       frozenset(w for heads in self.heads.values() for w in heads),
                       {t: sum(heads.values()) for t, heads in self.heads.items()},
-                      {t: ending(t, is_letterless) for t in self.heads}, {t: ending(t, is_lowercase) for t in self.heads},
+                      {t: ending(t, is_letterless) for t in self.heads},
+                      {t: ending(t, is_lowercase) for t in self.heads},
                       {w: frozenset(n) for w, n in starts.items()})
 
     def lexicon_windows(self, words: Sequence[str]) -> list[tuple[int, int]]:
@@ -120,10 +122,11 @@ class SplitStats:
         if any(" " in w for w in words):  # a word with a space may join into any text: every range
             return [(i, i + n) for n in range(longest, 0, -1) for i in range(len(words) - n + 1)]
         opens = [(i, starts[w]) for i, w in enumerate(words) if w in starts]
-        return [(i, i + n) for n in range(longest, 0, -1) for i, lengths in opens if n in lengths and i + n <= len(words)]
+        return [(i, i + n) for n in range(longest, 0, -1) for i, lengths in opens
+                if n in lengths and i + n <= len(words)]
 
     def ends_mention(self, word: str, label: str) -> bool:
-        """Whether the split ends some ``label`` mention with ``word`` (compared lower-cased; ``word`` is lower-case)."""
+        """Whether the split ends some ``label`` mention with ``word`` (lower-case; heads compared lower-cased)."""
         return word in self._index.lower_heads.get(label, ())
 
     def stats_form(self, word: str) -> str:
@@ -227,7 +230,7 @@ def _lexicon(token_rows: Rows, spans: Sequence[Sequence[Span]]) -> dict[str, str
     out = {}
     for m, labels in tagged.items():
         label, count = labels.most_common(1)[0]
-        if uses[m] >= LEXICON_MIN_COUNT and count >= LEXICON_MIN_RATE * uses[m] and any(c.isalpha() for c in "".join(m)):
+        if uses[m] >= LEXICON_MIN_COUNT and count >= LEXICON_MIN_RATE * uses[m] and not is_letterless("".join(m)):
             out[" ".join(m)] = label
     return out
 
@@ -236,7 +239,8 @@ def _splits_hyphens(token_rows: Rows) -> bool:
     alone = inside = 0
     for tokens in token_rows:
         for i, t in enumerate(tokens):
-            if t == "-" and 0 < i < len(tokens) - 1 and str(tokens[i - 1])[-1:].isalnum() and str(tokens[i + 1])[:1].isalnum():
+            if (t == "-" and 0 < i < len(tokens) - 1 and str(tokens[i - 1])[-1:].isalnum()
+                    and str(tokens[i + 1])[:1].isalnum()):
                 alone += 1
             elif "-" in t[1:-1]:
                 inside += 1
