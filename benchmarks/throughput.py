@@ -9,11 +9,12 @@ temporary Arrow file. Four measurements:
 - accepted rows/s and seeds/s in one process, and with ``num_proc=2``;
 - seconds per seed with the split statistics (checker, entity hints) of a 50,000-sentence split vs a
   5,000-sentence split, in one run (the big split is the train split repeated with every alphabetic word
-  perturbed per copy, so its vocabulary, mentions and lexicon grow with it); the two alternate ``--repeats``
-  times and each keeps its fastest run, as other work on the machine only ever adds time;
+  perturbed per copy, so its vocabulary, mentions and lexicon grow with it);
 - peak RSS (``resource.getrusage`` maxrss) of a run of 10,000 seeds vs 1,000 seeds, each in its own process.
 
-Seeds beyond the split's sentences with entities are perturbed copies of them (the same perturbation).
+The runs of the first two pairs alternate ``--repeats`` times and each keeps its fastest (other work on the
+machine only ever adds time; every run's seconds per seed are listed). Seeds beyond the split's sentences with
+entities are perturbed copies of them (the same perturbation).
 
 Usage:
     python benchmarks/throughput.py --data-dir ../shared/data
@@ -30,7 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -98,16 +100,14 @@ def augment(split: Dataset, seeds: Dataset, num_proc: int = 1) -> dict[str, Any]
     return res
 
 
-def split_scale(rows: Sequence[Mapping[str, list[str]]], seeds: Dataset, sizes: Sequence[int],
-                repeats: int) -> list[dict[str, Any]]:
-    """Per split size, the fastest of ``repeats`` runs of ``seeds`` (sizes alternating), with every run's s/seed."""
-    splits = [grown(rows, n) for n in sizes]
-    runs: list[list[dict[str, Any]]] = [[] for _ in sizes]
+def fastest(runs: Sequence[Callable[[], dict[str, Any]]], repeats: int) -> list[dict[str, Any]]:
+    """Each of ``runs`` ``repeats`` times, alternating; per run its fastest result, with every result's s/seed."""
+    results: list[list[dict[str, Any]]] = [[] for _ in runs]
     for _ in range(repeats):
-        for split, out in zip(splits, runs):
-            out.append(augment(split, seeds))
+        for run, out in zip(runs, results):
+            out.append(run())
     return [{**min(out, key=lambda r: r["seconds_per_seed"]),
-             "runs_seconds_per_seed": [r["seconds_per_seed"] for r in out]} for out in runs]
+             "runs_seconds_per_seed": [r["seconds_per_seed"] for r in out]} for out in results]
 
 
 def memory_run(data_dir: Path, n: int) -> dict[str, Any]:
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=1000, help="seeds of the throughput runs (one process, num_proc=2)")
     p.add_argument("--scale-seeds", type=int, default=300, help="seeds of the 5k- and 50k-sentence split runs")
     p.add_argument("--splits", type=int, nargs=2, default=[5000, 50000], help="small and big split sizes")
-    p.add_argument("--repeats", type=int, default=3, help="alternating runs of each split size (the fastest kept)")
+    p.add_argument("--repeats", type=int, default=3, help="alternating runs of each pair (the fastest kept)")
     p.add_argument("--memory-seeds", type=int, nargs=2, default=[1000, 10000], help="seeds of the two memory runs")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "throughput.json")
     p.add_argument("--memory-run", type=int, default=0, help=argparse.SUPPRESS)
@@ -142,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = read_split(args.data_dir)
     train = Dataset.from_list(rows)
     seeds = grown([r for r in rows if any(t != "O" for t in r["ner_tags"])], args.seeds)
-    one, two = augment(train, seeds), augment(train, seeds, num_proc=2)
-    scale = split_scale(rows, seeds.select(range(args.scale_seeds)), args.splits, args.repeats)
+    one, two = fastest([partial(augment, train, seeds), partial(augment, train, seeds, num_proc=2)], args.repeats)
+    few, splits = seeds.select(range(args.scale_seeds)), [grown(rows, n) for n in args.splits]
+    scale = fastest([partial(augment, split, few) for split in splits], args.repeats)
     mem = [memory(args.data_dir, n) for n in args.memory_seeds]
     result = {
         "command": "python benchmarks/throughput.py " + " ".join(sys.argv[1:] if argv is None else argv),
