@@ -23,8 +23,9 @@ from ._exceptions import (
     TimeoutError,
 )
 from ._version import __version__
-from .augmenter import RGDAAugmenter, entity_length_limits
+from .augmenter import RGDAAugmenter
 from .cache import ResponseCache
+from .checking import entity_length_limits
 from .config import DEFAULT_LLM, METHODS, AugmentConfig
 from .llm import LLM, Completion, ScriptedLLM, Usage, load_llm
 from .records import META_COLUMNS

@@ -26,12 +26,9 @@ from typing import Any
 
 from ._exceptions import ConfigError, InputError
 from .tags import tags_to_spans
+from .words import FUNCTION_WORDS
 
 __all__ = ["AttributionSelector", "WordAttribution", "fit_seed_model"]
-
-#: function words protected as structure-critical (never replaced)
-FUNCTION_WORDS = frozenset(
-    ["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "nor", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "as", "into", "than", "then", "there", "their", "they", "we", "our", "you", "your", "he", "she", "his", "her", "not", "no", "if", "when", "while", "which", "who", "whom", "whose", "what", "where", "how", "all", "any", "both", "each", "such", "also", "only", "can", "could", "may", "might", "must", "shall", "should", "will", "would", "has", "have", "had", "do", "does", "did"])
 
 
 @dataclass(frozen=True)

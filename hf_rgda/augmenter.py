@@ -27,26 +27,17 @@ import pyarrow as pa
 from ._exceptions import ConfigError, InputError, SchemaError
 from ._source import hash_extras
 from .cache import ResponseCache
+from .checking import Checker, SplitStats
 from .config import DEFAULT_LLM, AugmentConfig
 from .llm import LLM, load_llm
 from .pipeline import Pipeline
 from .records import META_COLUMNS, Seed, SeedResult, SeedTrace
-from .sentences import Checker, entity_mentions, head_statistics, mention_lexicon, splits_hyphens
 from .summary import RunSummary
-from .tags import SCHEMES, convert_tags, entity_types, tags_to_spans, validate_tags
+from .tags import SCHEMES, convert_tags, entity_types, label_names_of, tag_name, to_tag_names, validate_tags
 
-__all__ = ["META_COLUMNS", "RGDAAugmenter", "entity_length_limits"]
+__all__ = ["META_COLUMNS", "RGDAAugmenter"]
 
 log = logging.getLogger(__name__)
-
-def entity_length_limits(tag_rows: Sequence[Sequence[str]], scheme: str = "IOB2") -> dict[str, int]:
-    """Longest entity (in tokens) per type over a split: the checker rejects longer generated entities."""
-    limits: dict[str, int] = {}
-    for tags in tag_rows:
-        for s in tags_to_spans(list(tags), scheme, strict=False):
-            limits[s.label] = max(limits.get(s.label, 0), s.end - s.start)
-    return limits
-
 
 def _run_sync(coro: Any) -> Any:
     try:
@@ -69,20 +60,15 @@ class RGDAAugmenter:
         scheme: tag scheme of the input (and output) tags.
         tokens_column, tags_column: column names.
         cache: True for the default response cache, a path, or False for none.
-        max_entity_len: per-type entity length limit (see :func:`entity_length_limits`).
         type_descriptions: optional ``{type: description}`` shown to the generating stages.
         llm_options: passed to :func:`~hf_rgda.llm.load_llm` (``base_url``, ``n_ctx``, ...).
         attribution_model: folder or Hub id of a token-classification model for WHERE (``biorda``, ``where=True``);
             see :func:`hf_rgda.attribution.fit_seed_model` to train one on the seeds.
         debate_llms: backends of the debate agents (agent k uses ``debate_llms[k % len]``); default: ``llm``.
-        entity_heads, context_words: split statistics for the checker's ``atypical_head`` rule (see
-            :func:`~hf_rgda.sentences.head_statistics`); :meth:`from_dataset` computes them from the split.
-        mentions: ``{type: [entity text, ...]}``, the pool of the composer's entity hints (``entity_hints``);
-            :meth:`from_dataset` takes it from the split (see :func:`~hf_rgda.sentences.entity_mentions`), otherwise each batch's seeds.
-        lexicon: ``{lower-cased entity text: type}`` the split tags consistently, for the checker's
-            ``known_mention`` rule; :meth:`from_dataset` builds it (see :func:`~hf_rgda.sentences.mention_lexicon`).
-        split_hyphens: tokenize generated sentences with hyphens as tokens of their own, as the data does
-            ("Prader - Willi"); :meth:`from_dataset` detects it (see :func:`~hf_rgda.sentences.splits_hyphens`).
+        stats: the seed split's statistics (:class:`~hf_rgda.checking.SplitStats`: the checker's evidence, entity
+            length limits, lexicon and hyphen style, and the pool of the composer's entity hints);
+            :meth:`from_dataset` computes them. None: no statistics (the rules that need them do nothing, and the
+            entity hints come from each batch's seeds).
         **config: fields of :class:`~hf_rgda.config.AugmentConfig` (``method``, ``num_augmented``, ...).
 
     Attributes:
@@ -91,13 +77,9 @@ class RGDAAugmenter:
 
     def __init__(self, llm: str | LLM = DEFAULT_LLM, *, label_names: Sequence[str] | None = None,
                  scheme: str = "IOB2", tokens_column: str = "tokens", tags_column: str = "ner_tags",
-                 cache: bool | str | Path = True, max_entity_len: Mapping[str, int] | None = None,
+                 cache: bool | str | Path = True, stats: SplitStats | None = None,
                  type_descriptions: Mapping[str, str] | None = None, llm_options: Mapping[str, Any] | None = None,
                  attribution_model: str | None = None, debate_llms: Sequence[str | LLM] = (),
-                 mentions: Mapping[str, Sequence[str]] | None = None,
-                 entity_heads: Mapping[str, Mapping[str, int]] | None = None,
-                 context_words: Mapping[str, int] | None = None, split_hyphens: bool = False,
-                 lexicon: Mapping[str, str] | None = None,
                  config: AugmentConfig | None = None, **config_fields: Any) -> None:
         if scheme not in SCHEMES:
             raise ConfigError(f"scheme={scheme!r}; choose one of {', '.join(SCHEMES)}")
@@ -115,14 +97,8 @@ class RGDAAugmenter:
         self.scheme = scheme
         self.tokens_column, self.tags_column = tokens_column, tags_column
         self.cache_path = "" if cache is False else str(cache) if not isinstance(cache, bool) else "default"
-        self.max_entity_len = dict(max_entity_len or {})
+        self.stats = stats
         self.type_descriptions = dict(type_descriptions or {})
-        self.mentions = {t: list(v) for t, v in (mentions or {}).items()}
-        # sorted dicts, never sets: the pickled state (the datasets fingerprint) must not depend on hash order
-        self.entity_heads = {t: dict(sorted(v.items())) for t, v in sorted((entity_heads or {}).items())}
-        self.context_words = dict(sorted((context_words or {}).items()))
-        self.split_hyphens = bool(split_hyphens)
-        self.lexicon = dict(sorted((lexicon or {}).items()))
         self.attribution_model = str(attribution_model) if attribution_model else None
         if self.config.uses_attribution and not self.attribution_model:
             raise ConfigError(f"method {self.config.method!r}{' with where=True' if self.config.where else ''} needs "
@@ -134,23 +110,12 @@ class RGDAAugmenter:
     @classmethod
     def from_dataset(cls, ds: Any, *, tokens_column: str = "tokens", tags_column: str = "ner_tags",
                      scheme: str = "IOB2", **kwargs: Any) -> RGDAAugmenter:
-        """Build an augmenter whose label set and entity length limits come from dataset split ``ds``."""
-        feature = getattr(ds.features[tags_column], "feature", None)
-        names = getattr(feature, "names", None)
-        rows = ds[tags_column]
-        if names:
-            rows = [[names[i] for i in r] for r in rows]
-        else:
-            seen = {t for r in rows for t in r}
-            names = ["O"] + sorted(seen - {"O"})
-        kwargs.setdefault("max_entity_len", entity_length_limits(rows, scheme))
-        iob2 = rows if scheme == "IOB2" else [convert_tags(list(r), scheme, "IOB2") for r in rows]
-        tokens = ds[tokens_column]  # read from Arrow once: every statistic below walks it
-        kwargs.setdefault("mentions", entity_mentions(tokens, iob2))
-        if "entity_heads" not in kwargs:
-            kwargs["entity_heads"], kwargs["context_words"] = head_statistics(tokens, iob2)
-        kwargs.setdefault("split_hyphens", splits_hyphens(tokens))
-        kwargs.setdefault("lexicon", mention_lexicon(tokens, iob2))
+        """Build an augmenter whose label set and statistics (:class:`~hf_rgda.checking.SplitStats`) come from
+        dataset split ``ds``."""
+        names, rows = label_names_of(ds, tags_column=tags_column), to_tag_names(ds, tags_column)
+        if "stats" not in kwargs:
+            iob2 = rows if scheme == "IOB2" else [convert_tags(list(r), scheme, "IOB2") for r in rows]
+            kwargs["stats"] = SplitStats.from_split(ds[tokens_column][:], iob2)  # [:]: one read from Arrow
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 
     # ---------------------------------------------------------------- hashing and pickling
@@ -170,10 +135,8 @@ class RGDAAugmenter:
         """The deterministic quality floor this augmenter applies to every generated sentence (its split statistics,
         lexicon and tokenization), e.g. to see what it would say of sentences written by hand; ``salvage`` overrides
         the configuration's."""
-        return Checker(tuple(self.types), self.max_entity_len, self.config.near_copy_ratio,
-                       heads=self.entity_heads, context_words=self.context_words,
-                       salvage=self.config.salvage if salvage is None else salvage,
-                       split_hyphens=self.split_hyphens, lexicon=self.lexicon)
+        return Checker(tuple(self.types), self.stats or SplitStats(), self.config.near_copy_ratio,
+                       salvage=self.config.salvage if salvage is None else salvage)
 
     def _pipeline(self) -> Pipeline:
         notes = "\n".join(f"- {t}: {d}" for t, d in self.type_descriptions.items())
@@ -185,7 +148,8 @@ class RGDAAugmenter:
             self._selector = AttributionSelector(self.attribution_model, type_descriptions=self.type_descriptions,
                                                  top_n=self.config.attribution_top_n)
         return Pipeline(self.config, self.llm, checker, cache=cache, type_notes=notes, attribution=self._selector,
-                        debate_llms=self.debate_llms, mentions=self.mentions, progress=_progress_bars())
+                        debate_llms=self.debate_llms, mentions=self.stats.mentions if self.stats else None,
+                        progress=_progress_bars())
 
     # ---------------------------------------------------------------- input
     def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:
@@ -201,7 +165,7 @@ class RGDAAugmenter:
         seeds = []
         for k, (tokens, tags) in enumerate(zip(batch[self.tokens_column], batch[self.tags_column])):
             try:
-                names = [self._tag_name(t) for t in tags]
+                names = [tag_name(t, self.label_names) for t in tags]
                 validate_tags(tokens, names, self.types, self.scheme)
             except SchemaError as err:
                 msg = f"{err} (tokens: {' '.join(map(str, tokens[:12]))!r})"
@@ -213,15 +177,6 @@ class RGDAAugmenter:
             key = hashlib.sha256(json.dumps([list(tokens), iob2]).encode()).hexdigest()[:16]
             seeds.append(Seed(key, tuple(tokens), tuple(iob2)))
         return seeds
-
-    def _tag_name(self, tag: Any) -> str:
-        if isinstance(tag, str):
-            if tag not in self.label_names:
-                raise SchemaError(f"tag {tag!r} is not in the label set {self.label_names}")
-            return tag
-        if isinstance(tag, int) and 0 <= tag < len(self.label_names):
-            return self.label_names[tag]
-        raise SchemaError(f"tag id {tag!r} is outside the label set of {len(self.label_names)} labels")
 
     # ---------------------------------------------------------------- output
     def _out_tags(self, iob2: Sequence[str], as_ids: bool) -> list[Any]:

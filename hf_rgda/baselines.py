@@ -31,11 +31,12 @@ from typing import Any
 
 from ._exceptions import ConfigError
 from ._source import hash_extras
-from .tags import Span, spans_to_tags, tags_to_spans
+from .checking import entity_inventory
+from .tags import Span, spans_to_tags, tag_name, tags_to_spans
+from .words import STOP_WORDS
 
 __all__ = ["EDA", "MentionReplacement", "WordNet", "mention_inventory"]
 
-_STOP = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "as", "into", "than", "then", "there", "their", "they", "we", "our", "you", "your", "he", "she", "his", "her", "not", "no"])
 
 
 class WordNet:
@@ -123,7 +124,7 @@ class _Baseline(abc.ABC):
             ids = bool(raw_tags) and not isinstance(raw_tags[0], str)
             if ids and not self.label_names:
                 raise ConfigError("tags are ids: pass label_names")
-            tags = [self.label_names[t] for t in raw_tags] if ids else list(raw_tags)
+            tags = [tag_name(t, self.label_names) for t in raw_tags] if ids else list(raw_tags)
             key = _key(tokens, tags)
             rng = random.Random(f"{self.seed}:{key}")  # per row, independent of batching and num_proc
             rows = [(list(tokens), tags, "original")] if self.keep_originals else []
@@ -175,7 +176,7 @@ class EDA(_Baseline):
 
     @staticmethod
     def _free(tokens: Sequence[str], tags: Sequence[str]) -> list[int]:
-        return [i for i, (t, g) in enumerate(zip(tokens, tags)) if g == "O" and t.isalpha() and t.lower() not in _STOP]
+        return [i for i, (t, g) in enumerate(zip(tokens, tags)) if g == "O" and t.isalpha() and t.lower() not in STOP_WORDS]
 
     def _synonym_replacement(self, tokens: list[str], tags: list[str], rng: random.Random) -> tuple[list[str], list[str]]:
         wn, free = _wordnet(self.wordnet), self._free(tokens, tags)
@@ -221,17 +222,11 @@ class EDA(_Baseline):
         return [tokens[i] for i in keep], [tags[i] for i in keep]
 
 
-def mention_inventory(token_rows: Sequence[Sequence[str]], tag_rows: Sequence[Sequence[str]]) -> dict[str, list[list[str]]]:
-    """Distinct entity mentions per type (as token lists) over a split, in first-seen order."""
-    inv: dict[str, list[list[str]]] = defaultdict(list)
-    seen: set[tuple[str, tuple[str, ...]]] = set()
-    for tokens, tags in zip(token_rows, tag_rows):
-        for s in tags_to_spans(list(tags), strict=False):
-            mention = tuple(tokens[s.start : s.end])
-            if (s.label, mention) not in seen:
-                seen.add((s.label, mention))
-                inv[s.label].append(list(mention))
-    return dict(inv)
+def mention_inventory(token_rows: Sequence[Sequence[str]],
+                      tag_rows: Sequence[Sequence[str]]) -> dict[str, list[list[str]]]:
+    """Distinct entity mentions per type (as token lists) over a split, in first-seen order (the split's
+    :func:`~hf_rgda.checking.entity_inventory`)."""
+    return {label: [list(m) for m in mentions] for label, mentions in entity_inventory(token_rows, tag_rows).items()}
 
 
 class MentionReplacement(_Baseline):

@@ -19,10 +19,10 @@ from typing import Any
 from . import prompts
 from ._exceptions import ParseError
 from .cache import ResponseCache, cache_key
+from .checking import parse_json
 from .config import AugmentConfig
 from .llm.base import LLM, Completion
 from .records import SeedResult
-from .sentences import parse_json
 
 __all__ = ["Caller", "Messages", "build_messages", "derive_seed", "reask_messages", "system_prompts"]
 

@@ -21,10 +21,10 @@ from ._exceptions import AuthenticationError, ConfigError, ProvisionError, RGDAE
 from ._secrets import redact
 from .cache import ResponseCache
 from .calls import Caller, system_prompts
+from .checking import Checker, entity_mentions
 from .config import AugmentConfig
 from .llm.base import LLM
 from .records import Seed, SeedResult
-from .sentences import Checker, entity_mentions
 from .stages import Composer, EntityPool, Guidance, Review, Run, SeedGeneration, Step, Where, Which
 
 __all__ = ["STOPS_THE_RUN", "Pipeline", "Stages"]

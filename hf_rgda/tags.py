@@ -1,4 +1,4 @@
-"""Tag schemes, spans, label sets and the sentence tokenizer.
+"""Tag schemes, spans, label sets, ``ClassLabel`` ids and names, and the sentence tokenizer.
 
 Spans are ``(start, end, label)`` with ``end`` exclusive, over token positions. Every scheme converts
 through spans, so ``convert_tags(tags, "IOB2", "BILOU")`` is ``spans_to_tags(tags_to_spans(...))``.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ._exceptions import SchemaError
 
@@ -26,9 +26,12 @@ __all__ = [
     "entity_types",
     "format_inline",
     "label_names",
+    "label_names_of",
     "parse_inline",
     "spans_to_tags",
+    "tag_name",
     "tags_to_spans",
+    "to_tag_names",
     "tokenize",
     "validate_tags",
 ]
@@ -184,6 +187,45 @@ def label_names(types: Iterable[str], scheme: str = "IOB2") -> list[str]:
     """The full label list of a scheme: ``["PER"] -> ["O", "B-PER", "I-PER"]``."""
     prefixes = _PREFIXES[_check_scheme(scheme)]
     return ["O"] + [f"{p}-{t}" for t in types for p in prefixes]
+
+
+def tag_name(tag: Any, label_names: Sequence[str]) -> str:
+    """One tag as its name: a name of ``label_names``, or a ``ClassLabel`` id into it.
+
+    Raises:
+        SchemaError: a name outside the label set, or an id out of its range.
+    """
+    if isinstance(tag, str):
+        if tag not in label_names:
+            raise SchemaError(f"tag {tag!r} is not in the label set {list(label_names)}")
+        return tag
+    if isinstance(tag, int) and 0 <= tag < len(label_names):
+        return label_names[tag]
+    raise SchemaError(f"tag id {tag!r} is outside the label set of {len(label_names)} labels")
+
+
+def _class_label_names(ds: Any, tags_column: str) -> list[str] | None:
+    """The names of a ``Sequence(ClassLabel)`` tag column of dataset ``ds``; None for a column of tag strings."""
+    feature = getattr(ds.features[tags_column], "feature", None)
+    names = getattr(feature, "names", None)
+    return list(names) if names else None
+
+
+def label_names_of(*datasets: Any, tags_column: str = "ner_tags") -> list[str]:
+    """Label names from a ``ClassLabel`` feature, else the sorted union of string tags (``O`` first)."""
+    seen: set[str] = set()
+    for ds in datasets:
+        names = _class_label_names(ds, tags_column)
+        if names:
+            return names
+        seen.update(t for row in ds[tags_column][:] for t in row)
+    return ["O", *sorted(seen - {"O"})]
+
+
+def to_tag_names(ds: Any, tags_column: str = "ner_tags") -> list[list[str]]:
+    """The tag column of dataset ``ds`` as names (``ClassLabel`` ids converted)."""
+    names, rows = _class_label_names(ds, tags_column), ds[tags_column][:]  # [:]: the column read at once
+    return [[tag_name(t, names) for t in r] for r in rows] if names else [list(r) for r in rows]
 
 
 def validate_tags(

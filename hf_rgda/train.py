@@ -23,6 +23,7 @@ from typing import Any
 
 from ._exceptions import ConfigError, InputError
 from .provision import resolve_model
+from .tags import label_names_of, to_tag_names
 
 __all__ = ["TrainConfig", "align_labels", "evaluate_ner", "label_names_of", "predict_tags", "to_tag_names", "train_ner"]
 
@@ -50,25 +51,6 @@ class TrainConfig:
             raise ConfigError(f"long={self.long!r}: choose 'window' or 'truncate'")
         if self.max_length < 8:
             raise ConfigError(f"max_length={self.max_length} must be at least 8")
-
-
-def label_names_of(*datasets: Any, tags_column: str = "ner_tags") -> list[str]:
-    """Label names from a ``ClassLabel`` feature, else the sorted union of string tags (``O`` first)."""
-    names: set[str] = set()
-    for ds in datasets:
-        feature = getattr(ds.features[tags_column], "feature", None)
-        if getattr(feature, "names", None):
-            return list(feature.names)
-        names.update(t for row in ds[tags_column] for t in row)
-    return ["O", *sorted(names - {"O"})]
-
-
-def to_tag_names(ds: Any, tags_column: str = "ner_tags") -> list[list[str]]:
-    """The tag column as names (ClassLabel ids converted)."""
-    feature = getattr(ds.features[tags_column], "feature", None)
-    names = getattr(feature, "names", None)
-    rows = ds[tags_column]
-    return [[names[t] for t in r] for r in rows] if names else [list(r) for r in rows]
 
 
 def _windows(word_lengths: Sequence[int], budget: int) -> list[tuple[int, int]]:

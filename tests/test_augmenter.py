@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from datasets import ClassLabel, Dataset, Features, List, Value
 from datasets.fingerprint import Hasher
@@ -37,7 +39,7 @@ def test_classlabel_features_survive(ds: Dataset) -> None:
     aug = RGDAAugmenter.from_dataset(ds, llm=ScriptedLLM(stateless_handler, name="stateless"), method="gda")
     out = ds.map(aug, batched=True)
     assert out.features["ner_tags"] == feats["ner_tags"]
-    assert aug.label_names == LABELS and aug.max_entity_len == {"Disease": 2}
+    assert aug.label_names == LABELS and aug.stats.max_entity_len == {"Disease": 2}
 
 
 def test_keep_flags(ds: Dataset) -> None:
@@ -106,7 +108,7 @@ def test_code_change_never_reuses_cached_rows(tmp_path, ds: Dataset, monkeypatch
     from datasets import load_dataset
 
     from hf_rgda import _source
-    from hf_rgda.sentences import Checker
+    from hf_rgda.checking import Checker
 
     path = tmp_path / "seeds.jsonl"
     ds.to_json(str(path))
@@ -187,18 +189,19 @@ def test_from_dataset_detects_the_hyphen_convention() -> None:
     llm = ScriptedLLM(stateless_handler, name="stateless")
     split = Dataset.from_dict({"tokens": [["Prader", "-", "Willi", "syndrome", "."]], "ner_tags": [["B-Disease", "I-Disease", "I-Disease", "I-Disease", "O"]]})
     whole = Dataset.from_dict({"tokens": [["Prader-Willi", "syndrome", "."]], "ner_tags": [["B-Disease", "I-Disease", "O"]]})
-    assert RGDAAugmenter.from_dataset(split, llm=llm).split_hyphens
-    assert not RGDAAugmenter.from_dataset(whole, llm=llm).split_hyphens
-    assert Hasher.hash(RGDAAugmenter.from_dataset(split, llm=llm)) != Hasher.hash(
-        RGDAAugmenter.from_dataset(split, llm=llm, split_hyphens=False))
+    aug = RGDAAugmenter.from_dataset(split, llm=llm)
+    assert aug.stats.split_hyphens and aug.checker().split_hyphens
+    assert not RGDAAugmenter.from_dataset(whole, llm=llm).stats.split_hyphens
+    assert Hasher.hash(aug) != Hasher.hash(
+        RGDAAugmenter.from_dataset(split, llm=llm, stats=dataclasses.replace(aug.stats, split_hyphens=False)))
 
 
 def test_from_dataset_builds_the_lexicon_of_consistently_tagged_texts() -> None:
     ds = Dataset.from_dict({"tokens": [["Cases", "of", "gout", "rose", "."]] * 3 + [["A", "gout", "study", "."]],
                             "ner_tags": [["O", "O", "B-Disease", "O", "O"]] * 3 + [["O", "O", "O", "O"]]})
     llm = ScriptedLLM(stateless_handler, name="stateless")
-    assert RGDAAugmenter.from_dataset(ds.select(range(3)), llm=llm).lexicon == {"gout": "Disease"}
-    assert RGDAAugmenter.from_dataset(ds, llm=llm).lexicon == {}  # 3 of 4 uses tagged: below 90%
+    assert RGDAAugmenter.from_dataset(ds.select(range(3)), llm=llm).stats.lexicon == {"gout": "Disease"}
+    assert RGDAAugmenter.from_dataset(ds, llm=llm).stats.lexicon == {}  # 3 of 4 uses tagged: below 90%
 
 
 def test_a_failed_seed_names_its_stage_publicly(ds: Dataset) -> None:

@@ -90,10 +90,10 @@ def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
     one seed is that seed's recorded failure while the other seed goes on."""
     from hf_rgda import ScriptedLLM
     from hf_rgda.attribution import WordAttribution
+    from hf_rgda.checking import Checker
     from hf_rgda.config import AugmentConfig
     from hf_rgda.pipeline import Pipeline
     from hf_rgda.records import Seed
-    from hf_rgda.sentences import Checker
 
     class FixedWhere:
         def attribute(self, tokens, tags):
@@ -181,10 +181,10 @@ def test_rgda_with_debate_review_through_the_pipeline() -> None:
     """rgda + debate_review on the scripted world: the panel rejects every sentence after its last round and the
     trace accounts for each one; with generous reviewers everything composed is kept."""
     from hf_rgda import ConfigError, ScriptedLLM
+    from hf_rgda.checking import Checker
     from hf_rgda.config import AugmentConfig
     from hf_rgda.pipeline import Pipeline
     from hf_rgda.records import Seed
-    from hf_rgda.sentences import Checker
     from hf_rgda.testing import FakeWorld
 
     seed = Seed("a", tuple(TOKENS), tuple(TAGS))
@@ -240,10 +240,10 @@ def test_a_proposal_that_changes_no_word_is_rejected_alone() -> None:
 def test_biorda_rejects_an_unchanged_proposal_and_keeps_the_others() -> None:
     from hf_rgda import ScriptedLLM
     from hf_rgda.attribution import WordAttribution
+    from hf_rgda.checking import Checker
     from hf_rgda.config import AugmentConfig
     from hf_rgda.pipeline import Pipeline
     from hf_rgda.records import Seed
-    from hf_rgda.sentences import Checker
 
     class FixedWhere:
         def attribute(self, tokens, tags):

@@ -7,10 +7,10 @@ import pytest
 
 from hf_rgda import AugmentConfig, ScriptedLLM
 from hf_rgda.cache import ResponseCache
+from hf_rgda.checking import Checker
 from hf_rgda.pipeline import Pipeline
 from hf_rgda.records import Judgement, Seed
 from hf_rgda.schemas import GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
-from hf_rgda.sentences import Checker
 
 from .conftest import SEED_ROWS, FakeWorld, stage_of
 
@@ -233,7 +233,7 @@ def test_composer_sees_substituted_entities_and_dataset_hints() -> None:
 
 
 def test_entity_mentions_most_frequent_first() -> None:
-    from hf_rgda.sentences import entity_mentions
+    from hf_rgda.checking import entity_mentions
 
     rows = [["a", "gout", "b"], ["x", "gout"], ["lung", "cancer", "y"]]
     tags = [["O", "B-Disease", "O"], ["O", "B-Disease"], ["B-Disease", "I-Disease", "O"]]

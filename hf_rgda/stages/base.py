@@ -11,10 +11,10 @@ from typing import Any, Protocol
 
 from .._exceptions import ParseError
 from ..calls import Caller, Messages, build_messages
+from ..checking import Checker, decode_sentence
 from ..config import AugmentConfig
 from ..records import Candidate, SeedResult
 from ..schemas import sentences_schema
-from ..sentences import Checker, decode_sentence
 
 __all__ = ["Each", "Run", "Step", "squeeze", "valid"]
 

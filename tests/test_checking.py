@@ -3,13 +3,23 @@ from __future__ import annotations
 import pytest
 
 from hf_rgda import ParseError
+from hf_rgda.checking import RULES, Checker, Rule, SplitStats, decode_sentence, parse_json
 from hf_rgda.records import Candidate, Seed
-from hf_rgda.sentences import Checker, decode_sentence, parse_json
 from hf_rgda.tags import detokenize
 
 SEED = Seed("k", ("Germline", "mutations", "in", "BRCA1", "cause", "breast", "cancer", "."),
             ("O", "O", "O", "O", "O", "B-Disease", "I-Disease", "O"))
-CHECK = Checker(("Disease",), {"Disease": 3})
+CHECK = Checker(("Disease",), SplitStats(max_entity_len={"Disease": 3}))
+
+
+def _heads(rows: list[list[str]], tags: list[list[str]]) -> tuple[dict, dict]:
+    """The split's head statistics alone (these tests leave the rest of :class:`SplitStats` empty)."""
+    stats = SplitStats.from_split(rows, tags)
+    return stats.heads, stats.context_words
+
+
+def _splits_hyphens(rows: list[list[str]]) -> bool:
+    return SplitStats.from_split(rows, [["O"] * len(r) for r in rows]).split_hyphens
 
 
 def decode(text: str, *ents: tuple[str, str]) -> Candidate:
@@ -107,7 +117,7 @@ def test_a_seed_mention_the_split_often_leaves_untagged_may_stay_untagged() -> N
     """SciERC's seeds tag "it" as Generic now and then; a new sentence need not tag every "it" (the split uses it
     untagged thousands of times), but a rarer seed mention left untagged is still rejected."""
     seed = Seed("s", ("We", "train", "it", "with", "CRF", "."), ("O", "O", "B-Generic", "O", "B-Method", "O"))
-    check = Checker(("Generic", "Method"), context_words={"it": 4000, "with": 900})
+    check = Checker(("Generic", "Method"), SplitStats(context_words={"it": 4000, "with": 900}))
     ok = check.check(decode_sentence({"text": "We found that it improves parsing with HMM models .",
                                       "entities": [{"text": "HMM models", "type": "Method"}]}, ["Generic", "Method"]),
                      seed, [], forbid_seed_entities=False)
@@ -146,9 +156,6 @@ def test_seed_rendering() -> None:
 
 
 def test_bare_entity_is_no_training_sentence() -> None:
-    from hf_rgda.records import Candidate, Seed
-    from hf_rgda.sentences import Checker
-
     seed = Seed("k", ("Gout", "flares", "are", "painful", "."), ("B-Disease", "O", "O", "O", "O"))
     cand = Candidate(raw={}, tokens=["Adenomatous", "polyposis", "coli", "tumour"],
                      tags=["B-Disease", "I-Disease", "I-Disease", "I-Disease"])
@@ -157,9 +164,6 @@ def test_bare_entity_is_no_training_sentence() -> None:
 
 
 def test_untagged_mention_of_a_known_entity_is_rejected() -> None:
-    from hf_rgda.records import Candidate, Seed
-    from hf_rgda.sentences import Checker
-
     seed = Seed("k", ("Episodic", "hemolytic", "anemia", "follows", "G6PD", "deficiency", "."),
                 ("B-Disease", "I-Disease", "I-Disease", "O", "B-Disease", "I-Disease", "O"))
     toks = ["Episodic", "hemolytic", "anemia", "is", "linked", "to", "inherited", "G6PD", "deficiency", "."]
@@ -170,9 +174,6 @@ def test_untagged_mention_of_a_known_entity_is_rejected() -> None:
 
 
 def test_tagging_the_seeds_own_context_as_an_entity_is_rejected() -> None:
-    from hf_rgda.records import Candidate, Seed
-    from hf_rgda.sentences import Checker
-
     seed = Seed("k", ("Mutations", "alter", "poly", "(", "A", ")", "+", "RNA", "in", "myotonic", "dystrophy", "."),
                 ("O",) * 9 + ("B-Disease", "I-Disease", "O"))
     toks = ["A", "novel", "mutation", "in", "the", "poly", "(", "A", ")", "+", "RNA", "triggers", "disease", "."]
@@ -183,13 +184,11 @@ def test_tagging_the_seeds_own_context_as_an_entity_is_rejected() -> None:
 
 
 def test_entity_ending_in_a_common_context_word_is_rejected() -> None:
-    from hf_rgda.sentences import head_statistics
-
     rows = [["The", "gene", "of", "breast", "cancer", "."]] * 12 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
     tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
-    heads, outside = head_statistics(rows, tags)
+    heads, outside = _heads(rows, tags)
     assert heads == {"Disease": {"cancer": 12, "tumor": 1}} and outside["gene"] == 13 and "cancer" not in outside
-    check = Checker(("Disease",), heads=heads, context_words=outside)
+    check = Checker(("Disease",), SplitStats(heads=heads, context_words=outside))
     bad = decode("Loss of the Rb tumor suppressor gene causes eye cancer .", ("Rb tumor suppressor gene", "Disease"))
     check.check(bad, SEED, [], forbid_seed_entities=True)
     assert bad.reason == "atypical_head" and "'gene' ends 0 Disease" in bad.detail
@@ -202,12 +201,10 @@ def test_entity_ending_in_a_common_context_word_is_rejected() -> None:
 
 def test_a_one_word_entity_the_split_uses_as_context_is_rejected() -> None:
     """A gene symbol tagged as a Disease: the split uses it outside entities and never as a Disease mention."""
-    from hf_rgda.sentences import head_statistics
-
     rows = [["BRCA1", "mutations", "cause", "breast", "cancer", "."]] * 12 + [["APC", "is", "rare", "in", "APC", "kin"]]
     tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12 + [["B-Disease", "O", "O", "O", "O", "O"]]
-    heads, outside = head_statistics(rows, tags)
-    check = Checker(("Disease",), heads=heads, context_words=outside)
+    heads, outside = _heads(rows, tags)
+    check = Checker(("Disease",), SplitStats(heads=heads, context_words=outside))
     bad = decode("Loss of BRCA1 function is common in ovarian cancer .", ("BRCA1", "Disease"), ("ovarian cancer", "Disease"))
     check.check(bad, SEED, [], forbid_seed_entities=False)
     assert bad.reason == "atypical_head" and "'BRCA1' ends 0 Disease mention(s)" in bad.detail
@@ -228,12 +225,10 @@ def test_two_sentences_in_one_row_are_rejected_but_abbreviations_are_not() -> No
 
 
 def test_atypical_head_keeps_case_so_hemophilia_a_is_not_the_article() -> None:
-    from hf_rgda.sentences import head_statistics
-
     rows = [["a", "case", "of", "hemophilia", "A", "in", "a", "boy"]] * 3 + [["a", "b", "a", "c", "a", "d"]] * 40
     tags = [["O", "O", "O", "B-Disease", "I-Disease", "O", "O", "O"]] * 3 + [["O"] * 6] * 40
-    heads, outside = head_statistics(rows, tags)
-    check = Checker(("Disease",), heads=heads, context_words=outside)
+    heads, outside = _heads(rows, tags)
+    check = Checker(("Disease",), SplitStats(heads=heads, context_words=outside))
     c = decode("Two cousins were found to carry hemophilia A in this study .", ("hemophilia A", "Disease"))
     check.check(c, SEED, [], forbid_seed_entities=True)
     assert c.ok, c.detail
@@ -241,7 +236,7 @@ def test_atypical_head_keeps_case_so_hemophilia_a_is_not_the_article() -> None:
 
 def test_a_type_name_the_split_tags_is_an_entity_not_a_placeholder() -> None:
     """SciERC tags "method" as Generic: with the split's statistics it is kept; "<Method>" never is."""
-    check = Checker(("Generic", "Method"), heads={"Generic": {"method": 40}, "Method": {"CRF": 3}})
+    check = Checker(("Generic", "Method"), SplitStats(heads={"Generic": {"method": 40}, "Method": {"CRF": 3}}))
     ok = decode_sentence({"text": "We propose a new method for parsing long texts .",
                           "entities": [{"text": "method", "type": "Generic"}]}, ["Generic", "Method"])
     check.check(ok, SEED, [], forbid_seed_entities=True)
@@ -264,13 +259,11 @@ def test_entity_copied_with_pre_tokenized_spacing_is_found() -> None:
 
 
 def test_salvage_untags_what_the_evidence_says_is_no_entity_and_keeps_the_row() -> None:
-    from hf_rgda.sentences import head_statistics
-
     rows = [["The", "gene", "of", "breast", "cancer", "."]] * 12 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
     tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
-    heads, outside = head_statistics(rows, tags)
-    strict = Checker(("Disease",), heads=heads, context_words=outside)
-    lenient = Checker(("Disease",), heads=heads, context_words=outside, salvage=True)
+    heads, outside = _heads(rows, tags)
+    strict = Checker(("Disease",), SplitStats(heads=heads, context_words=outside))
+    lenient = Checker(("Disease",), SplitStats(heads=heads, context_words=outside), salvage=True)
     item = ("Loss of the Rb tumor suppressor gene causes retinoblastoma in children .",
             ("Rb tumor suppressor gene", "Disease"), ("retinoblastoma", "Disease"))
     rejected = strict.check(decode(*item), SEED, [], forbid_seed_entities=True)
@@ -291,7 +284,7 @@ def test_salvage_untags_what_the_evidence_says_is_no_entity_and_keeps_the_row() 
 
 
 def test_salvage_keeps_the_sentence_with_the_entities() -> None:
-    lenient = Checker(("Disease",), {"Disease": 3}, salvage=True)
+    lenient = Checker(("Disease",), SplitStats(max_entity_len={"Disease": 3}), salvage=True)
     two = decode("The new design improves care . Asthma was studied in many adults .", ("Asthma", "Disease"))
     lenient.check(two, SEED, [], forbid_seed_entities=True)
     assert two.ok, two.detail
@@ -303,11 +296,9 @@ def test_salvage_keeps_the_sentence_with_the_entities() -> None:
 
 
 def test_generated_sentences_follow_the_datasets_hyphen_convention() -> None:
-    from hf_rgda.sentences import splits_hyphens
-
     ncbi_like = [["Prader", "-", "Willi", "syndrome", "(", "PWS", ")", "."], ["a", "life", "-", "long", "anemia"]]
     scierc_like = [["a", "state-of-the-art", "parser", "."], ["non-local", "features", "-", "and", "rules"]]
-    assert splits_hyphens(ncbi_like) and not splits_hyphens(scierc_like)
+    assert _splits_hyphens(ncbi_like) and not _splits_hyphens(scierc_like)
     item = {"text": "Children with Prader-Willi syndrome ( PWS ) were studied .",
             "entities": [{"text": "Prader-Willi syndrome", "type": "Disease"}, {"text": "PWS", "type": "Disease"}]}
     split = decode_sentence(item, ["Disease"], split_hyphens=True)
@@ -318,13 +309,11 @@ def test_generated_sentences_follow_the_datasets_hyphen_convention() -> None:
     # the near-copy check compares like with like: the seed's "Prader - Willi" equals the split form
     seed = Seed("k", tuple(split.tokens), tuple(split.tags))
     copy = decode_sentence(item, ["Disease"], split_hyphens=True)
-    Checker(("Disease",), split_hyphens=True).check(copy, seed, [], forbid_seed_entities=False)
+    Checker(("Disease",), SplitStats(split_hyphens=True)).check(copy, seed, [], forbid_seed_entities=False)
     assert copy.reason == "near_copy_of_seed"
 
 
 def test_known_mentions_left_untagged_are_rejected_or_tagged() -> None:
-    from hf_rgda.sentences import mention_lexicon
-
     rows = [["Episodes", "of", "hemolytic", "anemia", "were", "seen", "."]] * 3 + [
         ["The", "gene", "causes", "chronic", "hemolytic", "anemia", "."],  # inside a longer mention: not a use
         ["A", "study", "of", "cancer", "cells", "."], ["Breast", "cancer", "risk", "rises", "."],
@@ -332,14 +321,15 @@ def test_known_mentions_left_untagged_are_rejected_or_tagged() -> None:
     tags = [["O", "O", "B-Disease", "I-Disease", "O", "O", "O"]] * 3 + [
         ["O", "O", "O", "B-Disease", "I-Disease", "I-Disease", "O"],
         ["O", "O", "O", "O", "O", "O"], ["B-Disease", "I-Disease", "O", "O", "O"], ["B-Disease", "O", "O", "O", "O"]]
-    lexicon = mention_lexicon(rows, tags)
+    lexicon = SplitStats.from_split(rows, tags).lexicon
     assert lexicon["hemolytic anemia"] == "Disease"
     assert "cancer" not in lexicon  # tagged in 1 of its 2 uses outside longer mentions
     item = ("Aniridia is often linked to hemolytic anemia in adults .", ("Aniridia", "Disease"))
-    strict = Checker(("Disease",), lexicon=lexicon)
+    strict = Checker(("Disease",), SplitStats(lexicon=lexicon))
     bad = strict.check(decode(*item), SEED, [], forbid_seed_entities=True)
     assert bad.reason == "known_mention" and "'hemolytic anemia'" in bad.detail
-    fixed = Checker(("Disease",), lexicon=lexicon, salvage=True).check(decode(*item), SEED, [], forbid_seed_entities=True)
+    fixed = Checker(("Disease",), SplitStats(lexicon=lexicon), salvage=True).check(decode(*item), SEED, [],
+                                                                                 forbid_seed_entities=True)
     assert fixed.ok, fixed.detail
     assert fixed.tags == ["B-Disease", "O", "O", "O", "O", "B-Disease", "I-Disease", "O", "O", "O"]
     assert fixed.salvaged == ["known_mention: tagged 'hemolytic anemia' as Disease (the split tags it so)"]
@@ -353,7 +343,8 @@ def test_a_head_that_ends_under_five_percent_of_its_uses_as_the_type_is_atypical
     """"immune system" as a Disease (the 1.5B on NCBI): "system" ends 2 Disease mentions of NCBI's train split and is
     used 44 times outside entities (4.3%). The share is 5% (``benchmarks/checker_gold.py --atypical-share``
     measured it: no more gold rejections on NCBI-disease and FIN, 3 more of 529 on SciERC)."""
-    check = Checker(("Disease",), heads={"Disease": {"system": 2, "cancer": 80}}, context_words={"system": 44})
+    check = Checker(("Disease",), SplitStats(heads={"Disease": {"system": 2, "cancer": 80}},
+                                             context_words={"system": 44}))
     c = check.check(decode("Defects of the immune system cause gout in older men .", ("immune system", "Disease"),
                            ("gout", "Disease")), SEED, [], forbid_seed_entities=True)
     assert c.reason == "atypical_head" and "'system' ends 2 Disease mention(s)" in c.detail
@@ -363,7 +354,7 @@ def test_a_head_that_ends_under_five_percent_of_its_uses_as_the_type_is_atypical
 def test_a_known_mention_tagged_as_another_type_is_rejected() -> None:
     """"Jonathan Medved , a company" tagged ORG by the 1.5B, where FIN tags "Jonathan Medved" as PER every time."""
     types = ["PER", "ORG"]
-    check = Checker(tuple(types), lexicon={"jonathan medved": "PER"}, salvage=True)
+    check = Checker(tuple(types), SplitStats(lexicon={"jonathan medved": "PER"}), salvage=True)
     item = {"text": "Jonathan Medved , a company , appointed a new director .",
             "entities": [{"text": "Jonathan Medved", "type": "ORG"}]}
     bad = check.check(decode_sentence(item, types), SEED, [], forbid_seed_entities=True)
@@ -371,7 +362,7 @@ def test_a_known_mention_tagged_as_another_type_is_rejected() -> None:
     right = {**item, "entities": [{"text": "Jonathan Medved", "type": "PER"}]}
     assert check.check(decode_sentence(right, types), SEED, [], forbid_seed_entities=True).ok
     # a common noun's type shifts with its use (SciERC tags "machine translation" as a Task, and as a Method too)
-    sci = Checker(("Task", "Method"), lexicon={"machine translation": "Task"})
+    sci = Checker(("Task", "Method"), SplitStats(lexicon={"machine translation": "Task"}))
     noun = {"text": "We train machine translation on parallel text .",
             "entities": [{"text": "machine translation", "type": "Method"}]}
     assert sci.check(decode_sentence(noun, ["Task", "Method"]), SEED, [], forbid_seed_entities=True).ok
@@ -385,7 +376,7 @@ def test_a_seed_mention_is_never_flagged_atypical() -> None:
     """The seed's gold annotation outranks the split's head statistics (BioRDA keeps the seed's entities)."""
     seed = Seed("s", ("Loss", "of", "Rb", "tumor", "suppressor", "gene", "function", "."),
                 ("O", "O", "B-Disease", "I-Disease", "I-Disease", "I-Disease", "O", "O"))
-    check = Checker(("Disease",), heads={"Disease": {"cancer": 6}}, context_words={"gene": 7}, salvage=True)
+    check = Checker(("Disease",), SplitStats(heads={"Disease": {"cancer": 6}}, context_words={"gene": 7}), salvage=True)
     c = decode("Partial loss of Rb tumor suppressor gene activity was reported .", ("Rb tumor suppressor gene", "Disease"))
     check.check(c, seed, [], forbid_seed_entities=False)
     assert c.ok and not c.salvaged, c.detail
@@ -395,7 +386,8 @@ def test_salvage_does_not_untag_what_may_be_an_entity_of_another_type() -> None:
     """"natural language processing" typed Material: 'processing' never ends a Material but often a Task, so the
     row is rejected (a wrong type) rather than kept with the mention untagged (a wrong training signal)."""
     heads = {"Material": {"corpus": 9}, "Task": {"processing": 6}}
-    check = Checker(("Material", "Task"), heads=heads, context_words={"processing": 40, "gene": 50}, salvage=True)
+    check = Checker(("Material", "Task"), SplitStats(heads=heads, context_words={"processing": 40, "gene": 50}),
+                    salvage=True)
     item = {"text": "We test the model on natural language processing with a new corpus .",
             "entities": [{"text": "natural language processing", "type": "Material"}, {"text": "corpus", "type": "Material"}]}
     c = check.check(decode_sentence(item, ["Material", "Task"]), SEED, [], forbid_seed_entities=True)
@@ -405,14 +397,12 @@ def test_salvage_does_not_untag_what_may_be_an_entity_of_another_type() -> None:
 def test_a_capitalized_word_the_split_never_shows_is_judged_by_its_lowercase_form() -> None:
     """"Study" opening a generated sentence, tagged as a Disease: the split shows only "study" (often, never as a
     Disease). A capitalized word the split does show keeps its own counts (FIN tags "Lender" as PER)."""
-    from hf_rgda.sentences import head_statistics
-
     rows = ([["the", "study", "of", "breast", "cancer", "."]] * 12
             + [["the", "lender", "and", "the", "Lender", "sign"]] * 12)
     tags = ([["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12
             + [["O", "O", "O", "O", "B-Disease", "O"]] * 12)
-    heads, outside = head_statistics(rows, tags)
-    check = Checker(("Disease",), heads=heads, context_words=outside, salvage=True)
+    heads, outside = _heads(rows, tags)
+    check = Checker(("Disease",), SplitStats(heads=heads, context_words=outside), salvage=True)
     c = check.check(decode("Study shows that gout is common in older men .", ("Study", "Disease"), ("gout", "Disease")),
                     SEED, [], forbid_seed_entities=True)
     assert c.ok and c.tags[0] == "O" and c.tags[3] == "B-Disease"
@@ -421,7 +411,8 @@ def test_a_capitalized_word_the_split_never_shows_is_judged_by_its_lowercase_for
     kept = check.check(decode("The Lender reported gout in older men .", ("Lender", "Disease"), ("gout", "Disease")),
                        SEED, [], forbid_seed_entities=True)
     assert kept.ok and not kept.salvaged and kept.tags[1] == "B-Disease"
-    assert check._stats_form("I") == "I" and check._stats_form("BRCA1") == "BRCA1"  # "Venture I", gene symbols
+    # "Venture I", gene symbols
+    assert check.stats.stats_form("I") == "I" and check.stats.stats_form("BRCA1") == "BRCA1"
 
 
 def test_an_entity_without_a_letter_is_untagged_where_the_type_never_has_one() -> None:
@@ -429,19 +420,19 @@ def test_an_entity_without_a_letter_is_untagged_where_the_type_never_has_one() -
     word. A type whose mentions do (FIN's LOC, addresses ending in postcodes) keeps them."""
     heads = {"Disease": {"cancer": 60, "2": 1}, "LOC": {"York": 20, "02108": 10}}
     item = ("About 93 % of the 163 carriers had gout .", ("93 %", "Disease"), ("163", "Disease"), ("gout", "Disease"))
-    c = Checker(("Disease",), heads={"Disease": heads["Disease"]}, salvage=True).check(
+    c = Checker(("Disease",), SplitStats(heads={"Disease": heads["Disease"]}), salvage=True).check(
         decode(*item), SEED, [], forbid_seed_entities=True)
     assert c.ok, c.detail
     assert c.tags == ["O"] * 8 + ["B-Disease", "O"]
     assert [r.split(":")[0] for r in c.salvaged] == ["no_letters", "no_letters"]
     # where another type does have letterless mentions, the number may just be mistyped: rejected, not untagged
-    strict = Checker(("Disease", "LOC"), heads=heads, salvage=True).check(decode(*item), SEED, [],
+    strict = Checker(("Disease", "LOC"), SplitStats(heads=heads), salvage=True).check(decode(*item), SEED, [],
                                                                           forbid_seed_entities=True)
     assert strict.reason == "no_letters" and "'93 %' has no letter" in strict.detail and not strict.salvaged
     # a type with enough letterless mentions keeps them; so does a type without statistics
     for label in ("LOC", "Other"):
         h = {**heads, "Other": {}} if label == "Other" else heads
-        ok = Checker(("Disease", "LOC", "Other"), heads=h).check(
+        ok = Checker(("Disease", "LOC", "Other"), SplitStats(heads=h)).check(
             decode_sentence({"text": "The office moved to Boston 02108 last year .",
                              "entities": [{"text": "02108", "type": label}]}, ["Disease", "LOC", "Other"]),
             SEED, [], forbid_seed_entities=True)
@@ -456,23 +447,23 @@ def test_an_all_lowercase_entity_of_a_name_type_is_untagged_or_rejected() -> Non
     heads = {"PER": {"Smith": 60, "lender": 1}, "ORG": {"Bank": 30, "bank": 5, "compliance": 1}, "Disease": {"cancer": 60}}
     text = "The auditor reviewed the accounts of Mary Smith for compliance ."
     item = {"text": text, "entities": [{"text": "Mary Smith", "type": "PER"}, {"text": "compliance", "type": "PER"}]}
-    salvaged = Checker(("PER",), heads={"PER": heads["PER"]}, salvage=True).check(
+    salvaged = Checker(("PER",), SplitStats(heads={"PER": heads["PER"]}), salvage=True).check(
         decode_sentence(item, types), SEED, [], forbid_seed_entities=True)
     assert salvaged.ok, salvaged.detail
     assert salvaged.tags[6:] == ["B-PER", "I-PER", "O", "O", "O"]
     assert [r.split(":")[0] for r in salvaged.salvaged] == ["lowercase_name"]
-    strict = Checker(tuple(types), heads=heads, salvage=True).check(decode_sentence(item, types), SEED, [],
+    strict = Checker(tuple(types), SplitStats(heads=heads), salvage=True).check(decode_sentence(item, types), SEED, [],
                                                                     forbid_seed_entities=True)
     assert strict.reason == "lowercase_name" and "'compliance' has no capital letter" in strict.detail
     # "the borrower" as PER: no type of the split ends a mention with "borrower", so it is untagged, not rejected
     borrower = {"text": "The auditor reviewed the accounts of Mary Smith for the borrower .",
                 "entities": [{"text": "Mary Smith", "type": "PER"}, {"text": "borrower", "type": "PER"}]}
-    kept = Checker(tuple(types), heads=heads, salvage=True).check(decode_sentence(borrower, types), SEED, [],
-                                                                  forbid_seed_entities=True)
+    kept = Checker(tuple(types), SplitStats(heads=heads), salvage=True).check(
+        decode_sentence(borrower, types), SEED, [], forbid_seed_entities=True)
     assert kept.ok and kept.tags[-2] == "O" and [r.split(":")[0] for r in kept.salvaged] == ["lowercase_name"]
     # lowercase ORG and Disease mentions are common enough; "Mary smith" has a capital; the split has "lender" as PER
     for label, ent in (("ORG", "mary smith"), ("Disease", "mary smith"), ("PER", "Mary smith"), ("PER", "the lender")):
-        ok = Checker(tuple(types), heads=heads).check(
+        ok = Checker(tuple(types), SplitStats(heads=heads)).check(
             decode_sentence({"text": f"The auditor reviewed the accounts of {ent} last year .",
                              "entities": [{"text": ent, "type": label}]}, types), SEED, [], forbid_seed_entities=True)
         assert ok.ok, (label, ok.detail)
@@ -496,9 +487,9 @@ def test_a_shortened_copy_of_the_seeds_context_is_still_context() -> None:
     item = {"text": "Missense mutations in N-acetylgalactosamine-6-sulfatase were found in patients with MJD .",
             "entities": [{"text": "N-acetylgalactosamine-6-sulfatase", "type": "Disease"}, {"text": "MJD", "type": "Disease"}]}
     c = decode_sentence(item, ["Disease"], split_hyphens=True)
-    Checker(("Disease",), split_hyphens=True).check(c, seed, [], forbid_seed_entities=True)
+    Checker(("Disease",), SplitStats(split_hyphens=True)).check(c, seed, [], forbid_seed_entities=True)
     assert c.reason == "tagged_seed_context" and "sulfatase" in c.detail
-    kept = Checker(("Disease",), split_hyphens=True, salvage=True).check(
+    kept = Checker(("Disease",), SplitStats(split_hyphens=True), salvage=True).check(
         decode_sentence(item, ["Disease"], split_hyphens=True), seed, [], forbid_seed_entities=True)
     assert kept.ok and kept.tags[-3:] == ["O", "B-Disease", "O"] and "B-Disease" not in kept.tags[:8]
 
@@ -516,3 +507,37 @@ def test_a_doubled_final_period_is_one_period() -> None:
     assert c.ok and c.tokens[-2:] == ["tract", "."]
     dots = decode("Ulcerative colitis affects the lining of the tract ...", ("Ulcerative colitis", "Disease"))
     assert dots.tokens[-3:] == [".", ".", "."]  # an ellipsis is left as it was written
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
+def test_every_rule_fires_on_its_example(rule: Rule) -> None:
+    """The table's examples (the README's rule table shows them) are run, so they cannot rot: each is rejected for
+    its own rule, and a rule with a repair repairs it under salvage (the row then passes)."""
+    ex = rule.example
+    cand, accepted = ex.candidates()
+    Checker(ex.types, ex.stats).check(cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities)
+    assert cand.reason == rule.name, cand.detail
+    cand, accepted = ex.candidates()
+    Checker(ex.types, ex.stats, salvage=True).check(cand, ex.seed_record(), accepted,
+                                                    forbid_seed_entities=ex.forbid_seed_entities)
+    if rule.repair:
+        assert cand.ok and [n.split(":")[0] for n in cand.salvaged] == [rule.name], (cand.reason, cand.salvaged)
+    else:
+        assert cand.reason == rule.name and not cand.salvaged
+
+
+def test_the_rule_table_names_each_rule_once() -> None:
+    assert len({r.name for r in RULES}) == len(RULES)
+    assert all(r.description and r.check.__name__ == r.name for r in RULES)
+
+
+def test_split_stats_pickle_the_same_before_and_after_their_index_is_built() -> None:
+    """``datasets`` fingerprints the augmenter by pickling it: the index the rules build on first use stays out."""
+    import pickle
+
+    rows = [["The", "gene", "of", "breast", "cancer", "."]] * 12 + [["A", "gene", "test", "in", "Wilms", "tumor"]]
+    tags = [["O", "O", "O", "B-Disease", "I-Disease", "O"]] * 12 + [["O", "O", "O", "O", "B-Disease", "I-Disease"]]
+    stats = SplitStats.from_split(rows, tags)
+    before = pickle.dumps(stats)
+    assert stats.ends_mention("cancer", "Disease") and not stats.rarely_ends("Disease", "lowercase", 0.05)
+    assert "_index" in vars(stats) and pickle.dumps(stats) == before and pickle.loads(before) == stats

@@ -1,0 +1,182 @@
+"""Throughput of the augmenter itself: a zero-latency scripted backend, NCBI-disease seeds, method ``rgda``.
+
+The backend is :func:`hf_rgda.testing.stateless_answer` in a :class:`~hf_rgda.ScriptedLLM` (answers made
+instantly, a pure function of each call), so what is measured is the library: prompt building, parsing, the
+checker, the stages' bookkeeping, the rows ``datasets`` writes. The handler is wrapped to time its own cost,
+reported beside the rates. ``ds.map(aug, batched=True, batch_size=64)``, no response cache, output written to a
+temporary Arrow file. Four measurements:
+
+- accepted rows/s and seeds/s in one process, and with ``num_proc=2``;
+- seconds per seed with the split statistics (checker, entity hints) of a 50,000-sentence split vs a
+  5,000-sentence split, in one run (the big split is the train split repeated with every alphabetic word
+  perturbed per copy, so its vocabulary, mentions and lexicon grow with it);
+- peak RSS (``resource.getrusage`` maxrss) of a run of 10,000 seeds vs 1,000 seeds, each in its own process.
+
+The runs of the first two pairs alternate ``--repeats`` times and each keeps its fastest (other work on the
+machine only ever adds time; every run's seconds per seed are listed). Seeds beyond the split's sentences with
+entities are perturbed copies of them (the same perturbation).
+
+Usage:
+    python benchmarks/throughput.py --data-dir ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset, disable_progress_bars
+
+from hf_rgda import RGDAAugmenter, ScriptedLLM
+from hf_rgda.testing import stateless_answer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class TimedHandler:
+    """``stateless_answer`` with a clock around it: the scripted backend's own cost."""
+
+    def __init__(self) -> None:
+        self.seconds, self.calls = 0.0, 0
+
+    def __call__(self, messages: Any, schema: Any, params: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return stateless_answer(messages, schema, params)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+
+
+def _suffix(copy: int) -> str:
+    """The letters appended to every alphabetic word of copy ``copy`` (none for the original)."""
+    return "".join(chr(ord("a") + int(d)) for d in str(copy)) if copy else ""
+
+
+def grown(rows: Sequence[Mapping[str, list[str]]], n: int) -> Dataset:
+    """``n`` rows: ``rows`` in order, then perturbed copies of them (copy k appends ``_suffix(k)`` to each word)."""
+    out: dict[str, list[list[str]]] = {"tokens": [], "ner_tags": []}
+    for i in range(n):
+        row, end = rows[i % len(rows)], _suffix(i // len(rows))
+        out["tokens"].append([t + end if t.isalpha() else t for t in row["tokens"]])
+        out["ner_tags"].append(list(row["ner_tags"]))
+    return Dataset.from_dict(out)
+
+
+def read_split(data_dir: Path) -> list[dict[str, list[str]]]:
+    with (data_dir / "ncbi_disease" / "train.jsonl").open() as fh:
+        return [json.loads(line) for line in fh]
+
+
+def augment(split: Dataset, seeds: Dataset, num_proc: int = 1) -> dict[str, Any]:
+    """One ``map`` over ``seeds`` with statistics from ``split``: rates, the handler's cost, the run summary."""
+    handler = TimedHandler()
+    start = time.perf_counter()
+    aug = RGDAAugmenter.from_dataset(split, llm=ScriptedLLM(handler, name="throughput"), method="rgda", cache=False)
+    stats_s = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        out = seeds.map(aug, batched=True, batch_size=64, num_proc=num_proc if num_proc > 1 else None,
+                        load_from_cache_file=False, cache_file_name=f"{tmp}/out.arrow")
+        wall = time.perf_counter() - start
+        accepted = sum(s == "accepted" for s in out["rgda_status"])
+    res = {"seeds": len(seeds), "split_sentences": len(split), "num_proc": num_proc, "statistics_s": round(stats_s, 3),
+           "wall_s": round(wall, 3), "accepted": accepted, "accepted_rows_per_s": round(accepted / wall, 1),
+           "seeds_per_s": round(len(seeds) / wall, 1), "seconds_per_seed": round(wall / len(seeds), 5)}
+    if num_proc == 1:  # the handler's clock and the summary live in the workers otherwise
+        res.update(backend_s=round(handler.seconds, 3), backend_calls=handler.calls,
+                   backend_share=round(handler.seconds / wall, 3), failed_seeds=aug.summary.failed_seeds)
+    return res
+
+
+def fastest(runs: Sequence[Callable[[], dict[str, Any]]], repeats: int) -> list[dict[str, Any]]:
+    """Each of ``runs`` ``repeats`` times, alternating; per run its fastest result, with every result's s/seed."""
+    results: list[list[dict[str, Any]]] = [[] for _ in runs]
+    for _ in range(repeats):
+        for run, out in zip(runs, results):
+            out.append(run())
+    return [{**min(out, key=lambda r: r["seconds_per_seed"]),
+             "runs_seconds_per_seed": [r["seconds_per_seed"] for r in out]} for out in results]
+
+
+def memory_run(data_dir: Path, n: int) -> dict[str, Any]:
+    """Peak RSS of one process that augments ``n`` seeds (run in a fresh interpreter by :func:`memory`)."""
+    rows = read_split(data_dir)
+    seeds = grown([r for r in rows if any(t != "O" for t in r["ner_tags"])], n)
+    res = augment(Dataset.from_list(rows), seeds)
+    return {**res, "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def memory(data_dir: Path, n: int) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--data-dir", str(data_dir), "--memory-run", str(n)]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--seeds", type=int, default=1000, help="seeds of the throughput runs (one process, num_proc=2)")
+    p.add_argument("--scale-seeds", type=int, default=300, help="seeds of the 5k- and 50k-sentence split runs")
+    p.add_argument("--splits", type=int, nargs=2, default=[5000, 50000], help="small and big split sizes")
+    p.add_argument("--repeats", type=int, default=3, help="alternating runs of each pair (the fastest kept)")
+    p.add_argument("--memory-seeds", type=int, nargs=2, default=[1000, 10000], help="seeds of the two memory runs")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "throughput.json")
+    p.add_argument("--memory-run", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    disable_progress_bars()
+    if args.memory_run:
+        print(json.dumps(memory_run(args.data_dir, args.memory_run)))
+        return 0
+    rows = read_split(args.data_dir)
+    train = Dataset.from_list(rows)
+    seeds = grown([r for r in rows if any(t != "O" for t in r["ner_tags"])], args.seeds)
+    one, two = fastest([partial(augment, train, seeds), partial(augment, train, seeds, num_proc=2)], args.repeats)
+    few, splits = seeds.select(range(args.scale_seeds)), [grown(rows, n) for n in args.splits]
+    scale = fastest([partial(augment, split, few) for split in splits], args.repeats)
+    mem = [memory(args.data_dir, n) for n in args.memory_seeds]
+    result = {
+        "command": "python benchmarks/throughput.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),
+                    "cpu_count": os.cpu_count()},
+        "one_process": one, "num_proc_2": two, "split_scale": scale,
+        "split_scale_ratio": round(scale[1]["seconds_per_seed"] / scale[0]["seconds_per_seed"], 3),
+        "memory": mem, "memory_ratio": round(mem[1]["peak_rss_mb"] / mem[0]["peak_rss_mb"], 3),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(table(result))
+    return 0
+
+
+def table(r: Mapping[str, Any]) -> str:
+    one, two, (small, big), (lo, hi) = r["one_process"], r["num_proc_2"], r["split_scale"], r["memory"]
+    lines = ["| measurement | value | target |", "|---|---|---|",
+             f"| accepted rows/s, one process ({one['seeds']} seeds) | {one['accepted_rows_per_s']} | >= 500 |",
+             f"| seeds/s, one process | {one['seeds_per_s']} | |",
+             (f"| scripted backend's own time, one process | {one['backend_s']} s of {one['wall_s']} s "
+              f"({one['backend_share']:.1%}, {one['backend_calls']} calls) | |"),
+             f"| accepted rows/s, num_proc=2 | {two['accepted_rows_per_s']} | >= 1000 |",
+             f"| seeds/s, num_proc=2 | {two['seeds_per_s']} | |",
+             f"| s/seed, {small['split_sentences']}-sentence split | {small['seconds_per_seed']} | |",
+             f"| s/seed, {big['split_sentences']}-sentence split | {big['seconds_per_seed']} | |",
+             f"| ratio big/small split | {r['split_scale_ratio']} | <= 1.2 |",
+             f"| peak RSS, {lo['seeds']} seeds | {lo['peak_rss_mb']} MB | |",
+             f"| peak RSS, {hi['seeds']} seeds | {hi['peak_rss_mb']} MB | |",
+             f"| ratio | {r['memory_ratio']} | <= 1.2 |"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

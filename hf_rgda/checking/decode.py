@@ -1,0 +1,143 @@
+"""Decoding model answers: JSON (fenced or not, surrogates made encodable) into tokens and IOB2 tags.
+
+Two output forms are supported (chosen by measurement, see ``benchmarks/representation.py``):
+
+- ``entities``: ``{"text": "...", "entities": [{"text": "...", "type": "..."}]}``; entity strings are matched
+  back into the tokenized sentence (every occurrence is tagged; an unmatched entity rejects the sentence);
+- ``segments``: ``{"segments": [{"text": "...", "type": "O" | type}]}``, concatenated in order.
+
+Example:
+    >>> decode_sentence({"text": "Gout hurts.", "entities": [{"text": "gout", "type": "Disease"}]}, ["Disease"]).tags
+    ['B-Disease', 'O', 'O']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._exceptions import ParseError, SchemaError
+from ..records import Candidate
+from ..tags import Span, spans_to_tags, tokenize
+
+__all__ = ["decode_sentence", "parse_json"]
+
+
+def parse_json(text: str) -> Any:
+    """Parse a JSON answer, tolerating a code fence around it.
+
+    Raises:
+        ParseError: the text is not JSON.
+    """
+    body = text.strip()
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", body, re.DOTALL)
+    if fence:
+        body = fence.group(1)
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as err:
+        raise ParseError(f"answer is not valid JSON ({err.msg} at char {err.pos})", raw=text) from None
+    return _clean_surrogates(value) if _SURROGATE.search(body) else value
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]|\\[uU][dD][89a-fA-F]")  # a surrogate, or a JSON escape of one
+
+
+def _clean_surrogates(value: Any) -> Any:
+    """``value`` with every string made encodable: a JSON escape may spell half of a surrogate pair ("\\ud83c", a
+    small model cutting an emoji in two), which Python decodes to a lone surrogate that no UTF-8 encoder accepts (the
+    next prompt, the cache key, Arrow). Pairs are joined; a lone half becomes U+FFFD."""
+    if isinstance(value, str):
+        if any("\ud800" <= ch <= "\udfff" for ch in value):
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, list):
+        return [_clean_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean_surrogates(k): _clean_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _find(tokens: list[str], needle: list[str], taken: list[bool]) -> list[int]:
+    n = len(needle)
+    return [i for i in range(len(tokens) - n + 1)
+            if tokens[i : i + n] == needle and not any(taken[i : i + n])]
+
+
+def _find_loose(tokens: list[str], needle: str, taken: list[bool]) -> list[tuple[int, int]]:
+    """Token ranges whose text, spaces removed, equals ``needle`` (spaces removed): "life - long anemia" (copied
+    from a pre-tokenized seed) against "life-long anemia" in the sentence, or the other way round."""
+    out = []
+    for i in range(len(tokens)):
+        text, j = "", i
+        while j < len(tokens) and len(text) < len(needle):
+            text += tokens[j]
+            j += 1
+        if text == needle and not any(taken[i:j]):
+            out.append((i, j))
+    return out
+
+
+def _decode_entities(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool) -> Candidate:
+    cand = Candidate(raw=item)
+    text, entities = item.get("text"), item.get("entities")
+    if not isinstance(text, str) or not isinstance(entities, list):
+        return cand.reject("malformed", "item needs 'text' (string) and 'entities' (list)")
+    # a doubled final period ("... of the digestive tract..": the 1.5B writes it now and then) is one period
+    tokens = tokenize(re.sub(r"(?<!\.)\.\.\s*$", ".", text.rstrip()), split_hyphens=split_hyphens)
+    low = [t.lower() for t in tokens]  # entities match case-insensitively; the sentence keeps its own casing
+    taken = [False] * len(tokens)
+    spans: list[Span] = []
+    def words(e: Any) -> list[str]:
+        return tokenize(str(e.get("text", "")) if isinstance(e, Mapping) else "", split_hyphens=split_hyphens)
+
+    for ent in sorted(entities, key=lambda e: -len(words(e))):
+        etoks, etype = [t.lower() for t in words(ent)], ent.get("type") if isinstance(ent, Mapping) else None
+        if etype not in types:
+            return cand.reject("unknown_type", f"type {etype!r} is not in {list(types)}")
+        if not etoks:
+            return cand.reject("empty_entity", f"entity {ent!r} has no text")
+        found = [(st, st + len(etoks)) for st in _find(low, etoks, taken)] or _find_loose(low, "".join(etoks), taken)
+        if not found:
+            if any(s.label == etype and "".join(low[s.start : s.end]) == "".join(etoks) for s in spans):
+                continue  # listed twice: already tagged
+            return cand.reject("entity_not_in_sentence", f"{ent.get('text')!r} does not occur in the sentence")
+        for st, end in found:
+            spans.append(Span(st, end, etype))
+            taken[st:end] = [True] * (end - st)
+    cand.tokens, cand.tags = tokens, spans_to_tags(spans, len(tokens))
+    return cand
+
+
+def _decode_segments(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool) -> Candidate:
+    cand = Candidate(raw=item)
+    segs = item.get("segments")
+    if not isinstance(segs, list):
+        return cand.reject("malformed", "item needs 'segments' (list)")
+    tokens: list[str] = []
+    spans: list[Span] = []
+    for seg in segs:
+        stoks, stype = tokenize(str(seg.get("text", "")), split_hyphens=split_hyphens), seg.get("type")
+        if stype != "O" and stype not in types:
+            return cand.reject("unknown_type", f"type {stype!r} is not in {list(types)}")
+        if stype != "O" and stoks:
+            spans.append(Span(len(tokens), len(tokens) + len(stoks), stype))
+        tokens.extend(stoks)
+    cand.tokens, cand.tags = tokens, spans_to_tags(spans, len(tokens))
+    return cand
+
+
+def decode_sentence(item: Any, types: Sequence[str], representation: str = "entities", *,
+                    split_hyphens: bool = False) -> Candidate:
+    """Turn one answer item into tokens and IOB2 tags (or a rejected :class:`Candidate`); ``split_hyphens`` follows
+    the dataset's tokenization (see :attr:`SplitStats.split_hyphens <hf_rgda.checking.SplitStats>`)."""
+    if not isinstance(item, Mapping):
+        return Candidate(raw=item).reject("malformed", f"expected an object, got {type(item).__name__}")
+    try:
+        if representation == "segments":
+            return _decode_segments(item, types, split_hyphens)
+        return _decode_entities(item, types, split_hyphens)
+    except SchemaError as err:  # overlapping spans etc.
+        return Candidate(raw=item).reject("invalid_tags", str(err))

@@ -1,0 +1,359 @@
+"""The checker's rules: an ordered table of named functions, each returning why a sentence fails it, or None.
+
+:data:`RULES` is the table :class:`~hf_rgda.checking.Checker` runs, in order; the first rule that fires rejects the
+sentence, its ``name`` the reason. A sentence rule reads the whole :class:`Sentence`; an entity rule reads one
+entity of it, and consecutive entity rules of one ``group`` run entity by entity (each entity in order, through
+every rule of the group). A rule with a ``repair`` is fixed instead under ``salvage=True`` (see
+:meth:`Checker._salvage <hf_rgda.checking.Checker>`). Each entry's ``example`` is a seed and a sentence it fires on;
+``tests/test_checking.py`` runs every example, so the table (and the README's, generated from it) cannot rot.
+
+Example:
+    >>> [r.name for r in RULES][:3]
+    ['too_short', 'no_entity', 'garbled']
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..records import Candidate, Seed
+from ..tags import Span, parse_inline, spans_to_tags
+from .sentence import Sentence
+from .stats import SplitStats, is_letterless, is_lowercase
+
+__all__ = ["RULES", "UNTAG_RULES", "Example", "Finding", "Rule", "first_failure", "known_untagged", "sentence_breaks"]
+
+
+# ---------------------------------------------------------------- sentence rules
+def too_short(s: Sentence) -> str | None:
+    return f"{len(s.tokens)} tokens" if len(s.tokens) < s.checker.min_tokens else None
+
+
+def no_entity(s: Sentence) -> str | None:
+    return "the seed has entities but this sentence tags none" if s.of_seed.spans and not s.spans else None
+
+
+def garbled(s: Sentence) -> str | None:
+    bad = next((t for t in s.tokens if "\ufffd" in t), None)
+    if bad is None or any("\ufffd" in t for t in s.seed.tokens):
+        return None  # a lone half of a surrogate pair in the answer (see decode), or a byte the model mangled
+    return f"{bad!r} holds U+FFFD, the mark of a character lost in decoding"
+
+
+def placeholder(s: Sentence) -> str | None:
+    names, low = {t.lower() for t in s.checker.types}, s.low
+    for i in range(len(low) - 2):
+        if low[i] in ("<", "[", "{") and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
+            return f"{' '.join(s.tokens[i : i + 3])!r} is a placeholder, not text"
+    for span in s.spans:  # a bare type name counts unless the split ends such mentions with it (SciERC's "method")
+        bare = "".join(low[span.start : span.end])
+        if bare.strip("<>[]{}") in names and (bare != bare.strip("<>[]{}")
+                                              or not s.checker.stats.ends_mention(bare, span.label)):
+            return f"entity {s.text(span)!r} is a type name"
+    return None
+
+
+def several_sentences(s: Sentence) -> str | None:
+    cut = sentence_breaks(s.tokens)
+    return f"a sentence ends at token {cut[0]} and another begins" if cut else None
+
+
+def no_context(s: Sentence) -> str | None:
+    context = len(s.tokens) - sum(span.end - span.start for span in s.spans)
+    return f"only {context} token(s) outside the entities" if context < s.checker.min_context else None
+
+
+def untagged_mention(s: Sentence) -> str | None:
+    low, context_words = s.low, s.checker.stats.context_words
+    taken = {i for span in s.spans for i in range(span.start, span.end)}
+    own = {tuple(low[span.start : span.end]) for span in s.spans}
+    for m in own | set(s.of_seed.mention_words):
+        for i in range(len(low) - len(m) + 1):
+            if tuple(low[i : i + len(m)]) == m and not all(j in taken for j in range(i, i + len(m))):
+                if m not in own and len(m) == 1 and (s.tokens[i] in context_words or low[i] in context_words):
+                    continue  # a seed's one-word mention the split often leaves untagged ("it" as Generic)
+                return f"{' '.join(s.tokens[i : i + len(m)])!r} is an entity elsewhere but is not tagged here"
+    return None
+
+
+def known_mention(s: Sentence) -> str | None:
+    known = known_untagged(s)
+    if known is None:
+        return None
+    return f"{s.text(known)!r} is left untagged but the split tags it as {known.label}"
+
+
+def seed_entity_reused(s: Sentence) -> str | None:
+    if not s.forbid_seed_entities:
+        return None
+    seed = set(s.of_seed.mention_words)
+    reused = [" ".join(s.low[span.start : span.end]) for span in s.spans if tuple(s.low[span.start : span.end]) in seed]
+    return f"reuses {reused[0]!r}" if reused else None
+
+
+def near_copy_of_seed(s: Sentence) -> str | None:
+    seed, ratio = s.of_seed.low, s.checker.near_copy_ratio
+    match = difflib.SequenceMatcher(a=seed, b=s.low)
+    # real_quick_ratio and quick_ratio bound ratio from above: the (slow) ratio only where they reach the threshold
+    copy = tuple(s.low) == seed or (match.real_quick_ratio() >= ratio and match.quick_ratio() >= ratio
+                                    and match.ratio() >= ratio)
+    return "too similar to the seed sentence" if copy else None
+
+
+def looping(s: Sentence) -> str | None:
+    """A 4-word phrase three times, or an 8-word phrase twice. (A 4-word phrase twice is ordinary prose, "the
+    matrices in M ... the matrices in M" in SciERC: see ``benchmarks/checker_gold.py``.)"""
+    words = [t for t in s.low if _ALNUM(t)]
+    for n, times in ((4, 3), (8, 2)):
+        if any(c >= times for c in Counter(zip(*(words[i:] for i in range(n)))).values()):  # the n-grams
+            return "a phrase repeats (4 words three times, or 8 words twice)"
+    return None
+
+
+def self_coordinated(s: Sentence) -> str | None:
+    low = s.low
+    for a, b in itertools.pairwise(s.spans):  # "David Fischer and David Fischer will repay ..." (the 1.5B, FIN)
+        # joined by "and"/"or"/"&" only: "New York , New York" (city, state) is a FIN address
+        if low[a.start : a.end] == low[b.start : b.end] and low[a.end : b.start] in (["and"], ["or"], ["&"]):
+            return f"{' '.join(s.tokens[a.start : b.end])!r} coordinates an entity with itself"
+    return None
+
+
+def duplicate(s: Sentence) -> str | None:
+    same = any(s.low == [t.lower() for t in other.tokens] for other in s.accepted)
+    return "same as another output for this seed" if same else None
+
+
+# ---------------------------------------------------------------- entity rules
+def no_letters(s: Sentence, span: Span) -> str | None:
+    share, text = s.checker.atypical_share, s.text(span)
+    if not is_letterless(text) or not s.checker.stats.rarely_ends(span.label, "letterless", share) or s.in_seed(span):
+        return None
+    return f"{text!r} has no letter; under {share:.0%} of the split's {span.label} mentions end in a word without one"
+
+
+def lowercase_name(s: Sentence, span: Span) -> str | None:
+    stats, share, text = s.checker.stats, s.checker.atypical_share, s.text(span)
+    if not stats.rarely_ends(span.label, "lowercase", share) or not is_lowercase(text) or s.in_seed(span):
+        return None
+    if stats.heads[span.label].get(s.tokens[span.end - 1]):
+        return None  # a lowercase word the split itself ends such a mention with passes: FIN tags "lender" as PER
+    return (f"{text!r} has no capital letter; under {share:.0%} of the split's {span.label} mentions end in a word "
+            "without one")
+
+
+def atypical_head(s: Sentence, span: Span) -> str | None:
+    stats, head = s.checker.stats, s.tokens[span.end - 1]  # a one-word entity is its own head ("BRCA1" as a Disease)
+    share, floor = s.checker.atypical_share, s.checker.atypical_min_outside
+    if s.in_seed(span) or not stats.atypical(head, span.label, share, floor):
+        return None
+    form = stats.stats_form(head)
+    shown = f"{head!r}" + (f" (as {form!r})" if form != head else "")
+    return (f"{s.text(span)!r}: {shown} ends {stats.heads[span.label].get(form, 0)} {span.label} mention(s) in the "
+            f"split and is used {stats.context_words[form]} times outside entities")
+
+
+def tagged_seed_context(s: Sentence, span: Span) -> str | None:
+    m, seed = s.low[span.start : span.end], s.of_seed
+    if is_letterless("".join(m)):
+        return None
+    # the seed's untagged context, word for word or with up to 2 words dropped from inside it ("N -
+    # acetylgalactosamine - 6 - sulfatase" from the seed's untagged "... - 6 - sulfate sulfatase")
+    for i in seed.untagged_at.get(m[0], ()):  # where the seed has the entity's first word untagged
+        for w in range(len(m), len(m) + 3 if len(m) > 1 else len(m) + 1):
+            win = seed.low[i : i + w]
+            if len(win) == w and all(seed.untagged[i : i + w]) and win[-1] == m[-1] and _subsequence(m, win):
+                return f"{s.text(span)!r} is untagged context in the seed sentence"
+    return None
+
+
+def known_mention_type(s: Sentence, span: Span) -> str | None:
+    # names only (every word capitalized): a common noun's type shifts with its use ("machine translation" is a
+    # Task or a Method in SciERC), a name's does not
+    known = s.checker.stats.lexicon.get(" ".join(s.low[span.start : span.end]))
+    name = all(t[:1].isupper() for t in s.tokens[span.start : span.end] if t[:1].isalpha())
+    if not known or known == span.label or not name or s.in_seed(span):
+        return None
+    return f"{s.text(span)!r} is tagged {span.label} but the split tags it as {known}"
+
+
+def entity_too_long(s: Sentence, span: Span) -> str | None:
+    limit = s.checker.stats.max_entity_len.get(span.label)
+    if not limit or span.end - span.start <= limit:
+        return None
+    return f"{span.label} of {span.end - span.start} tokens (seed split max {limit})"
+
+
+# ---------------------------------------------------------------- helpers
+def sentence_breaks(toks: Sequence[str]) -> list[int]:
+    """Indices of tokens ending a sentence that another follows ("... word . Next")."""
+    return [i for i in range(1, len(toks) - 1)
+            if toks[i] in (".", "!", "?") and toks[i - 1].isalpha() and toks[i - 1].islower() and len(toks[i - 1]) > 2
+            and toks[i + 1][:1].isupper() and toks[i + 1].isalpha()]
+
+
+_ALNUM = re.compile(r"[^\W_]").search  # a letter or a digit (str.isalnum)
+
+
+def _subsequence(needle: Sequence[str], hay: Sequence[str]) -> bool:
+    it = iter(hay)
+    return all(x in it for x in needle)
+
+
+def known_untagged(s: Sentence) -> Span | None:
+    """The first (longest) text of the lexicon that the sentence leaves untagged, as the span it should be; not one
+    the seed's own annotation leaves untagged (an :data:`UNTAG_RULES` rule would fire on it)."""
+    lexicon, low = s.checker.stats.lexicon, s.low
+    if not lexicon:
+        return None
+    taken = {i for span in s.spans for i in range(span.start, span.end)}
+    for i, end in s.checker.stats.lexicon_windows(low):
+        label = lexicon.get(" ".join(low[i:end]))
+        if label and not any(j in taken for j in range(i, end)) and label in s.checker.types:
+            probe = s.retagged(spans_to_tags([Span(i, end, label)], len(low)))
+            if first_failure(probe, UNTAG_RULES) is None:
+                return Span(i, end, label)
+    return None
+
+
+# ---------------------------------------------------------------- the table
+@dataclass(frozen=True)
+class Example:
+    """A seed and a sentence written from it (both with inline entities: ``"[gout](Disease) hurts ."``), and the
+    split statistics, types and accepted siblings the rule needs to fire on it."""
+
+    candidate: str
+    seed: str = "Germline mutations in BRCA1 cause [breast cancer](Disease) ."
+    stats: SplitStats = field(default_factory=SplitStats)
+    types: tuple[str, ...] = ("Disease",)
+    accepted: tuple[str, ...] = ()
+    forbid_seed_entities: bool = True
+
+    def seed_record(self) -> Seed:
+        tokens, tags = parse_inline(self.seed)
+        return Seed("example", tuple(tokens), tuple(tags))
+
+    def candidates(self) -> tuple[Candidate, list[Candidate]]:
+        """The sentence and its accepted siblings, as decoded candidates."""
+        def candidate(text: str) -> Candidate:
+            tokens, tags = parse_inline(text)
+            return Candidate(raw=text, tokens=tokens, tags=tags)
+
+        return candidate(self.candidate), [candidate(a) for a in self.accepted]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the checker's table.
+
+    Args:
+        name: the reason a sentence it rejects carries.
+        check: ``check(sentence)``, or for an entity rule ``check(sentence, entity)``: why it fails, or None.
+        description: what it rejects (one line).
+        example: a seed and a sentence it fires on.
+        repair: what ``salvage=True`` does instead of rejecting ("" if nothing).
+        group: "" for a sentence rule; an entity rule's group (consecutive rules of a group run entity by entity).
+    """
+
+    name: str
+    check: Callable[..., str | None]
+    description: str
+    example: Example
+    repair: str = ""
+    group: str = ""
+
+
+class Finding(NamedTuple):
+    """The first rule a sentence fails, why, and the entity it fails on (None for a sentence rule)."""
+
+    rule: Rule
+    detail: str
+    span: Span | None
+
+
+def first_failure(s: Sentence, rules: Sequence[Rule] | None = None) -> Finding | None:
+    """The first of ``rules`` (default :data:`RULES`) that ``s`` fails, in table order."""
+    for group, members in itertools.groupby(RULES if rules is None else rules, key=lambda r: r.group):
+        run = list(members)
+        if not group:
+            for rule in run:
+                if (detail := rule.check(s)) is not None:
+                    return Finding(rule, detail, None)
+            continue
+        for span in s.spans:
+            for rule in run:
+                if (detail := rule.check(s, span)) is not None:
+                    return Finding(rule, detail, span)
+    return None
+
+
+_PER = ("PER", "ORG")
+_LOAN = "[Mary Smith](PER) signed the loan ."
+_CANCER_HEADS = SplitStats(heads={"Disease": {"cancer": 60}}, context_words={"gene": 13})
+
+RULES: tuple[Rule, ...] = (
+    Rule("too_short", too_short, "a sentence of fewer than `min_tokens` (4) tokens", Example("[Lupus](Disease) .")),
+    Rule("no_entity", no_entity, "no entity tagged, where the seed has some",
+         Example("Mutations in PTEN are frequent in tumours .")),
+    Rule("garbled", garbled, "a U+FFFD character (text lost in decoding) the seed does not have",
+         Example("Imbr\ufffd and colleagues traced [gout](Disease) through three generations .")),
+    Rule("placeholder", placeholder, "a type name in brackets (`<Disease>`), or an entity that is a bare type name "
+         "the split never tags",
+         Example("Recent studies suggest that <Disease> may drive [gout](Disease) in adults .")),
+    Rule("several_sentences", several_sentences, "two sentences in one row",
+         Example("[Asthma](Disease) was studied in adults . The new design improves care ."),
+         repair="keeps the sentence with the most entities"),
+    Rule("no_context", no_context, "fewer than `min_context` (3) tokens outside the entities",
+         Example("[Adenomatous polyposis coli tumour](Disease)", seed="[Gout](Disease) flares are painful .")),
+    Rule("no_letters", no_letters, "an entity without a letter, of a type whose mentions (in the split) almost never "
+         "end in one", Example("About [93 %](Disease) of the carriers had [gout](Disease) .", stats=_CANCER_HEADS),
+         repair="untags it, unless another type does end mentions in such words", group="type evidence"),
+    Rule("lowercase_name", lowercase_name, "an entity without a capital letter, of a type whose mentions almost "
+         "never end in one (a name type such as PER)",
+         Example("The auditor reviewed the accounts of [John Smith](PER) for [compliance](PER) .", seed=_LOAN,
+                 stats=SplitStats(heads={"PER": {"Smith": 60}}), types=_PER),
+         repair="untags it, unless its last word ends mentions of another type", group="type evidence"),
+    Rule("atypical_head", atypical_head, "an entity whose last word the split uses outside entities and ends under "
+         "`atypical_share` (5%) of this type's mentions with",
+         Example("Loss of the [Rb tumor suppressor gene](Disease) causes [retinoblastoma](Disease) in children .",
+                 stats=_CANCER_HEADS),
+         repair="untags it, unless the word typically ends mentions of another type", group="type evidence"),
+    Rule("tagged_seed_context", tagged_seed_context, "an entity that is untagged context in the seed",
+         Example("A [BRCA1](Disease) variant raises the risk of [gout](Disease) in men ."),
+         repair="untags it", group="seed context"),
+    Rule("known_mention_type", known_mention_type, "a name the split consistently tags as another type",
+         Example("[Jonathan Medved](ORG) , a company , appointed a new director .", seed=_LOAN, types=_PER,
+                 stats=SplitStats(lexicon={"jonathan medved": "PER"})), group="lexicon type"),
+    Rule("entity_too_long", entity_too_long, "an entity longer than the split's longest of its type",
+         Example("Mutations in PTEN cause [a very long named disease](Disease) here .",
+                 stats=SplitStats(max_entity_len={"Disease": 3})), group="length"),
+    Rule("untagged_mention", untagged_mention, "a text tagged elsewhere in the sentence or in the seed, left "
+         "untagged here", Example("Episodic hemolytic anemia is linked to inherited [G6PD deficiency](Disease) .",
+                                  seed="[Episodic hemolytic anemia](Disease) follows [G6PD deficiency](Disease) .",
+                                  forbid_seed_entities=False)),
+    Rule("known_mention", known_mention, "a text the split consistently tags, left untagged",
+         Example("[Aniridia](Disease) is often linked to hemolytic anemia in adults .",
+                 stats=SplitStats(lexicon={"hemolytic anemia": "Disease"})), repair="tags it"),
+    Rule("seed_entity_reused", seed_entity_reused, "an entity of the seed, where the stage asks for new ones",
+         Example("Variants in PTEN can lead to [breast cancer](Disease) in women .")),
+    Rule("near_copy_of_seed", near_copy_of_seed, "a sentence `near_copy_ratio` (0.85) similar to the seed or more",
+         Example("Germline mutations in BRCA1 cause [lung cancer](Disease) .")),
+    Rule("looping", looping, "a generation loop: a 4-word phrase three times, or an 8-word phrase twice",
+         Example("Mutations of the gene cause [gout](Disease) and mutations of the gene cause [gout](Disease) and the "
+                 "gene cause [gout](Disease) .")),
+    Rule("self_coordinated", self_coordinated, "an entity coordinated with itself (`X and X`)",
+         Example("[David Fischer](PER) and [David Fischer](PER) will repay the loan to the bank .", seed=_LOAN,
+                 types=_PER)),
+    Rule("duplicate", duplicate, "the same sentence as another accepted for this seed",
+         Example("Inherited PTEN variants raise the risk of [glioma](Disease) .",
+                 accepted=("Inherited PTEN variants raise the risk of [glioma](Disease) .",))),
+)
+
+#: the rules whose repair untags an entity: the evidence (statistics or the seed) says it is not of its type
+UNTAG_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.repair.startswith("untags"))

@@ -1,0 +1,85 @@
+"""What a rule sees of one candidate sentence: its tokens and tags, the seed, the checker's statistics and limits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property, lru_cache
+from typing import NamedTuple, Protocol
+
+from ..records import Candidate, Seed
+from ..tags import Span, tags_to_spans
+from .stats import SplitStats
+
+__all__ = ["SeedFacts", "Sentence", "Settings", "seed_facts"]
+
+
+class Settings(Protocol):
+    """What the rules read of the checker (:class:`~hf_rgda.checking.Checker` is one)."""
+
+    types: tuple[str, ...]
+    stats: SplitStats
+    near_copy_ratio: float
+    min_tokens: int
+    min_context: int
+    atypical_share: float
+    atypical_min_outside: int
+
+
+class SeedFacts(NamedTuple):
+    """What the rules read of a seed, computed once per seed (see :func:`seed_facts`)."""
+
+    spans: tuple[Span, ...]
+    low: tuple[str, ...]  # its tokens lower-cased
+    mention_words: tuple[tuple[str, ...], ...]  # per entity, in order: its words lower-cased
+    mentions: frozenset[tuple[tuple[str, ...], str]]  # (words lower-cased, type) of each entity
+    untagged: tuple[bool, ...]  # per token: outside every entity
+    untagged_at: dict[str, tuple[int, ...]]  # per lower-cased word, where the seed has it outside every entity
+
+
+@lru_cache(maxsize=1024)
+def seed_facts(seed: Seed) -> SeedFacts:
+    """The seed's spans and words as the rules read them; cached, as every candidate of a seed reads them."""
+    spans, low = tuple(seed.spans), tuple(t.lower() for t in seed.tokens)
+    words = tuple(low[s.start : s.end] for s in spans)
+    untagged = tuple(g == "O" for g in seed.tags)
+    at: dict[str, list[int]] = {}
+    for i, word in enumerate(low):
+        if untagged[i]:
+            at.setdefault(word, []).append(i)
+    return SeedFacts(spans, low, words, frozenset((m, s.label) for m, s in zip(words, spans)), untagged,
+                     {w: tuple(ix) for w, ix in at.items()})
+
+
+@dataclass
+class Sentence:
+    """One candidate sentence as the rules see it, with the seed it was written from and its accepted siblings."""
+
+    tokens: list[str]
+    tags: list[str]
+    seed: Seed
+    checker: Settings
+    accepted: Sequence[Candidate] = ()
+    forbid_seed_entities: bool = False
+
+    @cached_property
+    def low(self) -> list[str]:
+        return [t.lower() for t in self.tokens]
+
+    @cached_property
+    def spans(self) -> list[Span]:
+        return tags_to_spans(self.tags)
+
+    @cached_property
+    def of_seed(self) -> SeedFacts:
+        return seed_facts(self.seed)
+
+    def text(self, span: Span) -> str:
+        return " ".join(self.tokens[span.start : span.end])
+
+    def in_seed(self, span: Span) -> bool:
+        """Whether the seed's own annotation has this entity, as this type (it then outranks the statistics)."""
+        return (tuple(self.low[span.start : span.end]), span.label) in self.of_seed.mentions
+
+    def retagged(self, tags: list[str]) -> Sentence:
+        return replace(self, tags=tags)
