@@ -1,0 +1,110 @@
+"""The package's shape: no import cycle (function-level imports included) and no module too long to read."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import hf_rgda
+
+PACKAGE = Path(hf_rgda.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """Every hf_rgda module ``path`` imports, at the top or inside a function (``TYPE_CHECKING`` blocks excluded)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)}
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in modules:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                out.add(t)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    files = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+    modules = {_module_name(p) for p in files}
+    return {_module_name(p): _imports(p, modules) for p in files}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph.get(m, ())):
+            # a package importing its own submodules (re-exports) is not a cycle of the design
+            if n.startswith(m + "."):
+                continue
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if not state.get(n) and (found := visit(n)):
+                return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if not state.get(m) and (found := visit(m)):
+            return found
+    return None
+
+
+def test_no_import_cycle() -> None:
+    graph = {m: deps for m, deps in _graph().items() if m != "hf_rgda"}  # the root only re-exports
+    graph = {m: {d for d in deps if d != "hf_rgda"} | ({"hf_rgda"} & deps) for m, deps in graph.items()}
+    cycle = _cycle(graph)
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_nothing_imports_the_package_root() -> None:
+    """Modules import what they use from where it lives; only users import ``hf_rgda`` itself."""
+    offenders = sorted(m for m, deps in _graph().items() if "hf_rgda" in deps)
+    assert not offenders, offenders
+
+
+def test_no_module_a_reader_must_scroll_through() -> None:
+    lengths = {_module_name(p): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    long = {m: n for m, n in lengths.items() if n > 450}
+    assert not long, long
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_ruff_is_clean() -> None:
+    """The linter's default rules (configured in pyproject.toml) pass on every Python file of the repository."""
+    import subprocess
+    import sys
+
+    root = PACKAGE.parent
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "hf_rgda", "tests", "benchmarks", "spaces"],
+                          cwd=root, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1000:]
