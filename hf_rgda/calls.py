@@ -1,4 +1,5 @@
-"""The call seam: every LLM call a stage makes goes through :meth:`Caller.ask`.
+"""The call seam: every LLM call a stage makes goes through :meth:`Caller.ask` (a JSON answer) or
+:meth:`Caller.choose` (the probabilities of a fixed set of short answers, :meth:`~hf_rgda.llm.LLM.option_probs`).
 
 A call's parameters carry a seed derived from the run seed and the call's identity (:func:`derive_seed`), so answers
 never depend on scheduling; the response cache answers first when it can; an answer that is not JSON is re-asked once
@@ -9,19 +10,20 @@ with the parse error; every call is counted on its seed's :class:`~hf_rgda.recor
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from . import prompts
 from ._exceptions import ParseError
-from .cache import ResponseCache, cache_key
+from .cache import ResponseCache, cache_key, option_probs_key
 from .checking import parse_json
 from .config import AugmentConfig
-from .llm.base import LLM, Completion
+from .llm.base import LLM, Completion, OptionProbs
 from .records import SeedResult
 
 __all__ = ["Caller", "Messages", "build_messages", "derive_seed", "reask_messages", "system_prompts"]
@@ -29,6 +31,7 @@ __all__ = ["Caller", "Messages", "build_messages", "derive_seed", "reask_message
 log = logging.getLogger(__name__)
 
 Messages = list[dict[str, str]]
+_Answer = TypeVar("_Answer", Completion, OptionProbs)
 
 #: the stages whose system prompt is rendered from the run's domain, types and output format
 _WRITERS = ("seed_generation", "guidance", "guidance_refine", "composer", "composition_refine")
@@ -106,19 +109,45 @@ class Caller:
         return {"temperature": cfg.judge_temperature if judge else cfg.temperature, "max_tokens": cfg.max_tokens,
                 "seed": derive_seed(cfg.seed, r.seed.key, stage, salt)}
 
+    async def choose(self, r: SeedResult, stage: str, messages: Messages, options: Sequence[str], *,
+                     salt: object = "", rnd: int | None = None) -> OptionProbs:
+        """One option-probability call of ``stage`` for seed ``r`` (:meth:`~hf_rgda.llm.LLM.option_probs`: one
+        output token at temperature 0 where the backend has logprobs), cached and counted like :meth:`ask`.
+
+        Args:
+            options: the short answers, e.g. ``("A", "B", "C")``.
+            salt, rnd: as for :meth:`ask`.
+
+        Raises:
+            BackendError: the backend failed.
+        """
+        llm, params = self.llm, {"seed": derive_seed(self.config.seed, r.seed.key, stage, salt)}
+        key = option_probs_key(llm.identity(), messages, options, params) if self.cache is not None else ""
+        return await self._paid(r, stage, rnd, key, lambda c: c.get_option_probs(key), ResponseCache.put_option_probs,
+                                lambda: llm.option_probs(messages, options, params=params))
+
     async def _complete(self, r: SeedResult, stage: str, messages: Messages, schema: dict[str, Any],
                         params: dict[str, Any], rnd: int | None, llm: LLM) -> str:
         key = cache_key(llm.identity(), messages, schema, params) if self.cache is not None else ""
-        comp = self.cache.get(key) if self.cache is not None else None
-        if comp is None:
+        comp = await self._paid(r, stage, rnd, key, lambda c: c.get(key), ResponseCache.put,
+                                lambda: llm.complete(messages, schema=schema, params=params))
+        return comp.text
+
+    async def _paid(self, r: SeedResult, stage: str, rnd: int | None, key: str,
+                    get: Callable[[ResponseCache], _Answer | None], put: Callable[[ResponseCache, str, _Answer], None],
+                    call: Callable[[], Awaitable[_Answer]]) -> _Answer:
+        """The cache's answer under ``key``, else ``call()`` within the backend's concurrency limit (timed when the
+        backend does not time it, then stored); counted on ``r`` either way."""
+        got = get(self.cache) if self.cache is not None else None
+        if got is None:
             async with self._sem:
                 start = time.perf_counter()
-                comp = await llm.complete(messages, schema=schema, params=params)
-            if not comp.seconds:
-                comp = Completion(comp.text, comp.usage, time.perf_counter() - start)
+                got = await call()
+            if not got.seconds:
+                got = dataclasses.replace(got, seconds=time.perf_counter() - start)
             if self.cache is not None:
-                self.cache.put(key, comp)
-            log.debug("%s %s: %.1f s, %d+%d tokens", r.seed.key, stage, comp.seconds, comp.usage.prompt_tokens,
-                      comp.usage.completion_tokens)
-        r.accounting.record(stage, comp, rnd)
-        return comp.text
+                put(self.cache, key, got)
+            log.debug("%s %s: %.1f s, %d+%d tokens", r.seed.key, stage, got.seconds, got.usage.prompt_tokens,
+                      got.usage.completion_tokens)
+        r.accounting.record(stage, got, rnd)
+        return got

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from ._exceptions import ParseError
-from .llm.base import Completion
+from .llm.base import Completion, OptionProbs
 from .tags import Span, detokenize, tags_to_spans
 
 __all__ = ["META_COLUMNS", "Accounting", "Candidate", "Judgement", "Rejection", "Seed", "SeedResult", "SeedTrace"]
@@ -147,8 +147,8 @@ class Accounting:
     stage_calls: Counter[str] = field(default_factory=Counter)
     stage_usage: dict[str, Counter[str]] = field(default_factory=dict)
 
-    def record(self, stage: str, comp: Completion, rnd: int | None = None) -> None:
-        """Count one call of ``stage`` (in judge or debate round ``rnd``)."""
+    def record(self, stage: str, comp: Completion | OptionProbs, rnd: int | None = None) -> None:
+        """Count one call of ``stage`` (in judge or debate round ``rnd``): a completion or an option-probability call."""
         self.stage_calls[stage] += 1
         self.calls += 1
         self.cached_calls += comp.cached
