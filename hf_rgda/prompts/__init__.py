@@ -21,6 +21,7 @@ TEMPLATE_NAMES = (
     "debate_review",
     "debate_revise",
     "entities_format",
+    "entity_verify",
     "guidance",
     "guidance_judge",
     "guidance_refine",
