@@ -60,7 +60,11 @@ class RGDAAugmenter:
         scheme: tag scheme of the input (and output) tags.
         tokens_column, tags_column: column names.
         cache: True for the default response cache, a path, or False for none.
-        type_descriptions: optional ``{type: description}`` shown to the generating stages.
+        type_descriptions: optional ``{type: description}`` shown to the generating stages and in the entity
+            verifier's options (``verify_entities``).
+        confusers: the entity verifier's contrast categories (e.g. ``["the name of a gene or protein"]``) instead of
+            its defaults for the dataset's types; "an ordinary word or phrase, not a name" is always offered too
+            (see :mod:`hf_rgda.stages.categories`).
         llm_options: passed to :func:`~hf_rgda.llm.load_llm` (``base_url``, ``n_ctx``, ...).
         attribution_model: folder or Hub id of a token-classification model for WHERE (``biorda``, ``where=True``);
             see :func:`hf_rgda.attribution.fit_seed_model` to train one on the seeds.
@@ -78,7 +82,8 @@ class RGDAAugmenter:
     def __init__(self, llm: str | LLM = DEFAULT_LLM, *, label_names: Sequence[str] | None = None,
                  scheme: str = "IOB2", tokens_column: str = "tokens", tags_column: str = "ner_tags",
                  cache: bool | str | Path = True, stats: SplitStats | None = None,
-                 type_descriptions: Mapping[str, str] | None = None, llm_options: Mapping[str, Any] | None = None,
+                 type_descriptions: Mapping[str, str] | None = None, confusers: Sequence[str] | None = None,
+                 llm_options: Mapping[str, Any] | None = None,
                  attribution_model: str | None = None, debate_llms: Sequence[str | LLM] = (),
                  config: AugmentConfig | None = None, **config_fields: Any) -> None:
         if scheme not in SCHEMES:
@@ -99,6 +104,7 @@ class RGDAAugmenter:
         self.cache_path = "" if cache is False else str(cache) if not isinstance(cache, bool) else "default"
         self.stats = stats
         self.type_descriptions = dict(type_descriptions or {})
+        self.confusers = None if confusers is None else [str(c) for c in confusers]
         self.attribution_model = str(attribution_model) if attribution_model else None
         if self.config.uses_attribution and not self.attribution_model:
             raise ConfigError(f"method {self.config.method!r}{' with where=True' if self.config.where else ''} needs "
@@ -139,7 +145,6 @@ class RGDAAugmenter:
                        salvage=self.config.salvage if salvage is None else salvage)
 
     def _pipeline(self) -> Pipeline:
-        notes = "\n".join(f"- {t}: {d}" for t, d in self.type_descriptions.items())
         checker = self.checker()
         cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
         if self.config.uses_attribution and self._selector is None:
@@ -147,7 +152,8 @@ class RGDAAugmenter:
 
             self._selector = AttributionSelector(self.attribution_model, type_descriptions=self.type_descriptions,
                                                  top_n=self.config.attribution_top_n)
-        return Pipeline(self.config, self.llm, checker, cache=cache, type_notes=notes, attribution=self._selector,
+        return Pipeline(self.config, self.llm, checker, cache=cache, type_descriptions=self.type_descriptions,
+                        confusers=self.confusers, attribution=self._selector,
                         debate_llms=self.debate_llms, mentions=self.stats.mentions if self.stats else None,
                         progress=_progress_bars())
 

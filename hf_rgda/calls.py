@@ -45,11 +45,13 @@ def derive_seed(base: int, *parts: object) -> int:
 
 
 def system_prompts(config: AugmentConfig, types: Sequence[str], type_notes: str = "") -> dict[str, str]:
-    """The system prompt of every stage that writes or judges (the debate renders its own, one per persona)."""
+    """The system prompt of every stage that writes, judges or verifies (the debate renders its own, one per
+    persona)."""
     common = {"domain": config.domain or "the domain of the given sentence", "types": ", ".join(types),
               "type_notes": type_notes, "output_format": prompts.template(f"{config.representation}_format")}
     systems = {name: prompts.render(name, **common) for name in _WRITERS}
     systems.update({name: prompts.render(name, types=common["types"]) for name in _JUDGES})
+    systems["entity_verify"] = prompts.render("entity_verify", domain=common["domain"])
     return systems
 
 

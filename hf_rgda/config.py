@@ -79,6 +79,11 @@ class AugmentConfig:
                        "type, tag a text the split always tags, keep the one of several sentences with the entities; each repair is "
                        "recorded in rgda_reason")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold")
+    verify_entities: bool = _f(True, "ask one multiple-choice question per tagged entity of every sentence that passed "
+                               "the checker (its type against the dataset's other types, contrast categories and 'an "
+                               "ordinary word or phrase'), read as the probability of its type; below verify_threshold "
+                               "the entity is untagged (salvage, then the row is checked again) or its row rejected")
+    verify_threshold: float = _f(0.5, "entity verification: the probability of its type an entity needs to stay tagged")
     skip_entityless: bool = _f(True, "leave seeds without any entity un-augmented (small models invent entities for them)")
     entity_hints: int = _f(6, "guided methods: the composer's guide shows a same-type entity from the dataset in place "
                            "of each of the seed's, plus this many more per type as examples (0 = neither: the "
@@ -113,6 +118,8 @@ class AugmentConfig:
                 raise ConfigError(f"{name}={getattr(self, name)} must be between 0.0 and 2.0")
         if not 0.0 < self.near_copy_ratio <= 1.0:
             raise ConfigError(f"near_copy_ratio={self.near_copy_ratio} must be in (0, 1]")
+        if not 0.0 <= self.verify_threshold <= 1.0:
+            raise ConfigError(f"verify_threshold={self.verify_threshold} must be between 0.0 and 1.0")
         if self.entity_hints < 0:
             raise ConfigError(f"entity_hints={self.entity_hints} must be 0 or more")
         if self.attribution_top_n < 1:

@@ -25,7 +25,7 @@ from .checking import Checker, entity_mentions
 from .config import AugmentConfig
 from .llm.base import LLM
 from .records import Seed, SeedResult
-from .stages import Composer, EntityPool, Guidance, Review, Run, SeedGeneration, Step, Where, Which
+from .stages import Composer, EntityPool, Guidance, Review, Run, SeedGeneration, Step, Verify, Where, Which
 
 __all__ = ["STOPS_THE_RUN", "Pipeline", "Stages"]
 
@@ -46,6 +46,7 @@ class Stages:
     guidance: Guidance
     composer: Composer
     review: Review
+    verify: Verify
 
 
 class Pipeline:
@@ -56,7 +57,10 @@ class Pipeline:
         llm: the backend used for every stage (as in the paper).
         checker: the deterministic quality floor.
         cache: response cache, or None to call the backend every time.
-        type_notes: optional text describing the entity types, shown to generating stages.
+        type_descriptions: optional ``{type: description}``, shown to the generating stages and in the entity
+            verifier's options.
+        confusers: the entity verifier's contrast categories instead of its defaults (see
+            :mod:`hf_rgda.stages.categories`).
         attribution: WHERE's selector (``biorda``, ``where=True``).
         debate_llms: the debate agents' backends (default: ``llm``).
         mentions: ``{type: [entity text, ...]}``, the pool of the composer's entity hints (default: the seeds').
@@ -64,7 +68,8 @@ class Pipeline:
     """
 
     def __init__(self, config: AugmentConfig, llm: LLM, checker: Checker, *, cache: ResponseCache | None = None,
-                 type_notes: str = "", attribution: Any = None, debate_llms: Sequence[LLM] = (),
+                 type_descriptions: Mapping[str, str] | None = None, confusers: Sequence[str] | None = None,
+                 attribution: Any = None, debate_llms: Sequence[LLM] = (),
                  mentions: Mapping[str, Sequence[str]] | None = None, progress: bool = False) -> None:
         if config.uses_attribution and attribution is None:
             raise ConfigError(f"method {config.method!r}{' with where=True' if config.where else ''} needs an "
@@ -73,7 +78,9 @@ class Pipeline:
         self.attribution, self.debate_llms = attribution, list(debate_llms) or [llm]
         self.pool = EntityPool({t: list(v) for t, v in (mentions or {}).items()})
         self.progress = progress  # a transient bar per stage inside a batch (a batch can take many minutes locally)
-        self.systems = system_prompts(config, checker.types, type_notes)
+        self.descriptions, self.confusers = dict(type_descriptions or {}), confusers
+        notes = "\n".join(f"- {t}: {d}" for t, d in self.descriptions.items())
+        self.systems = system_prompts(config, checker.types, notes)
 
     async def run(self, seeds: Sequence[Seed], examples: Sequence[Seed] = ()) -> list[SeedResult]:
         """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds)."""
@@ -91,34 +98,48 @@ class Pipeline:
         pool = self.pool or EntityPool(entity_mentions([s.tokens for s in shown], [s.tags for s in shown]))
         run = Run(self.cfg, Caller(self.cfg, self.llm, self.cache), self.checker, self.systems)
         composer, which = Composer(run, shown, pool), Which(run, self.debate_llms)
+        # the verifier re-checks a row as the stage that wrote it was checked: biorda's rows by WHICH's checker
+        verify = Verify(run, descriptions=self.descriptions, confusers=self.confusers,
+                        checker=which.floor if self.cfg.method == "biorda" else None,
+                        forbid_seed_entities=self.cfg.uses_guidance)
         return Stages(Where(self.attribution), which, SeedGeneration(run), Guidance(run), composer,
-                       Review(run, which, composer))
+                       Review(run, which, composer), verify)
 
     async def _run_group(self, rs: list[SeedResult], s: Stages) -> None:
         """The method's stages over one group of seeds (the batch, or one seed with ``schedule="row"``)."""
         cfg = self.cfg
+        verify = Step("entity_verify", "verify entities", s.verify) if cfg.verify_entities else None
         if cfg.uses_attribution:
             await self.each(rs, Step("where", "where", s.where))
         if cfg.method == "biorda":
             await self.each(rs, Step("debate", "which", s.which))
+            await self._maybe(rs, verify)
             return
         await self.each(rs, Step("seed_generation", "seed generation", s.seed_generation))
         await self.each(rs, Step("seed_generation_repair", "repair (seed generation)", s.seed_generation.repair))
         if not cfg.uses_guidance:
             for r in rs:
                 r.accepted = r.variants
+            await self._maybe(rs, verify)
             return
         await self.each(rs, Step("guidance", "guidance", s.guidance))
         if cfg.uses_gr:
             await s.guidance.loop()(rs, self.each)
         await self.each(rs, Step("composer", "compose", s.composer))
         await self.each(rs, Step("composer_repair", "repair (composer)", s.composer.repair))
+        await self._maybe(rs, verify)
         if cfg.uses_ac:
-            await s.composer.loop()(rs, self.each)
+            await s.composer.loop(after_refine=verify)(rs, self.each)
         if cfg.debate_review:
             await self.each(rs, Step("debate_review", "review", s.review))
+            await self._maybe(rs, verify)
         for r in rs:
             s.composer.finish(r)
+
+    async def _maybe(self, rs: Sequence[SeedResult], step: Step | None) -> None:
+        """Run ``step`` unless it is switched off (None)."""
+        if step is not None:
+            await self.each(rs, step)
 
     async def each(self, rs: Sequence[SeedResult], step: Step, *, soft: bool = False) -> set[SeedResult]:
         """Run ``step`` on every live seed of ``rs``, concurrently.

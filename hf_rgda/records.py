@@ -17,7 +17,8 @@ from ._exceptions import ParseError
 from .llm.base import Completion, OptionProbs
 from .tags import Span, detokenize, tags_to_spans
 
-__all__ = ["META_COLUMNS", "Accounting", "Candidate", "Judgement", "Rejection", "Seed", "SeedResult", "SeedTrace"]
+__all__ = ["META_COLUMNS", "Accounting", "Candidate", "EntityVerdict", "Judgement", "Rejection", "Seed", "SeedResult",
+           "SeedTrace"]
 
 #: metadata columns added to every output row
 META_COLUMNS: dict[str, pa.DataType] = {
@@ -82,6 +83,7 @@ class Candidate:
     detail: str = ""
     repair_asked: bool = False  # a targeted re-ask has already covered this rejection
     salvaged: list[str] = field(default_factory=list)  # deterministic repairs the checker made (salvage=True)
+    verified: bool = False  # the entity verifier has decided on its entities (hf_rgda.stages.verify)
 
     @property
     def ok(self) -> bool:
@@ -203,6 +205,7 @@ class SeedResult:
         variants: the seed generation stage's sentences (the guidance stage's "other phrasings").
         superseded: valid sentences replaced by a refinement or a revision.
         skipped: the seed has no entity and ``skip_entityless`` left it alone.
+        entity_verdicts: the entity verifier's answer on each entity it asked about, in order.
     """
 
     seed: Seed
@@ -218,10 +221,31 @@ class SeedResult:
     skipped: bool = False
     attribution: dict[str, Any] | None = None
     debate: dict[str, Any] | None = None
+    entity_verdicts: list[EntityVerdict] = field(default_factory=list)
 
     @property
     def alive(self) -> bool:
         return not self.failure
+
+
+@dataclass(frozen=True)
+class EntityVerdict:
+    """The entity verifier's answer on one tagged entity of a sentence (:mod:`hf_rgda.stages.verify`).
+
+    Attributes:
+        entity: the entity's text.
+        type: its tagged type.
+        probability: the probability of its type among the question's options (4 decimals).
+        decision: ``"verified"`` (at or above ``verify_threshold``), ``"untagged"`` (below: untagged, the row kept
+            if it passes the checker again) or ``"rejected"`` (below: its row rejected).
+        alternative: the most likely other option.
+    """
+
+    entity: str
+    type: str
+    probability: float
+    decision: str
+    alternative: str = ""
 
 
 @dataclass(frozen=True)
@@ -244,6 +268,7 @@ class SeedTrace:
         rejected: every rejection, in order.
         salvaged: the checker's repairs inside the accepted sentences.
         gr, ac: the Guidance Refiner's and the Augmentation Calibrator's verdicts, round by round.
+        verification: the entity verifier's verdicts.
         guidance, attribution, debate: the stages' records (the guide, WHERE's word scores, the debate transcript).
     """
 
@@ -261,6 +286,7 @@ class SeedTrace:
     salvaged: list[str] = field(default_factory=list)
     gr: list[Judgement] = field(default_factory=list)
     ac: list[Judgement] = field(default_factory=list)
+    verification: list[EntityVerdict] = field(default_factory=list)
     accounting: Accounting = field(default_factory=Accounting)
 
     @classmethod
@@ -271,7 +297,7 @@ class SeedTrace:
                    superseded=r.superseded, skipped=r.skipped, guidance=r.guidance, attribution=r.attribution,
                    debate=r.debate, rejected=[Rejection(s, c.reason, c.detail) for s, c in r.rejected],
                    salvaged=[x for c in r.accepted for x in c.salvaged],
-                   gr=r.judgements["gr"], ac=r.judgements["ac"],
+                   gr=r.judgements["gr"], ac=r.judgements["ac"], verification=r.entity_verdicts,
                    accounting=dataclasses.replace(acc, llm_seconds=round(acc.llm_seconds, 3),
                                                   cached_seconds=round(acc.cached_seconds, 3)))
 
@@ -282,7 +308,7 @@ class SeedTrace:
                 "guidance": self.guidance, "attribution": self.attribution, "debate": self.debate,
                 "rejected": [dataclasses.asdict(x) for x in self.rejected], "salvaged": self.salvaged,
                 "gr": [dataclasses.asdict(j) for j in self.gr], "ac": [dataclasses.asdict(j) for j in self.ac],
-                **self.accounting.to_json()}
+                "verification": [dataclasses.asdict(v) for v in self.verification], **self.accounting.to_json()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SeedTrace:
@@ -294,7 +320,9 @@ class SeedTrace:
                    skipped=data.get("skipped", False), guidance=data.get("guidance"),
                    attribution=data.get("attribution"), debate=data.get("debate"),
                    rejected=[Rejection(x.get("stage", ""), x["reason"], x.get("detail", "")) for x in data["rejected"]],
-                   salvaged=data.get("salvaged", []), **verdicts, accounting=Accounting.from_json(data))
+                   salvaged=data.get("salvaged", []), **verdicts,
+                   verification=[EntityVerdict(**v) for v in data.get("verification", [])],
+                   accounting=Accounting.from_json(data))
 
     @classmethod
     def read(cls, value: str) -> SeedTrace | None:

@@ -31,6 +31,10 @@ class RunSummary:
     wall_seconds: float = 0.0
     rounds: dict[str, Counter[int]] = field(default_factory=lambda: {"gr": Counter(), "ac": Counter()})
     scores: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))  # histograms: flat memory
+    entity_decisions: Counter[str] = field(default_factory=Counter)  # the entity verifier's, per entity
+    entity_probs: Counter[int] = field(default_factory=Counter)  # P(type) histogram, tenths: 0 is [0, 0.1)
+    entity_prob_sum: float = 0.0
+    verify_rejected_rows: int = 0  # rows the entity verifier rejected, or whose re-check after an untag failed
 
     def add(self, trace: SeedTrace) -> None:
         """Fold one seed's trace in."""
@@ -48,6 +52,11 @@ class RunSummary:
                 self.rounds[kind][len(verdicts)] += 1
             for rnd, verdict in enumerate(verdicts, 1):
                 self.scores[f"{kind}_round{rnd}"][verdict.score] += 1
+        self.verify_rejected_rows += sum(r.stage == "entity_verify" for r in trace.rejected)
+        for v in trace.verification:
+            self.entity_decisions[v.decision] += 1
+            self.entity_probs[min(9, int(v.probability * 10))] += 1
+            self.entity_prob_sum += v.probability
 
     @classmethod
     def from_traces(cls, traces: Iterable[str]) -> RunSummary:
@@ -78,7 +87,16 @@ class RunSummary:
             "wall_seconds": round(self.wall_seconds, 1),
             "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.rounds.items()},
             "judge_scores": dist,
+            "entity_verification": self._verification(),
         }
+
+    def _verification(self) -> dict[str, Any]:
+        """The entity verifier's counts per decision, the rows it removed, and its P(type) mean and histogram."""
+        n = sum(self.entity_decisions.values())
+        return {"entities": n, **{k: self.entity_decisions[k] for k in ("verified", "untagged", "rejected")},
+                "rows_rejected": self.verify_rejected_rows,
+                "mean_probability": round(self.entity_prob_sum / n, 3) if n else None,
+                "probability_histogram": {f"{k / 10:.1f}": v for k, v in sorted(self.entity_probs.items())}}
 
     def format(self) -> str:
         """A human-readable block for the terminal."""
@@ -101,6 +119,10 @@ class RunSummary:
                 lines.append(f"{kind.upper()} rounds per seed: " + ", ".join(f"{k}: {v}" for k, v in hist.items()))
         for k, v in d["judge_scores"].items():
             lines.append(f"{k} scores: mean {v['mean']} (min {v['min']}, max {v['max']}, n {v['n']})")
+        if (ev := d["entity_verification"])["entities"]:
+            lines.append(f"entity verification: {ev['entities']} entities, {ev['verified']} verified, {ev['untagged']} "
+                         f"untagged, {ev['rejected']} rejected (mean P {ev['mean_probability']}); rows rejected: "
+                         f"{ev['rows_rejected']}")
         return "\n".join(lines)
 
 

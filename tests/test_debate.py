@@ -255,6 +255,8 @@ def test_biorda_rejects_an_unchanged_proposal_and_keeps_the_others() -> None:
             n = props["proposals"]["minItems"]
             return {"proposals": [{"replacements": [{"position": 1, "new": ["detected", "found", "saw"][k]}]}
                                   for k in range(n)]}
+        if "answer" in props:  # the entity verifier's question: the seed's entity is a disease
+            return {"A": 1.0}
         return {"reviews": [review(100) for _ in range(props["reviews"]["minItems"])]}
 
     cfg = AugmentConfig(method="biorda", num_augmented=3, debate_agents=2)

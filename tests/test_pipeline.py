@@ -26,14 +26,16 @@ def test_rgda_stage_order_is_stage_major() -> None:
     world = FakeWorld()
     results = run(world)
     n = len(SEEDS)
-    assert world.stages == ["seed_generation"] * n + ["guidance"] * n + ["gr_judge"] * n + ["composer"] * n + ["ac_judge"] * n
+    verify = ["entity_verify"] * 3 * n  # one question per entity: each sentence has one, each seed three sentences
+    assert world.stages == (["seed_generation"] * n + ["guidance"] * n + ["gr_judge"] * n + ["composer"] * n + verify
+                            + ["ac_judge"] * n)
     assert all(len(r.accepted) == 3 and not r.rejected and not r.failure for r in results)
 
 
 def test_row_schedule_runs_each_seed_through_all_stages() -> None:
     world = FakeWorld()
     run(world, schedule="row")
-    assert world.stages[:5] == ["seed_generation", "guidance", "gr_judge", "composer", "ac_judge"]
+    assert world.stages[:8] == ["seed_generation", "guidance", "gr_judge", "composer", *["entity_verify"] * 3, "ac_judge"]
 
 
 @pytest.mark.parametrize(("scores", "rounds"), [([95], 1), ([60, 92], 2), ([10, 20, 30, 40], 3), ([90], 1)])

@@ -75,10 +75,16 @@ def _verdict(rubric: dict[str, Any], total: int, field: str) -> dict[str, Any]:
 
 
 def handler(messages: Any, schema: Any, params: Any) -> Any:
-    """The scripted world, made a pure function of the call, with judges and reviewers that vary and a few broken
-    sentences (an entity missing from its text, a copy of the seed) for the checker and the repair stage."""
+    """The scripted world, made a pure function of the call, with judges and reviewers that vary, a few broken
+    sentences (an entity missing from its text, a copy of the seed) for the checker and the repair stage, and entity
+    verdicts that sometimes fall below the threshold (then most likely "an ordinary word": untagged, or a cut span:
+    the row rejected)."""
     props = (schema or {}).get("properties", {})
     system = messages[0]["content"]
+    if "answer" in props:  # the entity verifier's question (option probabilities)
+        letters = props["answer"]["enum"]
+        p = [0.97, 0.9, 0.8, 0.2][_pick(messages, 4)]
+        return {"A": p, letters[-1 - _pick(messages[1:], 2)]: round(1 - p, 6)}
     if "proposals" in props:  # WHICH: advise / revise
         n = props["proposals"]["minItems"]
         pos = props["proposals"]["items"]["properties"]["replacements"]["items"]["properties"]["position"]["enum"]
@@ -171,8 +177,11 @@ def test_snapshot_covers_every_stage() -> None:
     """The fixture is only a proof if it exercises the stages: refinements, repairs, rejections, the debate."""
     data = _load()
     systems = " ".join(c["messages"][0]["content"] for v in data.values() for c in v["calls"])
-    for marker in ("improve a sentence guide", "revise synthetic", "proposer", "checks synthetic training sentences"):
+    for marker in ("improve a sentence guide", "revise synthetic", "proposer", "checks synthetic training sentences",
+                   "check the entity tags"):
         assert marker in systems, marker
     statuses = {r["rgda_status"] for v in data.values() for r in v["rows"]}
     assert {"original", "accepted", "rejected"} <= statuses
+    reasons = {r["rgda_reason"] for v in data.values() for r in v["rows"]}
+    assert {"entity_verify/unverified_entity", "entity_verify/no_entity"} <= reasons, "no verifier rejection"
     assert any(len(c["messages"]) > 2 for v in data.values() for c in v["calls"]), "no repair or re-ask"

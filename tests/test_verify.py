@@ -4,15 +4,23 @@ scripted probabilities, the stage in the pipeline, its trace and summary."""
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from datasets import Dataset
 
-from hf_rgda import AugmentConfig, ConfigError, ScriptedLLM
+from hf_rgda import AugmentConfig, ConfigError, RGDAAugmenter, RunSummary, ScriptedLLM
 from hf_rgda.cache import ResponseCache
 from hf_rgda.calls import Caller, derive_seed
-from hf_rgda.records import Seed, SeedResult
+from hf_rgda.checking import Checker, SplitStats
+from hf_rgda.pipeline import Pipeline
+from hf_rgda.records import Candidate, EntityVerdict, Seed, SeedResult, SeedTrace
 from hf_rgda.stages.categories import BOUNDARY, FALLBACK, GROUPS, ORDINARY, question
+from hf_rgda.tags import parse_inline
+
+from .conftest import LABELS, SEED_ROWS, FakeWorld
 
 SEED = Seed("s0", ("Gout", "flares", "are", "painful", "."), ("B-Disease", "O", "O", "O", "O"))
 QUESTION = [{"role": "system", "content": "pick a letter"}, {"role": "user", "content": "Gout is: A) B) C)"}]
@@ -89,3 +97,125 @@ def test_a_type_no_group_knows_gets_the_fallback_contrasts_alone() -> None:
 def test_too_many_options_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="at most 26"):
         question("x", "T0", [f"T{i}" for i in range(30)])
+
+
+# ---------------------------------------------------------------- the decisions
+def scripted(verdicts: dict[str, dict[str, float]]) -> ScriptedLLM:
+    """A backend answering the verifier's question about entity X with ``verdicts[X]`` (letters -> probability)."""
+
+    def handler(messages: Any, schema: Any, params: Any) -> Any:
+        entity = re.search(r'In this sentence, "(.+)" is:', messages[-1]["content"]).group(1)
+        return verdicts[entity]
+
+    return ScriptedLLM(handler)
+
+
+def verify(rows: list[str], verdicts: dict[str, dict[str, float]], *, types: tuple[str, ...] = ("Disease",),
+           stats: SplitStats | None = None, **cfg: Any) -> tuple[SeedResult, ScriptedLLM]:
+    """The verifier stage of a guided run over candidate rows written inline (``"[gout](Disease) hurts ."``)."""
+    llm = scripted(verdicts)
+    pipe = Pipeline(AugmentConfig(**cfg), llm, Checker(types, stats or SplitStats(), salvage=cfg.get("salvage", True)))
+    r = SeedResult(Seed("s", *map(tuple, parse_inline("Germline mutations in BRCA1 cause [breast cancer](Disease) ."))))
+    r.accepted = [Candidate(raw=row, tokens=t, tags=g) for row in rows for t, g in [parse_inline(row)]]
+    asyncio.run(pipe.stages().verify(r))
+    return r, llm
+
+
+TWO = "Variants of TP53 raise the risk of [glioma](Disease) and of [glutamate](Disease) in adults ."
+SURE, ORDINARY_WORD = {"A": 0.9, "F": 0.1}, {"A": 0.2, "F": 0.8}
+
+
+def test_a_verified_entity_stays_and_every_verdict_is_recorded() -> None:
+    r, llm = verify([TWO], {"glioma": SURE, "glutamate": {"A": 0.5, "F": 0.5}}, verify_threshold=0.5)
+    assert len(llm.calls) == 2 and len(r.accepted) == 1 and r.accepted[0].verified and not r.rejected
+    assert r.entity_verdicts == [EntityVerdict("glioma", "Disease", 0.9, "verified", ORDINARY),
+                                 EntityVerdict("glutamate", "Disease", 0.5, "verified", ORDINARY)]
+
+
+def test_below_the_threshold_an_ordinary_word_is_untagged_and_the_row_kept() -> None:
+    r, _ = verify([TWO], {"glioma": SURE, "glutamate": ORDINARY_WORD}, verify_threshold=0.5)
+    (c,) = r.accepted
+    assert c.tags.count("B-Disease") == 1 and c.tags[c.tokens.index("glutamate")] == "O"
+    assert c.salvaged == [("unverified_entity: untagged 'glutamate' ('glutamate' as Disease: P = 0.20 < 0.5; most "
+                           f"likely: {ORDINARY})")]
+    assert [v.decision for v in r.entity_verdicts] == ["verified", "untagged"]
+
+
+def test_just_below_the_threshold_is_below() -> None:
+    r, _ = verify([TWO], {"glioma": SURE, "glutamate": {"A": 0.4999, "F": 0.5001}}, verify_threshold=0.5)
+    assert r.entity_verdicts[1].decision == "untagged"
+
+
+def test_an_untagged_row_must_pass_the_checker_again() -> None:
+    r, _ = verify(["Mice lacking the protein developed [glutamate](Disease) within weeks ."], {"glutamate": ORDINARY_WORD})
+    assert not r.accepted and [(s, c.reason) for s, c in r.rejected] == [("entity_verify", "no_entity")]
+    # strictly: a text the split always tags is not tagged back, the row is rejected instead
+    stats = SplitStats(lexicon={"glutamate": "Disease"})
+    r, _ = verify([TWO], {"glioma": SURE, "glutamate": ORDINARY_WORD}, stats=stats)
+    assert [(s, c.reason) for s, c in r.rejected] == [("entity_verify", "known_mention")]
+
+
+@pytest.mark.parametrize("alternative", ["E", "B"])  # a cut or extended span; another type of the dataset
+def test_a_span_or_a_type_error_rejects_the_row(alternative: str) -> None:
+    types = ("Disease", "Gene")
+    r, _ = verify([TWO], {"glioma": SURE, "glutamate": {"A": 0.1, alternative: 0.9}}, types=types)
+    assert not r.accepted and [v.decision for v in r.entity_verdicts] == ["verified", "rejected"]
+    ((stage, c),) = r.rejected
+    assert (stage, c.reason) == ("entity_verify", "unverified_entity")
+    assert c.detail.startswith("'glutamate' as Disease: P = 0.10 < 0.5; most likely: ")
+
+
+def test_without_salvage_every_entity_below_the_threshold_rejects_its_row() -> None:
+    r, _ = verify([TWO], {"glioma": SURE, "glutamate": ORDINARY_WORD}, salvage=False)
+    assert not r.accepted and r.rejected[0][1].reason == "unverified_entity"
+
+
+def test_one_question_per_text_and_type_and_each_row_once() -> None:
+    row = "Both [gout](Disease) and [gout](Disease) flares were linked to [lupus](Disease) in the cohort ."
+    r, llm = verify([row], {"gout": ORDINARY_WORD, "lupus": SURE})
+    assert len(llm.calls) == 2 and r.accepted[0].tags.count("B-Disease") == 1
+    asyncio.run(Pipeline(AugmentConfig(), llm, Checker(("Disease",))).stages().verify(r))
+    assert len(llm.calls) == 2  # already verified: not asked again
+
+
+# ---------------------------------------------------------------- in the pipeline
+def test_verification_off_makes_no_call(world: FakeWorld) -> None:
+    pipe = Pipeline(AugmentConfig(verify_entities=False), ScriptedLLM(world), Checker(("Disease",)))
+    asyncio.run(pipe.run([SEED]))
+    assert world.stages and "entity_verify" not in world.stages
+
+
+def test_refined_sentences_are_verified_before_the_judge_sees_them() -> None:
+    world = FakeWorld(ac_scores=[10, 95])
+    asyncio.run(Pipeline(AugmentConfig(), ScriptedLLM(world), Checker(("Disease",))).run([SEED]))
+    after = world.stages[world.stages.index("ac_judge"):]
+    assert after == ["ac_judge", "ac_refine", "entity_verify", "entity_verify", "entity_verify", "ac_judge"]
+
+
+def test_naive_rows_are_verified(world: FakeWorld) -> None:
+    asyncio.run(Pipeline(AugmentConfig(method="naive"), ScriptedLLM(world), Checker(("Disease",))).run([SEED]))
+    assert world.stages == ["seed_generation"] + ["entity_verify"] * 3
+
+
+def test_trace_and_summary_carry_the_verdicts(tmp_path: Path) -> None:
+    ds = Dataset.from_dict(SEED_ROWS)
+    llm = ScriptedLLM(FakeWorld(entity_prob=0.3))  # every entity below: "an ordinary word" -> untagged -> no_entity
+
+    def run() -> tuple[Any, RGDAAugmenter]:
+        aug = RGDAAugmenter(label_names=LABELS, llm=llm, cache=tmp_path / "r.sqlite3", method="gda")
+        return ds.map(aug, batched=True, load_from_cache_file=False), aug
+
+    out, aug = run()
+    d = aug.summary.to_dict()
+    assert d["accepted"] == 0 and d["rejected_by_reason"] == {"no_entity": 9}
+    assert d["entity_verification"] == {"entities": 9, "verified": 0, "untagged": 9, "rejected": 0,
+                                        "rows_rejected": 9, "mean_probability": 0.3,
+                                        "probability_histogram": {"0.3": 9}}
+    assert "entity verification: 9 entities, 0 verified, 9 untagged" in aug.summary.format()
+    trace = SeedTrace.read(out["rgda_trace"][0])
+    assert trace is not None and trace.verification[0].decision == "untagged" and trace.verification[0].probability == 0.3
+    assert RunSummary.from_traces(out["rgda_trace"]).to_dict()["entity_verification"] == d["entity_verification"]
+    paid = len(llm.calls)
+    _, again = run()  # a rerun: every call, the verifier's included, from the cache
+    assert len(llm.calls) == paid and again.summary.to_dict()["entity_verification"] == d["entity_verification"]
+    assert again.summary.accounting.cached_calls == again.summary.accounting.calls > 0

@@ -7,6 +7,8 @@
 - :mod:`.judge`: the judge loop both refiners are (Algorithm 1).
 - :mod:`.debate`: WHICH (``biorda``'s Advise-Reflect-Revise debate) and the ``debate_review`` stage; :mod:`.panel`:
   the reviewer rounds both run.
+- :mod:`.verify`: one multiple-choice question per tagged entity, read as the probability of its type;
+  :mod:`.categories`: the question and its options.
 - :mod:`.base`: what they share: the run, a step, writing and checking sentences.
 """
 
@@ -17,6 +19,7 @@ from .debate import Review, Which, run_debate, run_review
 from .guidance import Guidance
 from .judge import JudgeLoop
 from .seed_generation import Repair, SeedGeneration
+from .verify import Verify
 
-__all__ = ["Composer", "Each", "EntityPool", "Guidance", "JudgeLoop", "Repair", "Review", "Run", "SeedGeneration", "Step", "Where",
-           "Which", "run_debate", "run_review"]
+__all__ = ["Composer", "Each", "EntityPool", "Guidance", "JudgeLoop", "Repair", "Review", "Run", "SeedGeneration", "Step", "Verify",
+           "Where", "Which", "run_debate", "run_review"]

@@ -12,7 +12,7 @@ from typing import Any
 from ..calls import Messages, derive_seed
 from ..records import Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC
-from .base import Run, squeeze, valid
+from .base import Run, Step, squeeze, valid
 from .judge import JudgeLoop
 from .seed_generation import Repair
 
@@ -163,10 +163,11 @@ class Composer:
         return subs, hints
 
     # ---------------------------------------------------------------- the Augmentation Calibrator
-    def loop(self) -> JudgeLoop:
-        """The Augmentation Calibrator (for seeds with valid sentences)."""
+    def loop(self, after_refine: Step | None = None) -> JudgeLoop:
+        """The Augmentation Calibrator (for seeds with valid sentences); ``after_refine`` runs on the refined seeds
+        before each new verdict."""
         return JudgeLoop(self.run, "ac", "composition_judge", "composition_refine", AC_RUBRIC, self._judge_messages, self._refine,
-                         applies=lambda r: bool(valid(r)))
+                         applies=lambda r: bool(valid(r)), after_refine=after_refine)
 
     def _judge_messages(self, r: SeedResult) -> Messages:
         return self.run.messages("composition_judge", original=r.seed.as_item(self.run.config.representation),

@@ -31,6 +31,7 @@ class JudgeLoop:
         judge_messages: what the judge reads for a seed.
         refine: ``refine(r, verdict, round)`` rewrites the seed's output; False ends the loop for that seed.
         applies: which seeds the loop runs for.
+        after_refine: a step run on the refined seeds before the judge sees them again (the entity verifier).
     """
 
     run: Run
@@ -41,6 +42,7 @@ class JudgeLoop:
     judge_messages: Callable[[SeedResult], Messages]
     refine: Callable[[SeedResult, Judgement, int], Awaitable[bool]]
     applies: Callable[[SeedResult], bool] = field(default=lambda r: True)
+    after_refine: Step | None = None
 
     async def __call__(self, rs: Sequence[SeedResult], each: Each) -> None:
         """Run the loop over the seeds ``rs`` with the scheduler's ``each``."""
@@ -62,6 +64,9 @@ class JudgeLoop:
             stopped |= await each(below, Step(self.refine_stage, f"{tag} refine, round {rnd}", partial(refine, rnd=rnd)),
                                   soft=True)
             active = [r for r in below if r not in stopped]
+            if self.after_refine is not None:
+                await each(active, self.after_refine)
+                active = [r for r in active if r.alive and self.applies(r)]
 
     async def judge(self, r: SeedResult, rnd: int) -> None:
         """One verdict on the seed's current output."""

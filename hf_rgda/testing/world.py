@@ -31,6 +31,7 @@ def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
     if len(messages) > 2:  # a follow-up: the JSON re-ask repeats its stage; anything else is a repair
         return stage_of(messages[:2]) if "could not be read as JSON" in messages[-1]["content"] else "repair"
     for marker, stage in [("checks synthetic training sentences", "debate_review"),
+                          ("check the entity tags", "entity_verify"),
                           ("reviewer of sentence guides", "gr_judge"), ("reviewer of synthetic", "ac_judge"),
                           ("improve a sentence guide", "gr_refine"), ("revise synthetic", "ac_refine"),
                           ("abstract guide that another", "guidance"), ("from an abstract guide", "composer"),
@@ -41,18 +42,20 @@ def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
 
 
 class FakeWorld:
-    """Stage-aware scripted answers: valid sentences, a guidance, and judge scores from a list.
+    """Stage-aware scripted answers: valid sentences, a guidance, judge scores from a list, and entity verdicts.
 
     Args:
         gr_scores, ac_scores: total scores the judges give, round after round (last repeats).
         review_scores: total score every debate reviewer gives every sentence, call after call (last repeats).
         broken: stage names whose answer is garbage text.
+        entity_prob: the probability the entity verifier's question gives the asked type (option ``A``); the rest
+            goes to the last option, "an ordinary word or phrase".
     """
 
     def __init__(self, gr_scores: list[int] = [95], ac_scores: list[int] = [95], broken: tuple[str, ...] = (),  # noqa: B006
-                 review_scores: list[int] = [100]) -> None:  # noqa: B006
+                 review_scores: list[int] = [100], entity_prob: float = 0.95) -> None:  # noqa: B006
         self.gr_scores, self.ac_scores, self.broken = list(gr_scores), list(ac_scores), broken
-        self.review_scores = list(review_scores)
+        self.review_scores, self.entity_prob = list(review_scores), entity_prob
         self.counter = itertools.count()
         self.stages: list[str] = []
 
@@ -83,6 +86,9 @@ class FakeWorld:
             return {"context": "oncology genetics", "structure": "a gene variant causes a disease",
                     "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}],
                     "keywords": ["gene"] + [f"variant {self.stages.count('gr_refine')}"] * (stage == "gr_refine")}
+        if stage == "entity_verify":  # an option_probs question: {token: probability}
+            last = schema["properties"]["answer"]["enum"][-1]
+            return {"A": self.entity_prob, last: round(1.0 - self.entity_prob, 6)}
         if stage == "debate_review":
 
             total = self.review_scores.pop(0) if len(self.review_scores) > 1 else self.review_scores[0]

@@ -1,0 +1,127 @@
+"""Entity verification: one multiple-choice question per tagged entity of every sentence the checker passed (built
+in :mod:`.categories`), read as the probability of the entity's type (:meth:`hf_rgda.calls.Caller.choose`: one
+token at temperature 0), before the AC judge sees the sentences.
+
+The decision rule, entity by entity, with ``t = verify_threshold``:
+
+- P(type) >= t: the entity is **verified**;
+- P(type) < t and the most likely other option is a contrast category or "an ordinary word or phrase" (it is no
+  entity of any type of the dataset: a gene name in a disease dataset that leaves genes untagged, a common word):
+  under ``salvage`` the entity is **untagged** and the rest of the row stays, but the row must then pass every rule
+  of the checker again, strictly (no repair may tag the entity back; a row left without entities fails
+  ``no_entity``), else it is rejected with that rule's reason;
+- P(type) < t and the most likely other option is another type of the dataset (a mistyped entity: untagging it
+  would teach that it is no entity) or a cut or extended span (untagging it would leave the name untagged), or
+  ``salvage`` is off: the row is **rejected** (``unverified_entity``, the detail naming the entity, its type, P and
+  the most likely other option).
+
+A row with an entity to reject is rejected whole; the same text tagged the same way twice in a row is asked about
+once. Each verdict goes to the seed's ``entity_verdicts`` (the trace's ``verification``); rows the stage rejects
+are recorded under the stage ``entity_verify``. The stage asks only about sentences it has not seen
+(``Candidate.verified``), so the pipeline runs it again after each stage that writes new ones (an AC refinement,
+a debate revision).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from ..checking import Checker
+from ..records import Candidate, EntityVerdict, SeedResult
+from ..tags import Span, detokenize, tags_to_spans
+from .base import Run
+from .categories import UNTAGGABLE, Question, question
+
+__all__ = ["STAGE", "Verify"]
+
+STAGE = "entity_verify"
+
+#: one question of a row: the spans it covers (one text, one type) and the question
+_Asked = tuple[list[Span], Question]
+
+
+class Verify:
+    """The entity verification stage, over the seed's accepted sentences not verified yet (``r.accepted``).
+
+    Args:
+        run: what the run's stages share.
+        descriptions: ``{type: description}`` (``type_descriptions``).
+        confusers: contrast categories instead of the defaults (:func:`~.categories.default_confusers`).
+        checker: the checker a row must pass again after an untag (default: the run's), applied without salvage.
+        forbid_seed_entities: as the stage that wrote the sentences was checked (False for seed generation).
+    """
+
+    def __init__(self, run: Run, *, descriptions: Mapping[str, str] | None = None,
+                 confusers: Sequence[str] | None = None, checker: Checker | None = None,
+                 forbid_seed_entities: bool = True) -> None:
+        self.run, self.descriptions, self.confusers = run, dict(descriptions or {}), confusers
+        self.recheck = dataclasses.replace(checker or run.checker, salvage=False)
+        self.forbid_seed_entities = forbid_seed_entities
+
+    def question(self, tokens: Sequence[str], span: Span) -> Question:
+        """The question about ``span`` of the sentence ``tokens``."""
+        return question(detokenize(tokens[span.start : span.end]), span.label, self.run.checker.types,
+                        self.descriptions, self.confusers)
+
+    async def probabilities(self, r: SeedResult, tokens: Sequence[str], q: Question) -> dict[str, float]:
+        """Each option letter's probability for ``q`` about the sentence ``tokens`` (a call counted on ``r``)."""
+        msgs = self.run.messages(STAGE, sentence=detokenize(tokens), question=q.text())
+        return (await self.run.caller.choose(r, STAGE, msgs, q.letters)).probs
+
+    async def probability(self, r: SeedResult, tokens: Sequence[str], span: Span) -> float:
+        """P(``span``'s type) as the stage reads it (the calibration's ``entity`` score)."""
+        q = self.question(tokens, span)
+        return (await self.probabilities(r, tokens, q))[q.letters[0]]
+
+    async def __call__(self, r: SeedResult) -> None:
+        todo = [c for c in r.accepted if c.ok and not c.verified]
+        asked = {id(c): self._questions(c) for c in todo}
+        flat = [(c, spans, q) for c in todo for spans, q in asked[id(c)]]
+        answers = iter(await asyncio.gather(*(self.probabilities(r, c.tokens, q) for c, _, q in flat)))
+        kept: list[Candidate] = []
+        for c in r.accepted:
+            if id(c) in asked:
+                self._decide(r, c, [(spans, q, next(answers)) for spans, q in asked[id(c)]], kept)
+            if c.ok:
+                kept.append(c)
+        r.accepted = kept
+
+    def _questions(self, c: Candidate) -> list[_Asked]:
+        """One question per distinct (text, type) of the row, with the spans it covers."""
+        groups: dict[tuple[tuple[str, ...], str], list[Span]] = {}
+        for s in tags_to_spans(c.tags):
+            groups.setdefault((tuple(c.tokens[s.start : s.end]), s.label), []).append(s)
+        return [(spans, self.question(c.tokens, spans[0])) for spans in groups.values()]
+
+    def _decide(self, r: SeedResult, c: Candidate, answers: list[tuple[list[Span], Question, dict[str, float]]],
+                kept: Sequence[Candidate]) -> None:
+        """Apply the decision rule of the module docstring to row ``c``, recording every verdict on ``r``."""
+        cfg, c.verified = self.run.config, True
+        low = [(spans, q, probs) for spans, q, probs in answers if probs[q.letters[0]] < cfg.verify_threshold]
+        untag = cfg.salvage and all(q.alternative(probs).kind in UNTAGGABLE for _, q, probs in low)
+        for spans, q, probs in answers:
+            below = any(spans is s for s, _, _ in low)
+            decision = "verified" if not below else "untagged" if untag else "rejected"
+            r.entity_verdicts.append(EntityVerdict(q.entity, spans[0].label, round(probs[q.letters[0]], 4), decision,
+                                                   q.alternative(probs).text))
+        if not low:
+            return
+        if not untag:
+            spans, q, probs = low[0]
+            r.rejected.append((STAGE, c.reject("unverified_entity", self._detail(q, spans[0].label, probs))))
+            return
+        tags = list(c.tags)
+        for spans, q, probs in low:
+            for s in spans:
+                tags[s.start : s.end] = ["O"] * (s.end - s.start)
+            c.salvaged.append(f"unverified_entity: untagged {q.entity!r} ({self._detail(q, spans[0].label, probs)})")
+        c.tags = tags
+        self.recheck.check(c, r.seed, kept, forbid_seed_entities=self.forbid_seed_entities)
+        if not c.ok:
+            r.rejected.append((STAGE, c))
+
+    def _detail(self, q: Question, label: str, probs: Mapping[str, float]) -> str:
+        return (f"{q.entity!r} as {label}: P = {probs[q.letters[0]]:.2f} < {self.run.config.verify_threshold}; "
+                f"most likely: {q.alternative(probs).text}")
