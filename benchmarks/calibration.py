@@ -15,8 +15,12 @@ Scorers (``--scorers``), each a function from a canary to a score, built per dat
 - ``gr``: the Guidance Refiner judge on a guide canary and the sentence it abstracts; total score / 100.
 - ``debate``: the rgda+debate review panel (``run_review``, one round, the default panel of 3: two reviewers) on the
   row; the mean reviewer total / 100. The product's threshold: ``debate_sigma`` (80).
-- ``entity``, ``ac-prob``, ``gr-prob``, ``debate-prob``: extension points for the entity verifier and the judges read
-  by probability; they stop with an error naming the library capability they wait for.
+- ``entity``: the entity verification stage's probability of the presented type for the span under test, in its
+  sentence (``hf_rgda.stages.verify``: the same question, options and call as the pipeline's, with the dataset's
+  types and the default contrast categories). The product's threshold: ``verify_threshold``. Its held-out thresholds
+  (``metrics.thresholds``) are what ``verify_threshold`` should be set from.
+- ``ac-prob``, ``gr-prob``, ``debate-prob``: extension points for the judges read by probability; they stop with an
+  error naming the library capability they wait for.
 
 A canary whose judge answer cannot be read (after the pipeline's one JSON re-ask) gets no score; it is counted under
 ``failed`` and left out of the figures.
@@ -24,6 +28,7 @@ A canary whose judge answer cannot be read (after the pipeline's one JSON re-ask
 Usage:
     python benchmarks/calibration.py --llm local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \\
         --datasets ncbi_disease scierc fin --per-class 3 --scorers ac gr debate
+    python benchmarks/calibration.py --llm local:... --datasets ncbi_disease scierc fin --per-class 20 --scorers entity
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, RGDAAugmente
 from hf_rgda.pipeline import Pipeline
 from hf_rgda.records import Candidate, Seed, SeedResult
 from hf_rgda.stages.debate import run_review
-from hf_rgda.tags import label_names
+from hf_rgda.tags import Span, label_names
 
 BENCH = Path(__file__).resolve().parent
 if str(BENCH) not in sys.path:  # the benchmarks are scripts: a sibling is imported by its module name
@@ -71,8 +76,8 @@ class Judges:
     """The pipeline's judges for one dataset, each callable on one canary.
 
     Each calls one of the pipeline's stages on its own (:meth:`hf_rgda.pipeline.Pipeline.stages`): the GR and AC
-    judges' first round and the debate agents' cached call. Every call is the pipeline's own: same prompts, schema,
-    judge temperature, derived seed (from the canary id) and response cache.
+    judges' first round, the debate agents' cached call and the entity verifier's question. Every call is the
+    pipeline's own: same prompts, schema, judge temperature, derived seed (from the canary id) and response cache.
 
     Args:
         llm: the backend under calibration.
@@ -121,6 +126,13 @@ class Judges:
         ((_, history),) = result.accepted + result.rejected
         return statistics.fmean(history[-1]) / 100
 
+    async def entity(self, canary: Canary) -> float:
+        """The entity verifier's probability of the presented type for the canary's span under test."""
+        assert canary.span is not None  # an entity canary
+        start, end, label = canary.span
+        r = self._result(canary, canary.tokens, canary.tags)
+        return await self.stages.verify.probability(r, canary.tokens, Span(start, end, label))
+
 
 async def _no_revision(feedback: list[tuple[Candidate, dict[str, Any]]], rnd: int) -> list[Candidate]:
     raise AssertionError("a one-round review never revises")
@@ -160,9 +172,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "ac": ScorerSpec("row", lambda j: j.ac, lambda cfg: cfg.threshold / 100),
     "gr": ScorerSpec("guide", lambda j: j.gr, lambda cfg: cfg.threshold / 100),
     "debate": ScorerSpec("row", lambda j: j.debate, lambda cfg: cfg.debate_sigma / 100),
-    "entity": ScorerSpec("entity", None, lambda cfg: 0.5, waits_for=(
-        "the entity verification stage (issue 17, item 2: one multiple-choice question per tagged entity, its "
-        f"type against contrast categories, read as the probability of the tagged type from {_PROBS})")),
+    "entity": ScorerSpec("entity", lambda j: j.entity, lambda cfg: cfg.verify_threshold),
     "ac-prob": ScorerSpec("row", None, lambda cfg: cfg.threshold / 100, waits_for=_WEIGHTED),
     "gr-prob": ScorerSpec("guide", None, lambda cfg: cfg.threshold / 100, waits_for=_WEIGHTED),
     "debate-prob": ScorerSpec("row", None, lambda cfg: cfg.debate_sigma / 100, waits_for=_WEIGHTED),

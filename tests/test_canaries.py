@@ -15,6 +15,7 @@ import pytest
 from hf_rgda import ScriptedLLM
 from hf_rgda.records import Seed
 from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
+from hf_rgda.stages.categories import question
 from hf_rgda.tags import detokenize, parse_inline, tags_to_spans
 from hf_rgda.testing import FakeWorld, stage_of
 
@@ -223,17 +224,24 @@ def _sections(content: str) -> dict[str, str]:
     return dict(part.partition(":\n")[::2] for part in content.split("\n\n"))
 
 
-def _oracle(built: list[cn.Canary], calls: list[str]) -> Any:
-    """A judge that knows the canaries: full marks to good ones, nothing to defective ones."""
+def _oracle(built: list[cn.Canary], calls: list[str], types: dict[str, tuple[str, ...]] | None = None) -> Any:
+    """A judge that knows the canaries: full marks to good ones, nothing to defective ones (the entity verifier's
+    question is recognised with the datasets' ``types``)."""
+    types = types or {}
     def item(tokens: Any, tags: Any) -> str:
         return json.dumps(Seed("", tuple(tokens), tuple(tags)).as_item(), ensure_ascii=False)
 
     rows = {(item(c.seed_tokens, c.seed_tags), item(c.tokens, c.tags)): c.good for c in built if c.level == "row"}
     guides = {(detokenize(c.tokens), json.dumps(c.guide, ensure_ascii=False)): c.good for c in built if c.level == "guide"}
+    entities = {(detokenize(c.tokens), question(detokenize(c.tokens[c.span[0] : c.span[1]]), c.span[2], types[c.dataset])
+                 .text()): c.good for c in built if c.span is not None and c.dataset in types}
 
     def handler(messages: Any, schema: Any, params: Any) -> Any:
         stage, parts = stage_of(messages), _sections(messages[-1]["content"])
         calls.append(stage)
+        if stage == "entity_verify":  # P(A) = 1 for a good entity, else all on the last option ("ordinary")
+            good = entities[parts["Sentence"], parts["Question"]]
+            return {"A": 1.0} if good else {schema["properties"]["answer"]["enum"][-1]: 1.0}
         if stage == "gr_judge":
             return FakeWorld.verdict(100 * guides[parts["Sentence"], parts["Guide"]], GR_RUBRIC)
         if stage == "ac_judge":
@@ -292,12 +300,29 @@ def test_an_unreadable_answer_fails_its_canary_only(monkeypatch: pytest.MonkeyPa
     assert "ParseError" in next(x["error"] for x in cell["scores"] if x["score"] is None)
 
 
+def test_the_entity_scorer_reads_the_verifier_end_to_end(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                                         golds: list[cn.Gold]) -> None:
+    calls: list[str] = []
+    oracle = _oracle(cn.build_canaries(golds, 1), calls, {g.name: g.types for g in golds})
+    rc, out = _run(monkeypatch, data_dir, oracle, "--scorers", "entity")
+    assert rc == 0 and set(calls) == {"entity_verify"}
+    for name in ("bio", "fin"):
+        entry = json.loads(out.read_text())["datasets"][name]
+        cell = entry["scorers"]["entity"]
+        assert cell["canaries"] == sum(entry["canaries"]["entity"].values()) == cell["calls"] and cell["failed"] == 0
+        assert {x["score"] for x in cell["scores"]} == {0.0, 1.0} and set(entry["canaries"]["entity"]) > {"good"}
+        m = cell["metrics"]
+        assert m["auroc"] == 1.0 and m["product_threshold"] == 0.5 and m["accuracy_at_product_threshold"] == 1.0
+    n = len(calls)
+    assert _run(monkeypatch, data_dir, oracle, "--scorers", "entity")[0] == 0 and len(calls) == n  # from the cache
+
+
 def test_scorers_that_wait_for_the_library_stop_before_any_call(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     calls: list[str] = []
     rc, out = _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "ac", "entity", "gr-prob")
     assert rc == 2 and not calls and not out.exists()
     err = capsys.readouterr().err
-    assert "entity verification stage" in err and "LLM.option_probs" in err and "probability-weighted" in err
+    assert "gr-prob" in err and "LLM.option_probs" in err and "probability-weighted" in err and "entity:" not in err
     with pytest.raises(NotImplementedError, match="option_probs"):
-        calibration.SCORERS["entity"].bind(None)  # type: ignore[arg-type]
+        calibration.SCORERS["gr-prob"].bind(None)  # type: ignore[arg-type]
