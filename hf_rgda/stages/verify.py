@@ -78,8 +78,7 @@ class Verify:
     async def __call__(self, r: SeedResult) -> None:
         todo = [c for c in r.accepted if c.ok and not c.verified]
         asked = {id(c): self._questions(c) for c in todo}
-        flat = [(c, spans, q) for c in todo for spans, q in asked[id(c)]]
-        answers = iter(await asyncio.gather(*(self.probabilities(r, c.tokens, q) for c, _, q in flat)))
+        answers = iter(await asyncio.gather(*(self.probabilities(r, c.tokens, q) for c in todo for _, q in asked[id(c)])))
         kept: list[Candidate] = []
         for c in r.accepted:
             if id(c) in asked:
@@ -108,8 +107,8 @@ class Verify:
                                                    q.alternative(probs).text))
         if not low:
             return
-        if not untag:
-            spans, q, probs = low[0]
+        if not untag:  # the detail names the entity that rejects the row
+            spans, q, probs = next((x for x in low if x[1].alternative(x[2]).kind not in UNTAGGABLE), low[0])
             r.rejected.append((STAGE, c.reject("unverified_entity", self._detail(q, spans[0].label, probs))))
             return
         tags = list(c.tags)
