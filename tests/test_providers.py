@@ -48,13 +48,11 @@ PARAMS = {"temperature": 0.0, "max_tokens": 32, "seed": 1}
 FAST = RetryPolicy(max_attempts=3, base_delay=0.05, max_delay=5)
 
 
-def world_responder(messages, schema):
-    return FakeWorld()(messages, schema, {})
-
-
 @pytest.fixture
 def server():
-    with ProviderServer(lambda m, s: {"disease": "gout"} if s == SCHEMA else world_responder(m, s)) as srv:
+    world = FakeWorld().serve()  # the entity verifier's questions: logprobs, or sampled (Anthropic)
+    with ProviderServer(lambda m, s: {"disease": "gout"} if s == SCHEMA else world["responder"](m, s),
+                        logprobs=world["logprobs"]) as srv:
         yield srv
 
 

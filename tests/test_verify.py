@@ -165,6 +165,12 @@ def test_a_span_or_a_type_error_rejects_the_row(alternative: str) -> None:
     assert c.detail.startswith("'glutamate' as Disease: P = 0.10 < 0.5; most likely: ")
 
 
+def test_the_rejection_names_the_entity_that_rejects_the_row() -> None:
+    r, _ = verify([TWO], {"glioma": {"A": 0.3, "E": 0.7}, "glutamate": ORDINARY_WORD})
+    assert [v.decision for v in r.entity_verdicts] == ["rejected", "rejected"]
+    assert r.rejected[0][1].detail == f"'glioma' as Disease: P = 0.30 < 0.5; most likely: {BOUNDARY}"
+
+
 def test_without_salvage_every_entity_below_the_threshold_rejects_its_row() -> None:
     r, _ = verify([TWO], {"glioma": SURE, "glutamate": ORDINARY_WORD}, salvage=False)
     assert not r.accepted and r.rejected[0][1].reason == "unverified_entity"
@@ -219,3 +225,11 @@ def test_trace_and_summary_carry_the_verdicts(tmp_path: Path) -> None:
     _, again = run()  # a rerun: every call, the verifier's included, from the cache
     assert len(llm.calls) == paid and again.summary.to_dict()["entity_verification"] == d["entity_verification"]
     assert again.summary.accounting.cached_calls == again.summary.accounting.calls > 0
+
+
+def test_a_backend_without_logprobs_verifies_by_sampling(world: FakeWorld) -> None:
+    """The sampling fallback (Anthropic): each question costs ``samples`` (5) completions; the world answers 'A'."""
+    pipe = Pipeline(AugmentConfig(method="naive"), ScriptedLLM(world, logprobs=False), Checker(("Disease",)))
+    (r,) = asyncio.run(pipe.run([SEED]))
+    assert world.stages == ["seed_generation"] + ["entity_verify"] * 15
+    assert len(r.accepted) == 3 and {(v.probability, v.decision) for v in r.entity_verdicts} == {(1.0, "verified")}

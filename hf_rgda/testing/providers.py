@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
     args = p.parse_args(argv)
     world = FakeWorld()
-    server = ProviderServer(lambda m, s: world(m, s, {}), latency=args.latency).start()
+    server = ProviderServer(**world.serve(), latency=args.latency).start()
     print(server.port, flush=True)
     try:
         threading.Event().wait()

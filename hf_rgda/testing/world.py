@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,7 +50,8 @@ class FakeWorld:
         review_scores: total score every debate reviewer gives every sentence, call after call (last repeats).
         broken: stage names whose answer is garbage text.
         entity_prob: the probability the entity verifier's question gives the asked type (option ``A``); the rest
-            goes to the last option, "an ordinary word or phrase".
+            goes to the last option, "an ordinary word or phrase" (:meth:`entity_dist`). Asked as a completion (the
+            sampling fallback of a backend without logprobs), the question gets the likelier of the two.
     """
 
     def __init__(self, gr_scores: list[int] = [95], ac_scores: list[int] = [95], broken: tuple[str, ...] = (),  # noqa: B006
@@ -64,6 +66,22 @@ class FakeWorld:
         d, g = _DISEASES[i % len(_DISEASES)], _GENES[(i // len(_DISEASES)) % len(_GENES)]
         frame = _FRAMES[(i * 7) % len(_FRAMES)]
         return {"text": frame.format(g=g, d=d) + f" (case {i}).", "entities": [{"text": d, "type": "Disease"}]}
+
+    def entity_dist(self, messages: Sequence[Mapping[str, str]]) -> dict[str, float]:
+        """The next-token distribution of the entity verifier's question: ``entity_prob`` on ``A``, the rest on the
+        question's last option."""
+        last = re.findall(r"^([A-Z])\) ", messages[-1]["content"], re.MULTILINE)[-1]
+        return {"A": self.entity_prob, last: round(1.0 - self.entity_prob, 6)}
+
+    def serve(self) -> dict[str, Any]:
+        """The keyword arguments of a :class:`~hf_rgda.testing.providers.ProviderServer` serving this world: its
+        answers, and :meth:`entity_dist` for logprob requests (a backend without logprobs samples the question as a
+        completion, answered like the sampling fallback's)."""
+        def respond(messages: Sequence[Mapping[str, str]], schema: Any) -> Any:
+            sampled = "answer" in (schema or {}).get("properties", {})  # the verifier's question as a completion
+            return self(messages, schema, {"temperature": 1.0} if sampled else {})
+
+        return {"responder": respond, "logprobs": self.entity_dist}
 
     @staticmethod
     def verdict(total: int, rubric: dict[str, int]) -> dict[str, Any]:
@@ -86,9 +104,9 @@ class FakeWorld:
             return {"context": "oncology genetics", "structure": "a gene variant causes a disease",
                     "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}],
                     "keywords": ["gene"] + [f"variant {self.stages.count('gr_refine')}"] * (stage == "gr_refine")}
-        if stage == "entity_verify":  # an option_probs question: {token: probability}
-            last = schema["properties"]["answer"]["enum"][-1]
-            return {"A": self.entity_prob, last: round(1.0 - self.entity_prob, 6)}
+        if stage == "entity_verify":  # {token: probability} for option_probs; one letter when sampled
+            dist = self.entity_dist(messages)
+            return {"answer": max(dist, key=dist.__getitem__)} if "temperature" in params else dist
         if stage == "debate_review":
 
             total = self.review_scores.pop(0) if len(self.review_scores) > 1 else self.review_scores[0]
