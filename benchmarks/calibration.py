@@ -19,8 +19,11 @@ Scorers (``--scorers``), each a function from a canary to a score, built per dat
   sentence (``hf_rgda.stages.verify``: the same question, options and call as the pipeline's, with the dataset's
   types and the default contrast categories). The product's threshold: ``verify_threshold``. Its held-out thresholds
   (``metrics.thresholds``) are what ``verify_threshold`` should be set from.
-- ``ac-prob``, ``gr-prob``, ``debate-prob``: extension points for the judges read by probability; they stop with an
-  error naming the library capability they wait for.
+- ``ac-prob``, ``gr-prob``: the same judges read by probability (``judge_reading="probability"``,
+  ``hf_rgda.stages.rating``: one 1-5 question per criterion, the probability-weighted total before rounding / 100).
+  On a backend without logprobs each question is the sampling fallback's.
+- ``debate-prob``: an extension point (the debate reviewer is not read by probability yet); it stops with an error
+  naming what it waits for.
 
 A canary whose judge answer cannot be read (after the pipeline's one JSON re-ask) gets no score; it is counted under
 ``failed`` and left out of the figures.
@@ -48,9 +51,11 @@ from pathlib import Path
 from typing import Any
 
 from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, RGDAAugmenter, RGDAError, load_llm
-from hf_rgda.pipeline import Pipeline
-from hf_rgda.records import Candidate, Seed, SeedResult
+from hf_rgda.pipeline import Pipeline, Stages
+from hf_rgda.records import Candidate, Judgement, Seed, SeedResult
+from hf_rgda.schemas import AC_RUBRIC, GR_RUBRIC
 from hf_rgda.stages.debate import run_review
+from hf_rgda.stages.rating import expected_total
 from hf_rgda.tags import Span, label_names
 
 BENCH = Path(__file__).resolve().parent
@@ -88,8 +93,10 @@ class Judges:
     def __init__(self, llm: LLM, gold: Gold, cache: ResponseCache | None) -> None:
         self.config = AugmentConfig(method="rgda", domain=domain(gold.name))
         checker = RGDAAugmenter(llm, label_names=label_names(gold.types), cache=False, config=self.config).checker()
-        self.pipeline = Pipeline(self.config, llm, checker, cache=cache)
+        self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, checker, cache=cache)
         self.stages = self.pipeline.stages()
+        self.prob_stages = Pipeline(dataclasses.replace(self.config, judge_reading="probability"), llm, checker,
+                                    cache=cache).stages()
         self.spent: list[SeedResult] = []  # every canary's calls, for the cost figures
 
     def _result(self, canary: Canary, tokens: Sequence[str], tags: Sequence[str]) -> SeedResult:
@@ -101,20 +108,36 @@ class Judges:
         item = Seed(canary.id, canary.tokens, canary.tags).as_item(self.config.representation)
         return Candidate(raw=item, tokens=list(canary.tokens), tags=list(canary.tags))
 
-    async def ac(self, canary: Canary) -> float:
-        """The AC judge's total / 100 for the row as the one new sentence written from its seed."""
+    async def _ac(self, canary: Canary, stages: Stages) -> Judgement:
+        """The AC judge's first verdict on the row as the one new sentence written from its seed."""
         r = self._result(canary, canary.seed_tokens, canary.seed_tags)
         r.guidance = build_guide(canary.seed_tokens, canary.seed_tags, self.config.domain)
         r.accepted = [self._row(canary)]
-        await self.stages.composer.loop().judge(r, 1)
-        return r.judgements["ac"][-1].score / 100
+        await stages.composer.loop().judge(r, 1)
+        return r.judgements["ac"][-1]
 
-    async def gr(self, canary: Canary) -> float:
-        """The GR judge's total / 100 for the guide canary of its sentence."""
+    async def _gr(self, canary: Canary, stages: Stages) -> Judgement:
+        """The GR judge's first verdict on the guide canary of its sentence."""
         r = self._result(canary, canary.tokens, canary.tags)
         r.guidance = canary.guide
-        await self.stages.guidance.loop().judge(r, 1)
-        return r.judgements["gr"][-1].score / 100
+        await stages.guidance.loop().judge(r, 1)
+        return r.judgements["gr"][-1]
+
+    async def ac(self, canary: Canary) -> float:
+        """The AC judge's total / 100, one sampled verdict."""
+        return (await self._ac(canary, self.stages)).score / 100
+
+    async def gr(self, canary: Canary) -> float:
+        """The GR judge's total / 100, one sampled verdict."""
+        return (await self._gr(canary, self.stages)).score / 100
+
+    async def ac_prob(self, canary: Canary) -> float:
+        """The AC judge read by probability: its weighted total before rounding / 100."""
+        return expected_total(await self._ac(canary, self.prob_stages), AC_RUBRIC) / 100
+
+    async def gr_prob(self, canary: Canary) -> float:
+        """The GR judge read by probability: its weighted total before rounding / 100."""
+        return expected_total(await self._gr(canary, self.prob_stages), GR_RUBRIC) / 100
 
     async def debate(self, canary: Canary) -> float:
         """The review panel's mean reviewer total / 100 for the row, after one round (no revision)."""
@@ -165,16 +188,14 @@ class ScorerSpec:
         return self.build(judges)
 
 
-_PROBS = "LLM.option_probs (issue 17, item 1)"
-_WEIGHTED = ("judges read by probability (issue 17, item 3: each criterion's score the probability-weighted mean "
-             f"of its allowed values, from {_PROBS})")
+_WEIGHTED = "the debate reviewer read by probability (issue 17, item 3: not built yet; the GR and AC judges are)"
 SCORERS: dict[str, ScorerSpec] = {
     "ac": ScorerSpec("row", lambda j: j.ac, lambda cfg: cfg.threshold / 100),
     "gr": ScorerSpec("guide", lambda j: j.gr, lambda cfg: cfg.threshold / 100),
     "debate": ScorerSpec("row", lambda j: j.debate, lambda cfg: cfg.debate_sigma / 100),
     "entity": ScorerSpec("entity", lambda j: j.entity, lambda cfg: cfg.verify_threshold),
-    "ac-prob": ScorerSpec("row", None, lambda cfg: cfg.threshold / 100, waits_for=_WEIGHTED),
-    "gr-prob": ScorerSpec("guide", None, lambda cfg: cfg.threshold / 100, waits_for=_WEIGHTED),
+    "ac-prob": ScorerSpec("row", lambda j: j.ac_prob, lambda cfg: cfg.threshold / 100),
+    "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, lambda cfg: cfg.threshold / 100),
     "debate-prob": ScorerSpec("row", None, lambda cfg: cfg.debate_sigma / 100, waits_for=_WEIGHTED),
 }
 

@@ -21,6 +21,7 @@ DEFAULT_LLM = "local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-in
 METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "biorda")
 REPRESENTATIONS = ("entities", "segments")
 SCHEDULES = ("stage", "row")
+JUDGE_READINGS = ("auto", "probability", "sample")
 
 
 #: the debate has this many reviewer personas (see hf_rgda.stages.panel.PERSONAS)
@@ -63,6 +64,11 @@ class AugmentConfig:
     num_augmented: int = _f(3, "new sentences asked for per seed sentence")
     temperature: float = _f(1.0, "sampling temperature of the generating stages (the paper uses 1.0)")
     judge_temperature: float = _f(0.2, "sampling temperature of the GR and AC judges")
+    judge_reading: str = _f("auto", "how the GR and AC judges score: 'probability' asks one 1-5 question per rubric "
+                            "criterion, read as a probability-weighted mean from next-token logprobs, and asks for "
+                            "feedback only when a refinement follows; 'sample' samples one full verdict with feedback "
+                            "(the paper's judge); 'auto': 'probability' where the backend has logprobs, else 'sample'",
+                            choices=JUDGE_READINGS)
     threshold: int = _f(90, "judge score (0-100) at which a refine loop stops")
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
     max_repairs: int = _f(1, "targeted re-asks for sentences that fail the deterministic checks")

@@ -96,11 +96,19 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Judgement:
-    """A judge verdict: total score, per-criterion scores and fixes."""
+    """A judge verdict: total score, per-criterion scores and fixes.
+
+    Attributes:
+        method: how it was read: ``"sample"`` (one sampled verdict) or ``"probability"`` (each criterion the
+            probability-weighted mean of a 1-5 rating, :mod:`hf_rgda.stages.rating`; feedback only when asked for).
+        distributions: for ``"probability"``, each criterion's probabilities of the ratings ``"1"``..``"5"``.
+    """
 
     score: int
     criteria: dict[str, int]
     feedback: dict[str, str]
+    method: str = "sample"
+    distributions: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, data: Any, rubric: dict[str, int], remark: str = "feedback") -> Judgement:
@@ -313,7 +321,8 @@ class SeedTrace:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SeedTrace:
         """Read :meth:`to_json`'s object back; what the run summary does not count may be missing (older traces)."""
-        verdicts = {kind: [Judgement(v["score"], v.get("criteria", {}), v.get("feedback", {})) for v in data[kind]]
+        verdicts = {kind: [Judgement(v["score"], v.get("criteria", {}), v.get("feedback", {}),
+                                     v.get("method", "sample"), v.get("distributions", {})) for v in data[kind]]
                     for kind in ("gr", "ac")}
         return cls(seed=data.get("seed", ""), method=data.get("method", ""), failure=data["failure"],
                    notes=data.get("notes", []), accepted=data["accepted"], superseded=data.get("superseded", 0),

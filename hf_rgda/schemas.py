@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["AC_RUBRIC", "DEBATE_RUBRIC", "GR_RUBRIC", "guidance_schema", "judge_schema", "proposals_schema",
+__all__ = ["AC_RUBRIC", "DEBATE_RUBRIC", "GR_RUBRIC", "feedback_schema", "guidance_schema", "judge_schema", "proposals_schema",
            "reviews_schema", "sentences_schema"]
 
 #: criterion -> maximum points (METHOD.md; they sum to 100)
@@ -72,6 +72,12 @@ def judge_schema(rubric: dict[str, int], remark: str = "feedback") -> dict[str, 
         name: _obj({remark: _str(160), "score": {"type": "integer", "enum": list(range(0, top + 1, 5))}})
         for name, top in rubric.items()
     })
+
+
+def feedback_schema(rubric: dict[str, int], remark: str = "feedback") -> dict[str, Any]:
+    """:func:`judge_schema` without the scores: per criterion the ``remark`` alone (a verdict read by probability,
+    :mod:`hf_rgda.stages.rating`, asks for it only when a refinement follows)."""
+    return _obj({name: _obj({remark: _str(160)}) for name in rubric})
 
 
 def reviews_schema(n: int) -> dict[str, Any]:

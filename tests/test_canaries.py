@@ -242,11 +242,13 @@ def _oracle(built: list[cn.Canary], calls: list[str], types: dict[str, tuple[str
         if stage == "entity_verify":  # P(A) = 1 for a good entity, else all on the last option ("ordinary")
             good = entities[parts["Sentence"], parts["Question"]]
             return {"A": 1.0} if good else {schema["properties"]["answer"]["enum"][-1]: 1.0}
+        rating = "answer" in schema["properties"]  # a judge read by probability: all on 5 (good) or on 1
         if stage == "gr_judge":
-            return FakeWorld.verdict(100 * guides[parts["Sentence"], parts["Guide"]], GR_RUBRIC)
+            good = guides[parts["Sentence"], parts["Guide"]]
+            return {"5" if good else "1": 1.0} if rating else FakeWorld.verdict(100 * good, GR_RUBRIC)
         if stage == "ac_judge":
-            new = json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)
-            return FakeWorld.verdict(100 * rows[parts["Original"], new], AC_RUBRIC)
+            good = rows[parts["Original"], json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)]
+            return {"5" if good else "1": 1.0} if rating else FakeWorld.verdict(100 * good, AC_RUBRIC)
         shown = {k: v for k, v in json.loads(parts["New sentences"])[0].items() if k != "sentence"}
         good = rows[parts["Original sentence"], json.dumps(shown, ensure_ascii=False)]
         return {"reviews": [{k: {"remark": "", "score": top * good} for k, top in DEBATE_RUBRIC.items()}]}
@@ -317,12 +319,31 @@ def test_the_entity_scorer_reads_the_verifier_end_to_end(monkeypatch: pytest.Mon
     assert _run(monkeypatch, data_dir, oracle, "--scorers", "entity")[0] == 0 and len(calls) == n  # from the cache
 
 
+def test_the_judges_read_by_probability_end_to_end(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                                   golds: list[cn.Gold]) -> None:
+    """ac-prob and gr-prob: one rating question per criterion (5 GR, 4 AC), the weighted total / 100."""
+    calls: list[str] = []
+    rc, out = _run(monkeypatch, data_dir, _oracle(cn.build_canaries(golds, 1), calls), "--scorers", "ac-prob",
+                   "gr-prob", "ac")
+    assert rc == 0 and set(calls) == {"ac_judge", "gr_judge"}
+    for name in ("bio", "fin"):
+        entry = json.loads(out.read_text())["datasets"][name]
+        for scorer, level, per in (("ac-prob", "row", len(AC_RUBRIC)), ("gr-prob", "guide", len(GR_RUBRIC))):
+            cell = entry["scorers"][scorer]
+            assert cell["canaries"] == sum(entry["canaries"][level].values()) and cell["failed"] == 0
+            assert cell["calls"] == per * cell["canaries"] and cell["completion_tokens"] == cell["calls"]
+            assert {x["score"] for x in cell["scores"]} == {0.0, 1.0} and cell["metrics"]["auroc"] == 1.0
+        assert entry["scorers"]["ac"]["calls"] == entry["scorers"]["ac"]["canaries"]  # one sampled verdict each
+    n = len(calls)
+    assert _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "gr-prob")[0] == 0 and len(calls) == n
+
+
 def test_scorers_that_wait_for_the_library_stop_before_any_call(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     calls: list[str] = []
-    rc, out = _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "ac", "entity", "gr-prob")
+    rc, out = _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "ac", "entity", "debate-prob")
     assert rc == 2 and not calls and not out.exists()
     err = capsys.readouterr().err
-    assert "gr-prob" in err and "LLM.option_probs" in err and "probability-weighted" in err and "entity:" not in err
-    with pytest.raises(NotImplementedError, match="option_probs"):
-        calibration.SCORERS["gr-prob"].bind(None)  # type: ignore[arg-type]
+    assert "debate-prob" in err and "debate reviewer read by probability" in err and "entity:" not in err
+    with pytest.raises(NotImplementedError, match="debate reviewer"):
+        calibration.SCORERS["debate-prob"].bind(None)  # type: ignore[arg-type]

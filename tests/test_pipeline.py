@@ -129,11 +129,12 @@ def test_a_half_surrogate_pair_in_an_answer_is_replaced() -> None:
     judged.encode("utf-8")
 
 
-def test_judge_garbage_keeps_unrefined_output() -> None:
+@pytest.mark.parametrize(("reading", "error"), [("sample", "ParseError"), ("probability", "BackendError")])
+def test_judge_garbage_keeps_unrefined_output(reading: str, error: str) -> None:
     world = FakeWorld(broken=("ac_judge",))
-    [r] = run(world, seeds=SEEDS[:1])
+    [r] = run(world, seeds=SEEDS[:1], judge_reading=reading)
     assert not r.failure and len(r.accepted) == 3
-    assert any(n.startswith("composition_judge: ParseError") for n in r.notes)
+    assert any(n.startswith(f"composition_judge: {error}") for n in r.notes)
 
 
 def test_invalid_sentences_are_repaired_once_then_rejected() -> None:

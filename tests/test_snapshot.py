@@ -77,10 +77,12 @@ def _verdict(rubric: dict[str, Any], total: int, field: str) -> dict[str, Any]:
 def handler(messages: Any, schema: Any, params: Any) -> Any:
     """The scripted world, made a pure function of the call, with judges and reviewers that vary, a few broken
     sentences (an entity missing from its text, a copy of the seed) for the checker and the repair stage, and entity
-    verdicts that sometimes fall below the threshold (then most likely "an ordinary word": untagged, or a cut span:
+    verdicts that sometimes fall below the threshold, judges' 1-5 ratings (read by probability) that vary likewise, (then most likely "an ordinary word": untagged, or a cut span:
     the row rejected)."""
     props = (schema or {}).get("properties", {})
     system = messages[0]["content"]
+    if "answer" in props and "reviewer of" in system:  # a judge read by probability: one criterion's 1-5 rating
+        return [{"2": 0.6, "3": 0.4}, {"4": 0.7, "5": 0.3}, {"5": 0.9, "4": 0.1}][_pick(messages, 3)]
     if "answer" in props:  # the entity verifier's question (option probabilities)
         letters = props["answer"]["enum"]
         p = [0.97, 0.9, 0.8, 0.2][_pick(messages, 4)]
@@ -101,7 +103,9 @@ def handler(messages: Any, schema: Any, params: Any) -> Any:
         from hf_rgda.schemas import AC_RUBRIC, GR_RUBRIC
 
         rubric = GR_RUBRIC if "sentence guides" in system else AC_RUBRIC
-        return _verdict(rubric, [55, 80, 95][_pick(messages, 3)], "feedback")
+        verdict = _verdict(rubric, [55, 80, 95][_pick(messages, 3)], "feedback")
+        scored = "score" in next(iter(props.values()))["properties"]  # else the feedback of a verdict read by probability
+        return verdict if scored else {k: {"feedback": v["feedback"]} for k, v in verdict.items()}
     if isinstance(answer, dict) and "sentences" in answer:
         sentences = answer["sentences"]
         flaw = _pick(messages, 4)

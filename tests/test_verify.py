@@ -195,7 +195,8 @@ def test_refined_sentences_are_verified_before_the_judge_sees_them() -> None:
     world = FakeWorld(ac_scores=[10, 95])
     asyncio.run(Pipeline(AugmentConfig(), ScriptedLLM(world), Checker(("Disease",))).run([SEED]))
     after = world.stages[world.stages.index("ac_judge"):]
-    assert after == ["ac_judge", "ac_refine", "entity_verify", "entity_verify", "entity_verify", "ac_judge"]
+    assert after == ["ac_judge", "ac_feedback", "ac_refine", "entity_verify", "entity_verify", "entity_verify",
+                     "ac_judge"]
 
 
 def test_naive_rows_are_verified(world: FakeWorld) -> None:

@@ -98,6 +98,8 @@ class LLM(abc.ABC):
 
     #: how many calls the pipeline may have in flight at once for this backend
     max_concurrency: int = 1
+    #: whether :meth:`option_probs` reads next-token logprobs (else it is the sampling fallback, several calls)
+    has_logprobs: bool = False
 
     @abc.abstractmethod
     async def complete(

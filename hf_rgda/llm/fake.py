@@ -56,6 +56,10 @@ class ScriptedLLM(LLM):
         self.logprobs = logprobs
         self.calls: list[tuple[list[dict[str, str]], Any, dict[str, Any]]] = []
 
+    @property
+    def has_logprobs(self) -> bool:  # type: ignore[override]
+        return self.logprobs
+
     async def complete(
         self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None, params: Mapping[str, Any]
     ) -> Completion:

@@ -78,6 +78,7 @@ class LocalLLM(LLM):
     """
 
     max_concurrency = 1
+    has_logprobs = True
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None) -> None:
         self.model = model

@@ -26,6 +26,7 @@ TEMPLATE_NAMES = (
     "guidance_judge",
     "guidance_refine",
     "json_reask",
+    "judge_scale",
     "repair",
     "seed_generation",
     "segments_format",

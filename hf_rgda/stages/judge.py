@@ -2,20 +2,25 @@
 Calibrator (AC): a judge scores the output on a rubric; while the score is below the threshold and rounds remain, a
 refiner rewrites it with the judge's feedback and the judge scores it again.
 
+A verdict is one sampled answer, or read by probability (:mod:`.rating`, ``judge_reading``): then the judge's
+feedback is asked for only for the seeds a refinement follows (below the threshold, rounds left).
+
 A refinement that changes nothing (or, for AC, keeps fewer valid sentences) ends the loop for that seed on its last
 verdict, with a note; so does a judge's or refiner's error (the note carries it; the seed goes on).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 
 from ..calls import Messages
 from ..records import Judgement, SeedResult
-from ..schemas import judge_schema
+from ..schemas import feedback_schema, judge_schema
 from .base import Each, Run, Step
+from .rating import by_probability, criteria_lines, feedback_messages, parse_feedback, rate, scale_system
 
 __all__ = ["JudgeLoop"]
 
@@ -61,6 +66,10 @@ class JudgeLoop:
                      and r.judgements[self.kind][-1].score < cfg.threshold]
             if rnd == cfg.max_rounds or not below:
                 return
+            if self.by_probability:
+                stopped |= await each(below, Step(self.judge_stage, f"{tag} feedback, round {rnd}",
+                                                  partial(self.feedback, rnd=rnd)), soft=True)
+                below = [r for r in below if r not in stopped]
             stopped |= await each(below, Step(self.refine_stage, f"{tag} refine, round {rnd}", partial(refine, rnd=rnd)),
                                   soft=True)
             active = [r for r in below if r not in stopped]
@@ -68,8 +77,33 @@ class JudgeLoop:
                 await each(active, self.after_refine)
                 active = [r for r in active if r.alive and self.applies(r)]
 
+    @cached_property
+    def by_probability(self) -> bool:
+        """Whether the verdicts are read by probability (:func:`.rating.by_probability`)."""
+        return by_probability(self.run.config, self.run.caller.llm)
+
+    @cached_property
+    def _scale(self) -> tuple[str, dict[str, str]]:
+        """The rating questions' system prompt and each criterion's rubric line."""
+        system = self.run.systems[self.judge_stage]
+        return scale_system(system), criteria_lines(system, self.rubric)
+
     async def judge(self, r: SeedResult, rnd: int) -> None:
         """One verdict on the seed's current output."""
-        data, _ = await self.run.caller.ask(r, self.judge_stage, self.judge_messages(r), judge_schema(self.rubric),
-                                            judge=True, salt=rnd)
-        r.judgements[self.kind].append(Judgement.parse(data, self.rubric))
+        msgs = self.judge_messages(r)
+        if self.by_probability:
+            system, lines = self._scale
+            verdict = await rate(self.run.caller, r, self.judge_stage, msgs, system, lines, self.rubric, rnd)
+        else:
+            data, _ = await self.run.caller.ask(r, self.judge_stage, msgs, judge_schema(self.rubric), judge=True,
+                                                salt=rnd)
+            verdict = Judgement.parse(data, self.rubric)
+        r.judgements[self.kind].append(verdict)
+
+    async def feedback(self, r: SeedResult, rnd: int) -> None:
+        """The fixes of the seed's last verdict, read by probability without them (a refinement follows)."""
+        verdict = r.judgements[self.kind][-1]
+        msgs = feedback_messages(self.judge_messages(r), verdict, self.rubric)
+        data, _ = await self.run.caller.ask(r, self.judge_stage, msgs, feedback_schema(self.rubric), judge=True,
+                                            salt=f"{rnd}/feedback", rnd=rnd)
+        r.judgements[self.kind][-1] = dataclasses.replace(verdict, feedback=parse_feedback(data, self.rubric))

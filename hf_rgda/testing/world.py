@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,8 +46,13 @@ def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
 class FakeWorld:
     """Stage-aware scripted answers: valid sentences, a guidance, judge scores from a list, and entity verdicts.
 
+    ``stages`` lists the stage of every answer; a verdict read by probability is listed once (as ``gr_judge`` or
+    ``ac_judge``), its feedback as ``gr_feedback`` or ``ac_feedback``.
+
     Args:
-        gr_scores, ac_scores: total scores the judges give, round after round (last repeats).
+        gr_scores, ac_scores: total scores the judges give, round after round (last repeats); a judge read by
+            probability gets, per criterion, the ratings whose weighted mean is that criterion's share of the
+            total (the next total is taken when the rubric's first criterion is asked).
         review_scores: total score every debate reviewer gives every sentence, call after call (last repeats).
         broken: stage names whose answer is garbage text.
         entity_prob: the probability the entity verifier's question gives the asked type (option ``A``); the rest
@@ -58,6 +64,7 @@ class FakeWorld:
                  review_scores: list[int] = [100], entity_prob: float = 0.95) -> None:  # noqa: B006
         self.gr_scores, self.ac_scores, self.broken = list(gr_scores), list(ac_scores), broken
         self.review_scores, self.entity_prob = list(review_scores), entity_prob
+        self.total: int | None = None  # the total of the verdict being read by probability
         self.counter = itertools.count()
         self.stages: list[str] = []
 
@@ -113,9 +120,28 @@ class FakeWorld:
             n = schema["properties"]["reviews"]["minItems"]
             return {"reviews": [{k: {"remark": f"{k} checked", "score": v["score"]}
                                  for k, v in self.verdict(total, DEBATE_RUBRIC).items()} for _ in range(n)]}
+        rubric = GR_RUBRIC if stage == "gr_judge" else AC_RUBRIC
+        if "answer" in schema["properties"]:  # a judge read by probability: one criterion's 1-5 rating
+            return self.rating(stage, rubric, messages[-1]["content"])
+        if "score" not in next(iter(schema["properties"].values()))["properties"]:  # its feedback alone
+            self.stages[-1] = stage.replace("judge", "feedback")
+            return {name: {"feedback": f"fix {name}"} for name in rubric}
+        return self.verdict(self.next_total(stage), rubric)
+
+    def next_total(self, stage: str) -> int:
         scores = self.gr_scores if stage == "gr_judge" else self.ac_scores
-        total = scores.pop(0) if len(scores) > 1 else scores[0]
-        return self.verdict(total, GR_RUBRIC if stage == "gr_judge" else AC_RUBRIC)
+        self.total = scores.pop(0) if len(scores) > 1 else scores[0]
+        return self.total
+
+    def rating(self, stage: str, rubric: dict[str, int], question: str) -> dict[str, float]:
+        """The two ratings around the asked criterion's share of the total, weighted so their mean is that share."""
+        name = re.findall(r"Criterion:\n(\w+)", question)[-1]
+        if name != next(iter(rubric)):  # one verdict, one entry in ``stages`` (under its first criterion)
+            self.stages.pop()
+        total = self.next_total(stage) if name == next(iter(rubric)) or self.total is None else self.total
+        x = 4 * self.verdict(total, rubric)[name]["score"] / rubric[name]
+        lo, hi = math.floor(x), math.ceil(x)
+        return {str(lo + 1): 1.0} if lo == hi else {str(lo + 1): round(hi - x, 6), str(hi + 1): round(x - lo, 6)}
 
 
 def stateless_answer(messages: Sequence[Mapping[str, str]], schema: Any, params: Mapping[str, Any]) -> Any:

@@ -1,0 +1,132 @@
+"""Judges read by probability (the G-Eval reading): each rubric criterion asked as one question with a 1-5 answer,
+read from the next token's distribution (:meth:`hf_rgda.calls.Caller.choose`) instead of one sampled verdict.
+
+**The scale.** A criterion is answered with one digit, ``"1"`` to ``"5"``: single tokens for the tokenizers we use
+(Qwen splits numbers digit by digit, so the rubric's own values, "25" and "20", would share their first token and
+one next token could not tell them apart). Rating ``k`` stands for the fraction ``(k - 1) / 4`` of the criterion's
+maximum (:data:`FRACTIONS`): 1 -> 0 points, 2 -> 1/4, 3 -> 1/2, 4 -> 3/4, 5 -> the maximum. The criterion's score
+is its maximum times the probability-weighted mean of those fractions (:func:`criterion_score`), rounded half up
+to an integer; the verdict's total is the sum of the criteria's scores, an int as a sampled verdict's. The
+distributions are kept on the verdict (:attr:`~hf_rgda.records.Judgement.distributions`).
+
+**The messages.** System: the judge's own rubric prompt, rewritten for rating by :func:`scale_system` (its header and
+criteria lines in the ``judge_scale`` prompt); user: what the judge reads, plus the one criterion asked
+("Criterion: <name> (max N): <description>", the rubric's own line). The questions of one verdict differ only in
+their last line, so a backend that reuses its KV prefix (llama.cpp) or caches prompts pays the long part once.
+
+**Feedback** only when a refinement follows (:class:`~.judge.JudgeLoop`): the judge's ordinary prompt, shown the
+scores read, asked for the fixes alone (:func:`feedback_messages`, :func:`~hf_rgda.schemas.feedback_schema`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import prompts
+from .._exceptions import ParseError
+from ..calls import Caller, Messages
+from ..config import AugmentConfig
+from ..llm.base import LLM
+from ..records import Judgement, SeedResult
+
+__all__ = ["FRACTIONS", "SCALE", "by_probability", "criteria_lines", "criterion_score", "expected_total",
+           "feedback_messages", "parse_feedback", "rate", "rating_messages", "read_verdict", "scale_system"]
+
+#: the answers of a rating question (one token each)
+SCALE: tuple[str, ...] = ("1", "2", "3", "4", "5")
+#: rating -> the fraction of the criterion's maximum it stands for
+FRACTIONS: dict[str, float] = {k: i / (len(SCALE) - 1) for i, k in enumerate(SCALE)}
+
+_CRITERION = re.compile(r"^\d+\. (\w+) \(max (\d+)\): .+$")
+
+
+def by_probability(config: AugmentConfig, llm: LLM) -> bool:
+    """Whether the judges are read by probability: ``judge_reading`` ``"probability"``, or ``"auto"`` with a backend
+    that has logprobs (without them each question would cost the sampling fallback's several calls)."""
+    return config.judge_reading == "probability" or (config.judge_reading == "auto" and llm.has_logprobs)
+
+
+def criteria_lines(judge_system: str, rubric: Mapping[str, int]) -> dict[str, str]:
+    """Each criterion's line in the judge's rubric prompt, without its number: ``"name (max N): description"``.
+
+    Raises:
+        ValueError: a criterion of ``rubric`` has no line, or the line's maximum differs.
+    """
+    found = {m[1]: (int(m[2]), line.split(". ", 1)[1])
+             for line in judge_system.splitlines() if (m := _CRITERION.match(line))}
+    missing = [name for name, top in rubric.items() if found.get(name, (None,))[0] != top]
+    if missing:
+        raise ValueError(f"the judge's prompt lacks a line 'N. name (max M): ...' for {missing}")
+    return {name: found[name][1] for name in rubric}
+
+
+def scale_system(judge_system: str) -> str:
+    """The rating questions' system prompt: the judge prompt's header (up to its first blank line), its criteria
+    lines and what follows them, in the ``judge_scale`` prompt."""
+    lines = judge_system.splitlines()
+    numbered = [i for i, line in enumerate(lines) if _CRITERION.match(line)]
+    header = lines[: lines.index("")] if "" in lines else lines[:1]
+    return prompts.render("judge_scale", header="\n".join(header),
+                          criteria="\n".join(lines[i] for i in numbered),
+                          closing="\n".join(lines[numbered[-1] + 1 :]).strip())
+
+
+def _with_section(messages: Messages, title: str, text: str) -> Messages:
+    """``messages`` (not mutated) with a titled section added to the last one, as :func:`~hf_rgda.calls.build_messages`
+    writes sections."""
+    return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}\n\n{title}:\n{text}"}]
+
+
+def rating_messages(judge_messages: Messages, system: str, line: str) -> Messages:
+    """The question about one criterion (its rubric ``line``) of what the judge reads."""
+    return [{"role": "system", "content": system}, *_with_section(judge_messages, "Criterion", line)[1:]]
+
+
+def criterion_score(probs: Mapping[str, float], top: int) -> float:
+    """``top`` times the probability-weighted mean of the ratings' fractions."""
+    return top * sum(p * FRACTIONS[k] for k, p in probs.items())
+
+
+def read_verdict(distributions: Mapping[str, Mapping[str, float]], rubric: Mapping[str, int]) -> Judgement:
+    """The verdict of the criteria's rating distributions (no feedback yet)."""
+    crit = {name: math.floor(criterion_score(distributions[name], top) + 0.5) for name, top in rubric.items()}
+    kept = {name: {k: round(p, 4) for k, p in distributions[name].items()} for name in rubric}
+    return Judgement(sum(crit.values()), crit, {}, "probability", kept)
+
+
+def expected_total(verdict: Judgement, rubric: Mapping[str, int]) -> float:
+    """A verdict read by probability's total before rounding (the calibration's score)."""
+    return sum(criterion_score(verdict.distributions[name], top) for name, top in rubric.items())
+
+
+async def rate(caller: Caller, r: SeedResult, stage: str, judge_messages: Messages, system: str,
+               lines: Mapping[str, str], rubric: Mapping[str, int], rnd: int) -> Judgement:
+    """One verdict read by probability: a rating question per criterion of ``rubric``, counted as ``stage``'s
+    calls of round ``rnd``."""
+    asked = await asyncio.gather(*(
+        caller.choose(r, stage, rating_messages(judge_messages, system, lines[name]), SCALE, salt=f"{rnd}/{name}",
+                      rnd=rnd) for name in rubric))
+    return read_verdict({name: a.probs for name, a in zip(rubric, asked)}, rubric)
+
+
+def feedback_messages(judge_messages: Messages, verdict: Judgement, rubric: Mapping[str, int]) -> Messages:
+    """The judge's ordinary question, shown the scores read, for the fixes of ``verdict``."""
+    scores = "\n".join(f"- {name}: {verdict.criteria[name]}/{top}" for name, top in rubric.items())
+    return _with_section(judge_messages, "Scores", scores)
+
+
+def parse_feedback(data: Any, rubric: Sequence[str], remark: str = "feedback") -> dict[str, str]:
+    """Each criterion's fix from a :func:`~hf_rgda.schemas.feedback_schema` answer.
+
+    Raises:
+        ParseError: a criterion's fix is missing.
+    """
+    entries = {name: data.get(name) if isinstance(data, dict) else None for name in rubric}
+    if not all(isinstance(e, dict) and isinstance(e.get(remark), str) for e in entries.values()):
+        raise ParseError("feedback lacks a criterion's text", raw=json.dumps(data)[:2000])
+    return {name: e[remark] for name, e in entries.items()}

@@ -1,0 +1,130 @@
+"""Judges read by probability (hf_rgda.stages.rating): the 1-5 scale, the weighted scores, the questions, feedback
+only before a refinement, the switch and the trace."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from hf_rgda import ScriptedLLM, prompts
+from hf_rgda.checking import Checker
+from hf_rgda.config import AugmentConfig
+from hf_rgda.llm.options import answer_schema
+from hf_rgda.pipeline import Pipeline
+from hf_rgda.records import Judgement, Seed, SeedResult, SeedTrace
+from hf_rgda.schemas import AC_RUBRIC, GR_RUBRIC
+from hf_rgda.stages.rating import (
+    FRACTIONS,
+    SCALE,
+    by_probability,
+    criteria_lines,
+    criterion_score,
+    expected_total,
+    read_verdict,
+    scale_system,
+)
+from hf_rgda.testing import FakeWorld, stage_of
+
+SEED = Seed("s0", ("Germline", "mutations", "cause", "breast", "cancer", "."), ("O", "O", "O", "B-Disease",
+                                                                                "I-Disease", "O"))
+
+
+def test_the_scale_is_single_digits_mapped_to_fractions_of_the_maximum() -> None:
+    assert SCALE == ("1", "2", "3", "4", "5") and all(len(k) == 1 for k in SCALE)
+    assert FRACTIONS == {"1": 0.0, "2": 0.25, "3": 0.5, "4": 0.75, "5": 1.0}
+
+
+@pytest.mark.parametrize(("probs", "top", "score"), [
+    ({"5": 1.0}, 30, 30.0), ({"1": 1.0}, 30, 0.0), ({"3": 1.0}, 20, 10.0), ({"1": 0.5, "5": 0.5}, 30, 15.0),
+    ({"4": 0.6, "5": 0.4}, 20, 17.0), ({"1": 0.2, "2": 0.2, "3": 0.2, "4": 0.2, "5": 0.2}, 15, 7.5)])
+def test_a_criterion_scores_the_probability_weighted_mean(probs: dict[str, float], top: int, score: float) -> None:
+    assert criterion_score(probs, top) == pytest.approx(score)
+
+
+def test_a_verdict_read_by_probability_keeps_its_shape_and_distributions() -> None:
+    dists = {name: {"4": 0.6, "5": 0.4} for name in AC_RUBRIC}  # 0.85 of each maximum
+    v = read_verdict(dists, AC_RUBRIC)
+    assert v.criteria == {"domain_alignment": 26, "semantic_consistency": 26, "entity_role_integrity": 21,
+                          "tag_format_validation": 13}
+    assert v.score == sum(v.criteria.values()) == 86 and v.feedback == {} and v.method == "probability"
+    assert v.distributions == dists and expected_total(v, AC_RUBRIC) == pytest.approx(85.0)
+
+
+@pytest.mark.parametrize(("stage", "rubric"), [("guidance_judge", GR_RUBRIC), ("composition_judge", AC_RUBRIC)])
+def test_the_rating_prompt_reuses_the_rubric_of_the_judge(stage: str, rubric: dict[str, int]) -> None:
+    judge = prompts.render(stage, types="Disease, Chemical")
+    lines = criteria_lines(judge, rubric)
+    system = scale_system(judge)
+    assert list(lines) == list(rubric) and all(f"{name} (max {top}): " in lines[name] for name, top in rubric.items())
+    assert all(line in system for line in lines.values()) and judge.splitlines()[0] in system
+    assert "Disease, Chemical" in system and system.rstrip().endswith("nothing else.")
+    with pytest.raises(ValueError, match="keyword_detection"):
+        criteria_lines(judge, {**rubric, "keyword_detection": 99})
+
+
+def _run(rating: dict[str, float], **cfg: Any) -> tuple[SeedResult, FakeWorld, ScriptedLLM]:
+    """rgda on one seed; every rating question answered with ``rating``."""
+    world = FakeWorld()
+
+    def handler(messages: Any, schema: Any, params: Any) -> Any:
+        if "answer" in schema["properties"] and stage_of(list(messages)) in ("gr_judge", "ac_judge"):
+            world.stages.append(stage_of(list(messages)))
+            return rating
+        return world(messages, schema, params)
+
+    llm = ScriptedLLM(handler)
+    [r] = asyncio.run(Pipeline(AugmentConfig(**cfg), llm, Checker(("Disease",))).run([SEED]))
+    return r, world, llm
+
+
+def test_a_passing_verdict_costs_one_token_per_criterion_and_asks_no_feedback() -> None:
+    r, world, llm = _run({"5": 0.9, "4": 0.1})  # 0.975 of each maximum: passes 90
+    assert [j.score for j in r.judgements["gr"]] == [99] and [j.score for j in r.judgements["ac"]] == [97]
+    assert all(j.method == "probability" and j.feedback == {} for j in r.judgements["gr"] + r.judgements["ac"])
+    asked = [(m, s) for m, s, _ in llm.calls if stage_of(m) in ("gr_judge", "ac_judge")]
+    assert len(asked) == len(GR_RUBRIC) + len(AC_RUBRIC) and all(s == answer_schema(SCALE) for _, s in asked)
+    gr = [m for m, _ in asked if stage_of(m) == "gr_judge"]
+    assert {m[0]["content"] for m in gr} == {scale_system(prompts.render("guidance_judge", types="Disease"))}
+    assert [m[-1]["content"].rsplit("Criterion:\n", 1)[1].split(" ")[0] for m in gr] == list(GR_RUBRIC)
+    usage = r.accounting.stage_usage["guidance_judge/round1"]
+    assert usage["calls"] == len(GR_RUBRIC) and usage["completion_tokens"] == len(GR_RUBRIC)
+    assert "gr_feedback" not in world.stages and "ac_feedback" not in world.stages
+
+
+def test_feedback_is_asked_only_below_the_threshold_with_rounds_left() -> None:
+    r, world, llm = _run({"4": 1.0}, max_rounds=3)  # 75 every round: refined twice, judged three times
+    assert [j.score for j in r.judgements["gr"]] == [75, 75, 75]
+    assert world.stages.count("gr_feedback") == world.stages.count("gr_refine") == 2
+    assert [bool(j.feedback) for j in r.judgements["gr"]] == [True, True, False]
+    assert r.judgements["gr"][0].feedback == {name: f"fix {name}" for name in GR_RUBRIC}
+    feedback = [m for m, s, _ in llm.calls if stage_of(m) == "gr_judge" and "answer" not in s["properties"]]
+    assert feedback[0][0]["content"] == prompts.render("guidance_judge", types="Disease")
+    assert "Scores:\n- context_abstraction: 23/30\n" in feedback[0][-1]["content"]
+    refine = next(m for m, _, _ in llm.calls if stage_of(m) == "gr_refine")[-1]["content"]
+    assert "- context_abstraction (23/30): fix context_abstraction" in refine
+
+
+@pytest.mark.parametrize(("reading", "logprobs", "expected"), [
+    ("auto", True, True), ("auto", False, False), ("probability", False, True), ("sample", True, False)])
+def test_the_switch(reading: str, logprobs: bool, expected: bool) -> None:
+    llm = ScriptedLLM(FakeWorld(), logprobs=logprobs)
+    assert by_probability(AugmentConfig(judge_reading=reading), llm) is expected
+
+
+def test_sample_reading_is_the_one_sampled_verdict() -> None:
+    r, world, _ = _run({"1": 1.0}, judge_reading="sample")
+    assert [j.score for j in r.judgements["gr"]] == [95] and r.judgements["gr"][0].method == "sample"
+    assert "gr_feedback" not in world.stages
+
+
+def test_the_trace_records_the_reading() -> None:
+    r, _, _ = _run({"4": 0.5, "5": 0.5}, method="rgda-no-ac")
+    data = json.loads(json.dumps(SeedTrace.of(r, "rgda-no-ac").to_json()))
+    assert data["gr"][0]["method"] == "probability"
+    assert data["gr"][0]["distributions"]["keyword_detection"] == {"1": 0.0, "2": 0.0, "3": 0.0, "4": 0.5, "5": 0.5}
+    assert SeedTrace.from_json(data).gr == r.judgements["gr"]
+    old = {k: v for k, v in data["gr"][0].items() if k not in ("method", "distributions")}
+    assert SeedTrace.from_json({**data, "gr": [old]}).gr[0] == Judgement(old["score"], old["criteria"], old["feedback"])
