@@ -75,7 +75,7 @@ class Checker:
             s = replace(s, tokens=cand.tokens, tags=cand.tags)
         while (bad := first_failure(s, UNTAG_RULES)) and self._untag(cand, bad):
             s = s.retagged(cand.tags)
-        while known := known_untagged(s):
+        while known := s.memo("known_untagged", known_untagged):
             cand.tags = spans_to_tags([*tags_to_spans(cand.tags), known], len(cand.tokens))
             cand.salvaged.append(f"known_mention: tagged {' '.join(cand.tokens[known.start : known.end])!r} as "
                                  f"{known.label} (the split tags it so)")

@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..records import Candidate, Seed
@@ -74,7 +75,7 @@ def untagged_mention(s: Sentence) -> str | None:
     taken = {i for span in s.spans for i in range(span.start, span.end)}
     own = {tuple(low[span.start : span.end]) for span in s.spans}
     for m in own | set(s.of_seed.mention_words):
-        for i in range(len(low) - len(m) + 1):
+        for i in s.where(m[0]):
             if tuple(low[i : i + len(m)]) == m and not all(j in taken for j in range(i, i + len(m))):
                 if m not in own and len(m) == 1 and (s.tokens[i] in context_words or low[i] in context_words):
                     continue  # a seed's one-word mention the split often leaves untagged ("it" as Generic)
@@ -83,7 +84,7 @@ def untagged_mention(s: Sentence) -> str | None:
 
 
 def known_mention(s: Sentence) -> str | None:
-    known = known_untagged(s)
+    known = s.memo("known_untagged", known_untagged)
     if known is None:
         return None
     return f"{s.text(known)!r} is left untagged but the split tags it as {known.label}"
@@ -98,12 +99,17 @@ def seed_entity_reused(s: Sentence) -> str | None:
 
 
 def near_copy_of_seed(s: Sentence) -> str | None:
-    seed, ratio = s.of_seed.low, s.checker.near_copy_ratio
-    match = difflib.SequenceMatcher(a=seed, b=s.low)
-    # real_quick_ratio and quick_ratio bound ratio from above: the (slow) ratio only where they reach the threshold
-    copy = tuple(s.low) == seed or (match.real_quick_ratio() >= ratio and match.quick_ratio() >= ratio
-                                    and match.ratio() >= ratio)
+    seed, ratio = s.of_seed, s.checker.near_copy_ratio
+    copy = tuple(s.low) == seed.low or (_similarity_bound(seed.counts, s.low) >= ratio
+                                        and difflib.SequenceMatcher(a=seed.low, b=s.low).ratio() >= ratio)
     return "too similar to the seed sentence" if copy else None
+
+
+def _similarity_bound(seed_counts: Counter[str], words: Sequence[str]) -> float:
+    """difflib's ``quick_ratio`` (an upper bound of ``ratio``: the words both share, as multisets), without
+    building the matcher; the slow ``ratio`` is only needed where this bound reaches the threshold."""
+    total = sum(seed_counts.values()) + len(words)
+    return 2.0 * sum((seed_counts & Counter(words)).values()) / total if total else 1.0
 
 
 def looping(s: Sentence) -> str | None:
@@ -151,7 +157,7 @@ def lowercase_name(s: Sentence, span: Span) -> str | None:
 def atypical_head(s: Sentence, span: Span) -> str | None:
     stats, head = s.checker.stats, s.tokens[span.end - 1]  # a one-word entity is its own head ("BRCA1" as a Disease)
     share, floor = s.checker.atypical_share, s.checker.atypical_min_outside
-    if s.in_seed(span) or not stats.atypical(head, span.label, share, floor):
+    if not stats.atypical(head, span.label, share, floor) or s.in_seed(span):
         return None
     form = stats.stats_form(head)
     shown = f"{head!r}" + (f" (as {form!r})" if form != head else "")
@@ -248,7 +254,7 @@ class Example:
         return candidate(self.candidate), [candidate(a) for a in self.accepted]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed as itself (tables of rules are cached by identity)
 class Rule:
     """One row of the checker's table.
 
@@ -277,10 +283,10 @@ class Finding(NamedTuple):
     span: Span | None
 
 
-def first_failure(s: Sentence, rules: Sequence[Rule] | None = None) -> Finding | None:
-    """The first of ``rules`` (default :data:`RULES`) that ``s`` fails, in table order."""
-    for group, members in itertools.groupby(RULES if rules is None else rules, key=lambda r: r.group):
-        run = list(members)
+def first_failure(s: Sentence, rules: tuple[Rule, ...] | None = None) -> Finding | None:
+    """The first of ``rules`` (default :data:`RULES`) that ``s`` fails, in table order. An entity rule's verdict is
+    kept on ``s`` (salvage asks the entity rules first, then the whole table, of the same sentence)."""
+    for group, run in _runs(RULES if rules is None else rules):
         if not group:
             for rule in run:
                 if (detail := rule.check(s)) is not None:
@@ -288,9 +294,15 @@ def first_failure(s: Sentence, rules: Sequence[Rule] | None = None) -> Finding |
             continue
         for span in s.spans:
             for rule in run:
-                if (detail := rule.check(s, span)) is not None:
+                if (detail := s.memo((rule.name, span), rule.check, span)) is not None:
                     return Finding(rule, detail, span)
     return None
+
+
+@lru_cache(maxsize=8)
+def _runs(rules: tuple[Rule, ...]) -> list[tuple[str, tuple[Rule, ...]]]:
+    """The table in runs: each sentence rule alone, consecutive entity rules of one group together."""
+    return [(group, tuple(run)) for group, run in itertools.groupby(rules, key=lambda r: r.group)]
 
 
 _PER = ("PER", "ORG")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..records import Candidate, Seed
 from ..tags import Span, tags_to_spans
@@ -35,6 +36,7 @@ class SeedFacts(NamedTuple):
     mentions: frozenset[tuple[tuple[str, ...], str]]  # (words lower-cased, type) of each entity
     untagged: tuple[bool, ...]  # per token: outside every entity
     untagged_at: dict[str, tuple[int, ...]]  # per lower-cased word, where the seed has it outside every entity
+    counts: Counter[str]  # its lower-cased words, with their counts
 
 
 @lru_cache(maxsize=1024)
@@ -48,7 +50,7 @@ def seed_facts(seed: Seed) -> SeedFacts:
         if untagged[i]:
             at.setdefault(word, []).append(i)
     return SeedFacts(spans, low, words, frozenset((m, s.label) for m, s in zip(words, spans)), untagged,
-                     {w: tuple(ix) for w, ix in at.items()})
+                     {w: tuple(ix) for w, ix in at.items()}, Counter(low))
 
 
 @dataclass
@@ -73,6 +75,27 @@ class Sentence:
     @cached_property
     def of_seed(self) -> SeedFacts:
         return seed_facts(self.seed)
+
+    @cached_property
+    def _positions(self) -> dict[str, list[int]]:
+        at: dict[str, list[int]] = {}
+        for i, word in enumerate(self.low):
+            at.setdefault(word, []).append(i)
+        return at
+
+    @cached_property
+    def _memo(self) -> dict[Any, Any]:
+        return {}
+
+    def where(self, word: str) -> list[int]:
+        """The positions of ``word`` (lower-case) in the sentence, in order."""
+        return self._positions.get(word, [])
+
+    def memo(self, key: Any, compute: Callable[..., Any], *args: Any) -> Any:
+        """``compute(self, *args)``, computed once per sentence under ``key``."""
+        if key not in self._memo:
+            self._memo[key] = compute(self, *args)
+        return self._memo[key]
 
     def text(self, span: Span) -> str:
         return " ".join(self.tokens[span.start : span.end])
