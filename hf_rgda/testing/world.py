@@ -82,13 +82,17 @@ class FakeWorld:
 
     def serve(self) -> dict[str, Any]:
         """The keyword arguments of a :class:`~hf_rgda.testing.providers.ProviderServer` serving this world: its
-        answers, and :meth:`entity_dist` for logprob requests (a backend without logprobs samples the question as a
-        completion, answered like the sampling fallback's)."""
+        answers, and for logprob requests the distribution of the question asked (the entity verifier's, or a judge's
+        1-5 rating read by probability); a backend without logprobs samples the question as a completion, answered
+        like the sampling fallback's."""
         def respond(messages: Sequence[Mapping[str, str]], schema: Any) -> Any:
             sampled = "answer" in (schema or {}).get("properties", {})  # the verifier's question as a completion
             return self(messages, schema, {"temperature": 1.0} if sampled else {})
 
-        return {"responder": respond, "logprobs": self.entity_dist}
+        def distribution(messages: Sequence[Mapping[str, str]]) -> dict[str, float]:
+            return self(messages, {"properties": {"answer": {}}}, {})
+
+        return {"responder": respond, "logprobs": distribution}
 
     @staticmethod
     def verdict(total: int, rubric: dict[str, int]) -> dict[str, Any]:
