@@ -89,7 +89,9 @@ class AugmentConfig:
                                "the checker (its type against the dataset's other types, contrast categories and 'an "
                                "ordinary word or phrase'), read as the probability of its type; below verify_threshold "
                                "the entity is untagged (salvage, then the row is checked again) or its row rejected")
-    verify_threshold: float = _f(0.5, "entity verification: the probability of its type an entity needs to stay tagged")
+    verify_threshold: float = _f(0.25, "entity verification: the probability of its type an entity needs to stay "
+                                 "tagged (0.25: measured on NCBI-disease canaries with the local 1.5B model, see "
+                                 "benchmarks/README.md; calibrate your own model with benchmarks/calibration.py)")
     skip_entityless: bool = _f(True, "leave seeds without any entity un-augmented (small models invent entities for them)")
     entity_hints: int = _f(6, "guided methods: the composer's guide shows a same-type entity from the dataset in place "
                            "of each of the seed's, plus this many more per type as examples (0 = neither: the "

@@ -112,7 +112,9 @@ def scripted(verdicts: dict[str, dict[str, float]]) -> ScriptedLLM:
 
 def verify(rows: list[str], verdicts: dict[str, dict[str, float]], *, types: tuple[str, ...] = ("Disease",),
            stats: SplitStats | None = None, **cfg: Any) -> tuple[SeedResult, ScriptedLLM]:
-    """The verifier stage of a guided run over candidate rows written inline (``"[gout](Disease) hurts ."``)."""
+    """The verifier stage of a guided run over candidate rows written inline (``"[gout](Disease) hurts ."``), at a
+    threshold of 0.5 unless told otherwise (the decisions below are written for it)."""
+    cfg.setdefault("verify_threshold", 0.5)
     llm = scripted(verdicts)
     pipe = Pipeline(AugmentConfig(**cfg), llm, Checker(types, stats or SplitStats(), salvage=cfg.get("salvage", True)))
     r = SeedResult(Seed("s", *map(tuple, parse_inline("Germline mutations in BRCA1 cause [breast cancer](Disease) ."))))
@@ -206,7 +208,7 @@ def test_naive_rows_are_verified(world: FakeWorld) -> None:
 
 def test_trace_and_summary_carry_the_verdicts(tmp_path: Path) -> None:
     ds = Dataset.from_dict(SEED_ROWS)
-    llm = ScriptedLLM(FakeWorld(entity_prob=0.3))  # every entity below: "an ordinary word" -> untagged -> no_entity
+    llm = ScriptedLLM(FakeWorld(entity_prob=0.2))  # every entity below: "an ordinary word" -> untagged -> no_entity
 
     def run() -> tuple[Any, RGDAAugmenter]:
         aug = RGDAAugmenter(label_names=LABELS, llm=llm, cache=tmp_path / "r.sqlite3", method="gda")
@@ -216,11 +218,11 @@ def test_trace_and_summary_carry_the_verdicts(tmp_path: Path) -> None:
     d = aug.summary.to_dict()
     assert d["accepted"] == 0 and d["rejected_by_reason"] == {"no_entity": 9}
     assert d["entity_verification"] == {"entities": 9, "verified": 0, "untagged": 9, "rejected": 0,
-                                        "rows_rejected": 9, "mean_probability": 0.3,
-                                        "probability_histogram": {"0.3": 9}}
+                                        "rows_rejected": 9, "mean_probability": 0.2,
+                                        "probability_histogram": {"0.2": 9}}
     assert "entity verification: 9 entities, 0 verified, 9 untagged" in aug.summary.format()
     trace = SeedTrace.read(out["rgda_trace"][0])
-    assert trace is not None and trace.verification[0].decision == "untagged" and trace.verification[0].probability == 0.3
+    assert trace is not None and trace.verification[0].decision == "untagged" and trace.verification[0].probability == 0.2
     assert RunSummary.from_traces(out["rgda_trace"]).to_dict()["entity_verification"] == d["entity_verification"]
     paid = len(llm.calls)
     _, again = run()  # a rerun: every call, the verifier's included, from the cache
