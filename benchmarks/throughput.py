@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_run:
         print(json.dumps(memory_run(args.data_dir, args.memory_run, args.keep_call_log)))
         return 0
+    load_before = os.getloadavg()  # other work on the machine slows every run: shown beside the results
     rows = read_split(args.data_dir)
     train = Dataset.from_list(rows)
     seeds = grown([r for r in rows if any(t != "O" for t in r["ner_tags"])], args.seeds)
@@ -184,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": "python benchmarks/throughput.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),
-                    "cpu_count": os.cpu_count()},
+                    "cpu_count": os.cpu_count(), "load_average_1_5_15_min": {"before": load_before,
+                                                                                 "after": os.getloadavg()}},
         "one_process": one, "num_proc_2": two, "split_scale": scale,
         "split_scale_ratio": round(scale[1]["seconds_per_seed"] / scale[0]["seconds_per_seed"], 3),
         "memory": mem, "memory_ratio": round(mem[1]["peak_rss_mb"] / mem[0]["peak_rss_mb"], 3),
