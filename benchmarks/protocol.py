@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 METHODS = ["noaug", "eda", "mr", "naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda"]
-LLM_METHODS = {"naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac"}
 DOMAINS = {"ncbi_disease": "biomedical research abstracts (PubMed) with disease mentions",
            "scierc": "computer science research abstracts (AI, NLP, vision)",
            "fin": "financial agreements and SEC filings"}
@@ -120,7 +119,8 @@ def diversity(aug: Any, seeds: Any, args: argparse.Namespace) -> float | None:
 
 def train_eval(train_rows: Any, test: Any, *, steps: int, run: int, args: argparse.Namespace) -> dict[str, Any]:
     from hf_rgda.metrics import seqeval
-    from hf_rgda.train import TrainConfig, predict_tags, to_tag_names, train_ner
+    from hf_rgda.tags import to_tag_names
+    from hf_rgda.train import TrainConfig, predict_tags, train_ner
 
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(compact(results), indent=1))
 
     from hf_rgda.recipe import sample_seeds
-    from hf_rgda.train import label_names_of
+    from hf_rgda.tags import label_names_of
 
     args.commit = _commit()  # the code this process loaded: edits made while it runs do not reach it
 
@@ -279,7 +279,7 @@ def bootstrap(results: dict[str, Any], scale: str, test: Any, args: argparse.Nam
     """Paired bootstrap of ΔF1 = F1(R-GDA) − F1(other) for every other method of the scale (first training run of
     each, equal epochs), as in the paper's Fig. 10."""
     from hf_rgda.metrics import paired_bootstrap
-    from hf_rgda.train import to_tag_names
+    from hf_rgda.tags import to_tag_names
 
     a = results["cells"].get(f"{scale}/rgda")
     if not (a and a.get("_predictions")):

@@ -94,14 +94,21 @@ def read_split(data_dir: Path) -> list[dict[str, list[str]]]:
         return [json.loads(line) for line in fh]
 
 
-def augment(split: Dataset, seeds: Dataset, num_proc: int = 1, *, call_log: bool = True) -> dict[str, Any]:
+#: the configurations measured (``--workload``): the library's defaults, and the rgda pipeline as issue 16 measured
+#: it before the entity verifier and the probability-read judges existed (5 scripted calls per seed instead of 15)
+WORKLOADS: dict[str, dict[str, Any]] = {"default": {}, "no-verification": {"verify_entities": False,
+                                                                           "judge_reading": "sample"}}
+
+
+def augment(split: Dataset, seeds: Dataset, num_proc: int = 1, *, call_log: bool = True,
+            workload: str = "default") -> dict[str, Any]:
     """One ``map`` over ``seeds`` with statistics from ``split``: rates, the handler's cost, the run summary."""
     handler = TimedHandler()
     llm = ScriptedLLM(handler, name="throughput")
     if not call_log:
         llm.calls = _NoLog()
     start = time.perf_counter()
-    aug = RGDAAugmenter.from_dataset(split, llm=llm, method="rgda", cache=False)
+    aug = RGDAAugmenter.from_dataset(split, llm=llm, method="rgda", cache=False, **WORKLOADS[workload])
     stats_s = time.perf_counter() - start
     start = time.perf_counter()
     fingerprint = Hasher.hash(aug)  # what map would hash first: once per call, and larger with larger statistics
@@ -132,11 +139,11 @@ def fastest(runs: Sequence[Callable[[], dict[str, Any]]], repeats: int) -> list[
              "runs_seconds_per_seed": [r["seconds_per_seed"] for r in out]} for out in results]
 
 
-def memory_run(data_dir: Path, n: int, call_log: bool) -> dict[str, Any]:
+def memory_run(data_dir: Path, n: int, call_log: bool, workload: str) -> dict[str, Any]:
     """Peak RSS of one process that augments ``n`` seeds (run in a fresh interpreter by :func:`memory`)."""
     rows = read_split(data_dir)
     seeds = grown([r for r in rows if any(t != "O" for t in r["ner_tags"])], n)
-    res = augment(Dataset.from_list(rows), seeds, call_log=call_log)
+    res = augment(Dataset.from_list(rows), seeds, call_log=call_log, workload=workload)
     return {**res, "call_log": call_log, "peak_rss_mb": peak_rss_mb()}
 
 
@@ -151,8 +158,8 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def memory(data_dir: Path, n: int, call_log: bool) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--data-dir", str(data_dir), "--memory-run", str(n)]
+def memory(data_dir: Path, n: int, call_log: bool, workload: str) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--data-dir", str(data_dir), "--memory-run", str(n), "--workload", workload]
     cmd += ["--keep-call-log"] if call_log else []
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -167,27 +174,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="alternating runs of each pair (the fastest kept)")
     p.add_argument("--memory-seeds", type=int, nargs=2, default=[1000, 10000], help="seeds of the two memory runs")
     p.add_argument("--keep-call-log", action="store_true", help="memory runs keep ScriptedLLM's log of every call")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "throughput.json")
+    p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/throughput[_WORKLOAD].json")
+    p.add_argument("--workload", choices=list(WORKLOADS), default="default",
+                   help="the library's defaults, or rgda without the entity verifier and with one-sample judges")
     p.add_argument("--memory-run", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    suffix = "" if args.workload == "default" else "_" + args.workload.replace("-", "_")
+    args.out = args.out or ROOT / "benchmarks" / "results" / f"throughput{suffix}.json"
     disable_progress_bars()
     if args.memory_run:
-        print(json.dumps(memory_run(args.data_dir, args.memory_run, args.keep_call_log)))
+        print(json.dumps(memory_run(args.data_dir, args.memory_run, args.keep_call_log, args.workload)))
         return 0
     load_before = os.getloadavg()  # other work on the machine slows every run: shown beside the results
     rows = read_split(args.data_dir)
     train = Dataset.from_list(rows)
     seeds = grown([r for r in rows if any(t != "O" for t in r["ner_tags"])], args.seeds)
-    one, two = fastest([partial(augment, train, seeds), partial(augment, train, seeds, num_proc=2)], args.repeats)
+    run = partial(augment, workload=args.workload)
+    one, two = fastest([partial(run, train, seeds), partial(run, train, seeds, num_proc=2)], args.repeats)
     few, splits = seeds.select(range(args.scale_seeds)), [grown(rows, n) for n in args.splits]
-    scale = fastest([partial(augment, split, few) for split in splits], args.repeats)
-    mem = [memory(args.data_dir, n, args.keep_call_log) for n in args.memory_seeds]
+    scale = fastest([partial(run, split, few) for split in splits], args.repeats)
+    mem = [memory(args.data_dir, n, args.keep_call_log, args.workload) for n in args.memory_seeds]
     result = {
         "command": "python benchmarks/throughput.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),
                     "cpu_count": os.cpu_count(), "load_average_1_5_15_min": {"before": load_before,
                                                                                  "after": os.getloadavg()}},
-        "one_process": one, "num_proc_2": two, "split_scale": scale,
+        "workload": {args.workload: WORKLOADS[args.workload]}, "one_process": one, "num_proc_2": two, "split_scale": scale,
         "split_scale_ratio": round(scale[1]["seconds_per_seed"] / scale[0]["seconds_per_seed"], 3),
         "memory": mem, "memory_ratio": round(mem[1]["peak_rss_mb"] / mem[0]["peak_rss_mb"], 3),
     }

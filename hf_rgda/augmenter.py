@@ -35,7 +35,7 @@ from .records import META_COLUMNS, Seed, SeedResult, SeedTrace
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types, label_names_of, tag_name, to_tag_names, validate_tags
 
-__all__ = ["META_COLUMNS", "RGDAAugmenter"]
+__all__ = ["RGDAAugmenter"]
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._exceptions import AuthenticationError, ConfigError, ProvisionError, RGDAError
-from ._secrets import redact
+from ._secrets import environment_secrets, redact
 from .cache import ResponseCache
 from .calls import Caller, system_prompts
 from .checking import Checker, entity_mentions
@@ -202,10 +202,12 @@ async def _all_or_none(coros: list[Coroutine[Any, Any, None]]) -> None:
 
 
 def _failure(stage: str, err: Exception, r: SeedResult) -> str:
-    """``"<stage>: <error>"``; an unexpected error's text is redacted (key-shaped text) and logged with its frames
-    (without their locals)."""
+    """``"<stage>: <error>"``, redacted (the environment's keys and tokens, key-shaped text): it goes to the dataset's
+    ``rgda_reason``, ``rejections.jsonl`` and the log. An unexpected error is logged with its frames (no locals)."""
+    secrets = environment_secrets()
     if isinstance(err, RGDAError):
-        return f"{stage}: {type(err).__name__}: {err}"
-    msg = redact(f"{stage}: unexpected {type(err).__name__}: {err}")
-    log.warning("seed %s failed: %s\n%s", r.seed.key, msg, redact("".join(traceback.format_tb(err.__traceback__)).rstrip()))
+        return redact(f"{stage}: {type(err).__name__}: {err}", secrets)
+    msg = redact(f"{stage}: unexpected {type(err).__name__}: {err}", secrets)
+    frames = redact("".join(traceback.format_tb(err.__traceback__)).rstrip(), secrets)
+    log.warning("seed %s failed: %s\n%s", r.seed.key, msg, frames)
     return msg

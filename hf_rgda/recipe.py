@@ -79,7 +79,7 @@ def load_split(source: str | Sequence[str], split: str = "train") -> Any:
 def sample_seeds(split: Any, num_seeds: int | None = None, *, sample_seed: int = 0, min_entities: int = 1,
                  tags_column: str = "ner_tags") -> Any:
     """The seed rows of a run: ``num_seeds`` rows drawn with ``sample_seed`` among the rows with at least
-    ``min_entities`` entities (B-/S-/U- tags, or non-zero ids); all of them when ``num_seeds`` is None or larger.
+    ``min_entities`` entities (B-/S-/U- tags; for ClassLabel ids, any non-O tag); all of them when ``num_seeds`` is None or larger.
 
     The sample of N seeds is the prefix of a larger sample with the same ``sample_seed``.
     """

@@ -25,7 +25,7 @@ from ._exceptions import ConfigError, InputError
 from .provision import resolve_model
 from .tags import label_names_of, to_tag_names
 
-__all__ = ["TrainConfig", "align_labels", "evaluate_ner", "label_names_of", "predict_tags", "to_tag_names", "train_ner"]
+__all__ = ["TrainConfig", "align_labels", "evaluate_ner", "predict_tags", "train_ner"]
 
 log = logging.getLogger(__name__)
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"

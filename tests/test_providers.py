@@ -27,8 +27,9 @@ from hf_rgda import (
     TimeoutError,
     load_llm,
 )
+from hf_rgda._secrets import redact
 from hf_rgda.llm import EXAMPLE_MODELS
-from hf_rgda.llm.remote import RateLimiter, RetryPolicy, redact
+from hf_rgda.llm.remote import RateLimiter, RetryPolicy
 from hf_rgda.pricing import PriceTable, cost_report
 from hf_rgda.testing import FakeWorld
 from hf_rgda.testing.providers import Action, ProviderServer

@@ -75,10 +75,10 @@ def _verdict(rubric: dict[str, Any], total: int, field: str) -> dict[str, Any]:
 
 
 def handler(messages: Any, schema: Any, params: Any) -> Any:
-    """The scripted world, made a pure function of the call, with judges and reviewers that vary, a few broken
-    sentences (an entity missing from its text, a copy of the seed) for the checker and the repair stage, and entity
-    verdicts that sometimes fall below the threshold, judges' 1-5 ratings (read by probability) that vary likewise, (then most likely "an ordinary word": untagged, or a cut span:
-    the row rejected)."""
+    """The scripted world, made a pure function of the call: judges (their 1-5 ratings read by probability) and
+    reviewers whose scores vary, a few broken sentences (an entity missing from its text, a copy of the seed) for the
+    checker and the repair stage, and entity verdicts that sometimes fall below the threshold (then most likely "an
+    ordinary word": untagged, or a cut span: the row rejected)."""
     props = (schema or {}).get("properties", {})
     system = messages[0]["content"]
     if "answer" in props and "reviewer of" in system:  # a judge read by probability: one criterion's 1-5 rating

@@ -19,8 +19,8 @@ from hf_rgda.metrics import (
     tag_hallucination_rate,
 )
 from hf_rgda.provision import MODELS, snapshot_dir
-from hf_rgda.tags import tags_to_spans, validate_tags
-from hf_rgda.train import align_labels, label_names_of
+from hf_rgda.tags import label_names_of, tags_to_spans, validate_tags
+from hf_rgda.train import align_labels
 
 from .conftest import LABELS, SEED_ROWS
 

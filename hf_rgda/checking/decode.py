@@ -1,6 +1,6 @@
 """Decoding model answers: JSON (fenced or not, surrogates made encodable) into tokens and IOB2 tags.
 
-Two output forms are supported (chosen by measurement, see ``benchmarks/representation.py``):
+Two output forms are supported (chosen by measurement: ``benchmarks/local_pipeline.py --representations``):
 
 - ``entities``: ``{"text": "...", "entities": [{"text": "...", "type": "..."}]}``; entity strings are matched
   back into the tokenized sentence (every occurrence is tagged; an unmatched entity rejects the sentence);

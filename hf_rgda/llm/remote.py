@@ -20,6 +20,7 @@ import logging
 import os
 import random
 import time
+import urllib.parse
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from .._secrets import redact
 from .base import LLM, Completion, Message, OptionProbs, Usage
 from .options import check_options, top_logprobs_of
 
-__all__ = ["RateLimiter", "RemoteLLM", "RetryPolicy", "redact"]
+__all__ = ["RateLimiter", "RemoteLLM", "RetryPolicy"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -157,7 +158,8 @@ class RemoteLLM(LLM):
     def identity(self) -> dict[str, Any]:
         ident: dict[str, Any] = {"backend": self.backend, "model": self.model}
         if self.base_urls:
-            ident["base_url"] = self.base_urls[0] if len(self.base_urls) == 1 else list(self.base_urls)
+            urls = [_public_url(u) for u in self.base_urls]
+            ident["base_url"] = urls[0] if len(urls) == 1 else urls
         return ident
 
     def __getstate__(self) -> dict[str, Any]:
@@ -288,3 +290,11 @@ def status_error(cls_by_status: Mapping[int, type[BackendError]], status: int, m
 
     cls = cls_by_status.get(status) or (ServerError if status >= 500 else BackendError)
     return cls(message[:500], status=status, retry_after=retry_after)
+
+
+def _public_url(url: str) -> str:
+    """``url`` without user info or query (where a key could be written): the identity reaches summaries and cards."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
