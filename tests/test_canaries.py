@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hf_rgda import ScriptedLLM
+from hf_rgda import AugmentConfig, ScriptedLLM
 from hf_rgda.records import Seed
 from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 from hf_rgda.stages.categories import question
@@ -314,7 +314,8 @@ def test_the_entity_scorer_reads_the_verifier_end_to_end(monkeypatch: pytest.Mon
         assert cell["canaries"] == sum(entry["canaries"]["entity"].values()) == cell["calls"] and cell["failed"] == 0
         assert {x["score"] for x in cell["scores"]} == {0.0, 1.0} and set(entry["canaries"]["entity"]) > {"good"}
         m = cell["metrics"]
-        assert m["auroc"] == 1.0 and m["product_threshold"] == 0.5 and m["accuracy_at_product_threshold"] == 1.0
+        assert m["auroc"] == 1.0 and m["product_threshold"] == AugmentConfig().verify_threshold
+        assert m["accuracy_at_product_threshold"] == 1.0
     n = len(calls)
     assert _run(monkeypatch, data_dir, oracle, "--scorers", "entity")[0] == 0 and len(calls) == n  # from the cache
 
