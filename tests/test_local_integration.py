@@ -37,7 +37,7 @@ def test_rgda_through_map_on_a_real_gguf(tiny_llm, tmp_path: Path) -> None:
                         keep_rejected=True, cache=tmp_path / "r.sqlite3", domain="biomedical abstracts")
     out = ds.map(aug, batched=True)
     s = aug.summary
-    assert s.seeds == 2 and s.calls >= 2 * 2  # at least seed generation and guidance per seed
+    assert s.seeds == 2 and s.accounting.calls >= 2 * 2  # at least seed generation and guidance per seed
     statuses = set(out["rgda_status"])
     assert statuses <= {"original", "accepted", "rejected", "failed"}
     for tokens, tags, status in zip(out["tokens"], out["ner_tags"], out["rgda_status"]):
