@@ -183,7 +183,7 @@ def build() -> gr.Blocks:
             guidance = gr.JSON(label="Guidance")
             gr_rounds = gr.Dataframe(headers=["round", "score", "feedback"], label="Guidance Refiner rounds")
             ac_rounds = gr.Dataframe(headers=["round", "score", "feedback"], label="Augmentation Calibrator rounds")
-            rejected = gr.Dataframe(headers=["reason", "detail"], label="Rejected and failed")
+            rejected = gr.Dataframe(headers=["reason", "detail"], label="Rejected and failed", elem_id="rejected")
             heat = gr.HighlightedText(label="WHERE: leave-one-out attribution (chosen words marked *)", elem_id="heat")
             transcript = gr.JSON(label="WHICH: debate transcript")
         download = gr.File(label="Download JSONL")
