@@ -11,11 +11,11 @@ Gene. Guides are not checked against the type list after the schema, so ``guide_
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hf_rgda.stages.base import squeeze
 from hf_rgda.tags import Span, detokenize, spans_to_tags, tags_to_spans
 
 ENTITY_DEFECTS = ("wrong_type", "ordinary_phrase", "name_like", "boundary_cut", "boundary_extended")
@@ -238,9 +238,9 @@ def guide_defect(ctx: Context, label: str, guide: dict[str, Any], tokens: Sequen
         roles[k] = _role(roles[k]["text"], rng.choice(others))
         return {**guide, "entity_roles": roles}
     # guide_entity_not_in_sentence: another mention of the same type, from the dataset, that the sentence lacks
-    squeezed = re.sub(r"\s+", "", detokenize(tokens)).lower()
+    squeezed = squeeze(detokenize(tokens))
     pool = sorted({_text(t, s) for t, g in ctx.sentences for s in tags_to_spans(g) if s.label == roles[k]["type"]})
-    pool = [m for m in pool if re.sub(r"\s+", "", m).lower() not in squeezed]
+    pool = [m for m in pool if squeeze(m) not in squeezed]
     if not pool:
         return None
     roles[k]["text"] = rng.choice(pool)
