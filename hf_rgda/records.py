@@ -314,9 +314,9 @@ class SeedTrace:
         return {"seed": self.seed, "method": self.method, "failure": self.failure, "notes": self.notes,
                 "accepted": self.accepted, "superseded": self.superseded, "skipped": self.skipped,
                 "guidance": self.guidance, "attribution": self.attribution, "debate": self.debate,
-                "rejected": [dataclasses.asdict(x) for x in self.rejected], "salvaged": self.salvaged,
-                "gr": [dataclasses.asdict(j) for j in self.gr], "ac": [dataclasses.asdict(j) for j in self.ac],
-                "verification": [dataclasses.asdict(v) for v in self.verification], **self.accounting.to_json()}
+                "rejected": [_fields(x) for x in self.rejected], "salvaged": self.salvaged,
+                "gr": [_fields(j) for j in self.gr], "ac": [_fields(j) for j in self.ac],
+                "verification": [_fields(v) for v in self.verification], **self.accounting.to_json()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SeedTrace:
@@ -339,3 +339,9 @@ class SeedTrace:
         ``{"raw", "detail"}``."""
         data = json.loads(value) if value else None
         return cls.from_json(data) if isinstance(data, dict) and "stage_calls" in data else None
+
+
+def _fields(record: Any) -> dict[str, Any]:
+    """A flat record's fields as a dict, sharing its values (they are JSON values already: the trace is written at
+    once; ``dataclasses.asdict`` deep-copies them: a tenth of the library's time per seed at zero latency)."""
+    return dict(vars(record))

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -55,12 +56,23 @@ def check_options(options: Sequence[str]) -> tuple[str, ...]:
     Raises:
         ConfigError: fewer than two options, an empty one, or two equal after :func:`normalise`.
     """
-    opts = tuple(options)
-    if isinstance(options, str) or len(opts) < 2 or not all(isinstance(o, str) and normalise(o) for o in opts):
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
         raise ConfigError(f"options={options!r}: give at least two non-empty strings, e.g. ['A', 'B', 'C']")
-    if len({normalise(o) for o in opts}) < len(opts):
-        raise ConfigError(f"options={options!r}: two options are equal up to case and whitespace")
+    opts = tuple(options)
+    _option_keys(opts)
     return opts
+
+
+@functools.lru_cache(maxsize=256)
+def _option_keys(opts: tuple[str, ...]) -> dict[str, str]:
+    """``{normalise(option): option}``, after :func:`check_options`' checks (memoised: a run asks the same few
+    option sets thousands of times)."""
+    if len(opts) < 2 or not all(normalise(o) for o in opts):
+        raise ConfigError(f"options={list(opts)!r}: give at least two non-empty strings, e.g. ['A', 'B', 'C']")
+    keys = {normalise(o): o for o in opts}
+    if len(keys) < len(opts):
+        raise ConfigError(f"options={list(opts)!r}: two options are equal up to case and whitespace")
+    return keys
 
 
 def top_logprobs_of(params: Mapping[str, Any]) -> int:
@@ -98,8 +110,9 @@ def probs_from_top(top: Iterable[tuple[str, float]], options: Sequence[str]) -> 
     """
     listed = [(token, p) for token, p in ((t, math.exp(lp)) for t, lp in top) if p > 0.0]
     matched = dict.fromkeys(options, 0.0)
+    by_key = _option_keys(tuple(options))
     for token, p in listed:
-        option = match_option(token, options)
+        option = by_key.get(normalise(token))
         if option is not None:
             matched[option] += p
     mass = sum(matched.values())
