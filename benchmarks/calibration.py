@@ -194,8 +194,8 @@ SCORERS: dict[str, ScorerSpec] = {
     "gr": ScorerSpec("guide", lambda j: j.gr, lambda cfg: cfg.threshold / 100),
     "debate": ScorerSpec("row", lambda j: j.debate, lambda cfg: cfg.debate_sigma / 100),
     "entity": ScorerSpec("entity", lambda j: j.entity, lambda cfg: cfg.verify_threshold),
-    "ac-prob": ScorerSpec("row", lambda j: j.ac_prob, lambda cfg: cfg.threshold / 100),
-    "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, lambda cfg: cfg.threshold / 100),
+    "ac-prob": ScorerSpec("row", lambda j: j.ac_prob, lambda cfg: cfg.probability_threshold / 100),
+    "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, lambda cfg: cfg.probability_threshold / 100),
     "debate-prob": ScorerSpec("row", None, lambda cfg: cfg.debate_sigma / 100, waits_for=_WEIGHTED),
 }
 

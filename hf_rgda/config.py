@@ -69,7 +69,12 @@ class AugmentConfig:
                             "feedback only when a refinement follows; 'sample' samples one full verdict with feedback "
                             "(the paper's judge); 'auto': 'probability' where the backend has logprobs, else 'sample'",
                             choices=JUDGE_READINGS)
-    threshold: int = _f(90, "judge score (0-100) at which a refine loop stops")
+    threshold: int = _f(90, "judge score (0-100) at which a refine loop stops, for verdicts sampled whole "
+                        "(judge_reading 'sample'; the paper's 90)")
+    probability_threshold: int = _f(50, "judge score (0-100) at which a refine loop stops, for verdicts read by "
+                                    "probability: the middle of the 1-5 scale (their scores are expected values; with "
+                                    "the local 1.5B model they barely move, see benchmarks/README.md; calibrate your "
+                                    "own model with benchmarks/calibration.py --scorers ac-prob gr-prob)")
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
     max_repairs: int = _f(1, "targeted re-asks for sentences that fail the deterministic checks")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content")
@@ -115,8 +120,9 @@ class AugmentConfig:
                 raise ConfigError(f"{f.name}={getattr(self, f.name)!r} is not valid; choose one of {', '.join(choices)}")
         if not 1 <= self.num_augmented <= 20:
             raise ConfigError(f"num_augmented={self.num_augmented} must be between 1 and 20")
-        if not 0 <= self.threshold <= 100:
-            raise ConfigError(f"threshold={self.threshold} must be between 0 and 100")
+        for name in ("threshold", "probability_threshold"):
+            if not 0 <= getattr(self, name) <= 100:
+                raise ConfigError(f"{name}={getattr(self, name)} must be between 0 and 100")
         if self.max_rounds < 1:
             raise ConfigError(f"max_rounds={self.max_rounds} must be at least 1")
         if self.max_repairs < 0:
@@ -165,6 +171,10 @@ class AugmentConfig:
     def uses_ac(self) -> bool:
         """Whether the Augmentation Calibrator loop runs."""
         return self.method in ("rgda", "rgda-no-gr")
+
+    def threshold_for(self, verdict_method: str) -> int:
+        """The refine loops' threshold for a verdict read by ``verdict_method`` (``Judgement.method``)."""
+        return self.probability_threshold if verdict_method == "probability" else self.threshold
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form, for hashing, cards and summaries."""

@@ -83,7 +83,7 @@ print(json.dumps({{s: len(remote[s]) for s in remote}}))
     assert "synthetic" in meta["tags"] and "data-augmentation" in meta["tags"]
     assert meta["source_datasets"] and meta["license"]
     assert "dataset_info" in meta or "configs" in meta  # merged in by push_to_hub
-    assert "Method: `rgda`" in card and "threshold 90" in card and "accepted sentences: 6" in card
+    assert "Method: `rgda`" in card and "judge score of 90 for sampled verdicts" in card and "accepted sentences: 6" in card
     assert "Prompt templates hash" in card
     # no token or API key in any pushed file
     for path, blob in files.items():

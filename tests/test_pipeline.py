@@ -38,10 +38,11 @@ def test_row_schedule_runs_each_seed_through_all_stages() -> None:
     assert world.stages[:8] == ["seed_generation", "guidance", "gr_judge", "composer", *["entity_verify"] * 3, "ac_judge"]
 
 
+@pytest.mark.parametrize("reading", ["probability", "sample"])
 @pytest.mark.parametrize(("scores", "rounds"), [([95], 1), ([60, 92], 2), ([10, 20, 30, 40], 3), ([90], 1)])
-def test_refine_loop_stops_at_threshold_or_max_rounds(scores: list[int], rounds: int) -> None:
+def test_refine_loop_stops_at_threshold_or_max_rounds(scores: list[int], rounds: int, reading: str) -> None:
     world = FakeWorld(gr_scores=scores, ac_scores=scores)
-    [r] = run(world, seeds=SEEDS[:1])
+    [r] = run(world, seeds=SEEDS[:1], judge_reading=reading, threshold=90, probability_threshold=90)
     assert [j.score for j in r.judgements["gr"]] == scores[:rounds]
     assert len(r.judgements["ac"]) == rounds
     assert world.stages.count("gr_refine") == rounds - 1 and world.stages.count("ac_refine") == rounds - 1

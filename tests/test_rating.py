@@ -95,7 +95,7 @@ def test_a_passing_verdict_costs_one_token_per_criterion_and_asks_no_feedback() 
 
 
 def test_feedback_is_asked_only_below_the_threshold_with_rounds_left() -> None:
-    r, world, llm = _run({"4": 1.0}, max_rounds=3)  # 75 every round: refined twice, judged three times
+    r, world, llm = _run({"4": 1.0}, max_rounds=3, probability_threshold=90)  # 75 < 90: refined twice, judged 3x
     assert [j.score for j in r.judgements["gr"]] == [75, 75, 75]
     assert world.stages.count("gr_feedback") == world.stages.count("gr_refine") == 2
     assert [bool(j.feedback) for j in r.judgements["gr"]] == [True, True, False]
@@ -105,6 +105,16 @@ def test_feedback_is_asked_only_below_the_threshold_with_rounds_left() -> None:
     assert "Scores:\n- context_abstraction: 23/30\n" in feedback[0][-1]["content"]
     refine = next(m for m, _, _ in llm.calls if stage_of(m) == "gr_refine")[-1]["content"]
     assert "- context_abstraction (23/30): fix context_abstraction" in refine
+
+
+@pytest.mark.parametrize(("threshold", "probability_threshold", "rounds"), [(70, 90, 3), (90, 70, 1)])
+def test_a_verdict_read_by_probability_stops_the_loop_at_the_probability_threshold(
+        threshold: int, probability_threshold: int, rounds: int) -> None:
+    r, world, _ = _run({"4": 1.0}, max_rounds=3, threshold=threshold, probability_threshold=probability_threshold)
+    assert [j.score for j in r.judgements["gr"]] == [75] * rounds  # 75: below 90, at or above 70
+    assert world.stages.count("gr_refine") == rounds - 1
+    cfg = AugmentConfig(threshold=threshold, probability_threshold=probability_threshold)
+    assert (cfg.threshold_for("probability"), cfg.threshold_for("sample")) == (probability_threshold, threshold)
 
 
 @pytest.mark.parametrize(("reading", "logprobs", "expected"), [

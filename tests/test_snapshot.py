@@ -82,7 +82,8 @@ def handler(messages: Any, schema: Any, params: Any) -> Any:
     props = (schema or {}).get("properties", {})
     system = messages[0]["content"]
     if "answer" in props and "reviewer of" in system:  # a judge read by probability: one criterion's 1-5 rating
-        return [{"2": 0.6, "3": 0.4}, {"4": 0.7, "5": 0.3}, {"5": 0.9, "4": 0.1}][_pick(messages, 3)]
+        return [{"1": 0.9, "2": 0.1}, {"1": 0.6, "2": 0.4}, {"2": 0.5, "3": 0.5}, {"4": 0.7, "5": 0.3},
+                {"5": 0.9, "4": 0.1}][_pick(messages, 5)]
     if "answer" in props:  # the entity verifier's question (option probabilities)
         letters = props["answer"]["enum"]
         p = [0.97, 0.9, 0.8, 0.2][_pick(messages, 4)]

@@ -195,7 +195,7 @@ class Composer:
         """The seed's final sentences: its valid ones, or none if ``reject_below_threshold`` and the last AC verdict
         is below the threshold."""
         cfg, final, ac = self.run.config, valid(r), r.judgements["ac"]
-        if cfg.reject_below_threshold and cfg.uses_ac and ac and ac[-1].score < cfg.threshold:
+        if cfg.reject_below_threshold and cfg.uses_ac and ac and ac[-1].score < cfg.threshold_for(ac[-1].method):
             for c in final:
                 r.rejected.append(("composition_judge", c.reject("below_threshold", f"final AC score {ac[-1].score}")))
             final = []

@@ -3,7 +3,9 @@ Calibrator (AC): a judge scores the output on a rubric; while the score is below
 refiner rewrites it with the judge's feedback and the judge scores it again.
 
 A verdict is one sampled answer, or read by probability (:mod:`.rating`, ``judge_reading``): then the judge's
-feedback is asked for only for the seeds a refinement follows (below the threshold, rounds left).
+feedback is asked for only for the seeds a refinement follows (below the threshold, rounds left). Each reading has
+its threshold: ``threshold`` for sampled verdicts, ``probability_threshold`` for verdicts read by probability (their
+scores are expected values; see :meth:`~hf_rgda.config.AugmentConfig.threshold_for`).
 
 A refinement that changes nothing (or, for AC, keeps fewer valid sentences) ends the loop for that seed on its last
 verdict, with a note; so does a judge's or refiner's error (the note carries it; the seed goes on).
@@ -63,7 +65,7 @@ class JudgeLoop:
             stopped |= await each(active, Step(self.judge_stage, f"{tag} judge, round {rnd}", partial(self.judge, rnd=rnd)),
                                   soft=True)
             below = [r for r in active if r not in stopped and r.alive and r.judgements[self.kind]
-                     and r.judgements[self.kind][-1].score < cfg.threshold]
+                     and self.below(r.judgements[self.kind][-1])]
             if rnd == cfg.max_rounds or not below:
                 return
             if self.by_probability:
@@ -76,6 +78,10 @@ class JudgeLoop:
             if self.after_refine is not None:
                 await each(active, self.after_refine)
                 active = [r for r in active if r.alive and self.applies(r)]
+
+    def below(self, verdict: Judgement) -> bool:
+        """Whether ``verdict`` is below the threshold of its reading (``threshold`` or ``probability_threshold``)."""
+        return verdict.score < self.run.config.threshold_for(verdict.method)
 
     @cached_property
     def by_probability(self) -> bool:
