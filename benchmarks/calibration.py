@@ -15,6 +15,8 @@ Scorers (``--scorers``), each a function from a canary to a score, built per dat
 - ``gr``: the Guidance Refiner judge on a guide canary and the sentence it abstracts; total score / 100.
 - ``debate``: the rgda+debate review panel (``run_review``, one round, the default panel of 3: two reviewers) on the
   row; the mean reviewer total / 100. The product's threshold: ``debate_sigma`` (80).
+- ``checker``: the deterministic checker on the row, repairs on (1 passed unchanged, 0.5 repaired, 0 rejected;
+  the product's threshold 0.5: what the pipeline keeps); no LLM call, seconds for all canaries.
 - ``entity``: the entity verification stage's probability of the presented type for the span under test, in its
   sentence (``hf_rgda.stages.verify``: the same question, options and call as the pipeline's, with the dataset's
   types and the default contrast categories). The product's threshold: ``verify_threshold``. Its held-out thresholds
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -51,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, RGDAAugmenter, RGDAError, load_llm
+from hf_rgda.checking import Checker
 from hf_rgda.pipeline import Pipeline, Stages
 from hf_rgda.records import Candidate, Judgement, Seed, SeedResult
 from hf_rgda.schemas import AC_RUBRIC, GR_RUBRIC
@@ -90,7 +94,8 @@ class Judges:
         cache: the response cache, or None.
     """
 
-    def __init__(self, llm: LLM, gold: Gold, cache: ResponseCache | None) -> None:
+    def __init__(self, llm: LLM, gold: Gold, cache: ResponseCache | None, data_dir: Path | None = None) -> None:
+        self.gold, self.data_dir, self.llm = gold, data_dir, llm
         self.config = AugmentConfig(method="rgda", domain=domain(gold.name))
         checker = RGDAAugmenter(llm, label_names=label_names(gold.types), cache=False, config=self.config).checker()
         self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, checker, cache=cache)
@@ -149,6 +154,27 @@ class Judges:
         ((_, history),) = result.accepted + result.rejected
         return statistics.fmean(history[-1]) / 100
 
+    async def checker(self, canary: Canary) -> float:
+        """The checker as the pipeline runs it (repairs on), on the row written from its seed: 1 passed unchanged,
+        0.5 passed after a repair, 0 rejected. No LLM call. Seed entities may be reused (``forbid_seed_entities``
+        off: neighbouring gold sentences share their mentions), so what is measured is the tagging rules."""
+        row = self._row(canary)
+        self.split_checker.check(row, Seed(canary.id, canary.seed_tokens, canary.seed_tags), [],
+                                    forbid_seed_entities=False)
+        return 0.0 if not row.ok else 0.5 if row.salvaged else 1.0
+
+    @functools.cached_property
+    def split_checker(self) -> Checker:
+        """The checker ``RGDAAugmenter.from_dataset`` builds from the train split (without the sentences the canaries
+        come from: FIN's dev is carved from train)."""
+        from hf_rgda.recipe import load_source
+
+        assert self.data_dir is not None, "the checker scorer needs --data-dir"
+        train = load_source(str(self.data_dir / self.gold.name))["train"]
+        held = {tuple(t) for t, _ in self.gold.sentences}
+        train = train.select([i for i, t in enumerate(train["tokens"]) if tuple(t) not in held])
+        return RGDAAugmenter.from_dataset(train, llm=self.llm, cache=False, config=self.config).checker()
+
     async def entity(self, canary: Canary) -> float:
         """The entity verifier's probability of the presented type for the canary's span under test."""
         assert canary.span is not None  # an entity canary
@@ -194,6 +220,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "gr": ScorerSpec("guide", lambda j: j.gr, lambda cfg: cfg.threshold / 100),
     "debate": ScorerSpec("row", lambda j: j.debate, lambda cfg: cfg.debate_sigma / 100),
     "entity": ScorerSpec("entity", lambda j: j.entity, lambda cfg: cfg.verify_threshold),
+    "checker": ScorerSpec("row", lambda j: j.checker, lambda cfg: 0.5),
     "ac-prob": ScorerSpec("row", lambda j: j.ac_prob, lambda cfg: cfg.probability_threshold / 100),
     "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, lambda cfg: cfg.probability_threshold / 100),
     "debate-prob": ScorerSpec("row", None, lambda cfg: cfg.debate_sigma / 100, waits_for=_WEIGHTED),
@@ -227,9 +254,9 @@ async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary
 
 
 async def run_dataset(llm: LLM, gold: Gold, canaries: Sequence[Canary], scorers: Sequence[str],
-                      cache: ResponseCache | None) -> dict[str, Any]:
+                      cache: ResponseCache | None, data_dir: Path | None = None) -> dict[str, Any]:
     """Every chosen scorer's cell for one dataset."""
-    judges = Judges(llm, gold, cache)
+    judges = Judges(llm, gold, cache, data_dir)
     try:
         return {name: await score_cell(SCORERS[name], judges, canaries) for name in scorers}
     finally:
@@ -277,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                       "canaries": class_counts(mine)})
         print(f"{gold.name} ({gold.source}): " + "; ".join(
             f"{n} {sum(c.level == SCORERS[n].level for c in mine)} canaries" for n in args.scorers), flush=True)
-        cells = asyncio.run(run_dataset(llm, gold, mine, args.scorers, cache))
+        cells = asyncio.run(run_dataset(llm, gold, mine, args.scorers, cache, args.data_dir))
         entry.setdefault("scorers", {}).update(cells)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1, ensure_ascii=False))

@@ -339,6 +339,20 @@ def test_the_judges_read_by_probability_end_to_end(monkeypatch: pytest.MonkeyPat
     assert _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "gr-prob")[0] == 0 and len(calls) == n
 
 
+def test_the_checker_scorer_makes_no_call_and_catches_what_its_rules_see(monkeypatch: pytest.MonkeyPatch,
+                                                                           data_dir: Path) -> None:
+    calls: list[str] = []
+    rc, out = _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "checker", "--datasets", "bio")
+    cell = json.loads(out.read_text())["datasets"]["bio"]["scorers"]["checker"]
+    assert rc == 0 and calls == [] and cell["calls"] == 0 and cell["failed"] == 0
+    scores: dict[str, set[float]] = {}
+    for x in cell["scores"]:
+        scores.setdefault(x["label"], set()).add(x["score"])
+    assert {x["score"] for x in cell["scores"]} <= {0.0, 0.5, 1.0} and cell["metrics"]["product_threshold"] == 0.5
+    assert scores["looped"] == scores["garbled"] == scores["seed_copy"] == {0.0}  # rules that need no statistics
+    assert max(scores["good"]) >= 0.5
+
+
 def test_scorers_that_wait_for_the_library_stop_before_any_call(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     calls: list[str] = []

@@ -36,7 +36,9 @@ class Checker:
             (``no_letters``, ``lowercase_name``) used in under this share of them.
         atypical_min_outside: fewest uses outside entities that make a word evidence for ``atypical_head`` (the
             floor keeps rare words out of the rule; ``benchmarks/checker_gold.py --atypical-min-outside N``
-            measures what a floor rejects of the gold test sentences).
+            measures what a floor rejects of the gold test sentences); also the floor of ``boundary_extended``.
+        edge_min_count: fewest uses as the last word of a type's mentions that make the untagged word after an
+            entity evidence of a cut name (``boundary_cut``).
         salvage: repair instead of reject where the fix is certain and local (each rule's ``repair``); each repair
             is listed in the candidate's ``salvaged``, and the row must still pass every rule afterwards.
     """
@@ -48,6 +50,7 @@ class Checker:
     min_context: int = 3
     atypical_share: float = 0.05
     atypical_min_outside: int = 10
+    edge_min_count: int = 5
     salvage: bool = False
 
     @property

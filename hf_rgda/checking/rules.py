@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from ..records import Candidate, Seed
 from ..tags import Span, parse_inline, spans_to_tags
+from ..words import FUNCTION_WORDS
 from .sentence import Sentence
 from .stats import SplitStats, is_letterless, is_lowercase
 
@@ -63,6 +64,17 @@ def placeholder(s: Sentence) -> str | None:
 def several_sentences(s: Sentence) -> str | None:
     cut = sentence_breaks(s.tokens)
     return f"a sentence ends at token {cut[0]} and another begins" if cut else None
+
+
+#: words no finished sentence ends with: articles, prepositions, conjunctions
+_DANGLING = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but",
+                       "than", "into", "as", "nor"])
+
+
+def truncated(s: Sentence) -> str | None:
+    words = [t for t in s.tokens if any(c.isalnum() for c in t)]
+    # lower case as written: "AS" (ankylosing spondylitis) and "N . A ." end sentences of the data
+    return f"ends with {words[-1]!r}: the sentence was cut off" if words and words[-1] in _DANGLING else None
 
 
 def no_context(s: Sentence) -> str | None:
@@ -187,6 +199,29 @@ def known_mention_type(s: Sentence, span: Span) -> str | None:
     if not known or known == span.label or not name or s.in_seed(span):
         return None
     return f"{s.text(span)!r} is tagged {span.label} but the split tags it as {known}"
+
+
+def boundary_extended(s: Sentence, span: Span) -> str | None:
+    stats, first = s.checker.stats, s.tokens[span.start]
+    if span.end - span.start < 2 or first.lower() not in FUNCTION_WORDS or s.in_seed(span) or not stats.opens_rarely(
+            first, span.label, s.checker.atypical_share, s.checker.atypical_min_outside):
+        return None
+    form = stats.stats_form(first)
+    return (f"{s.text(span)!r} opens with {first!r}, which opens {stats.starts[span.label].get(form, 0)} "
+            f"{span.label} mention(s) in the split and is used {stats.context_words[form]} times outside entities")
+
+
+def boundary_cut(s: Sentence, span: Span) -> str | None:
+    stats = s.checker.stats
+    after = s.tokens[span.end] if span.end < len(s.tokens) and s.tags[span.end] == "O" else None
+    if after is None or after.lower() in FUNCTION_WORDS or s.in_seed(span):
+        return None
+    form = stats.stats_form(after)
+    ends, outside = stats.heads.get(span.label, {}).get(form, 0), stats.context_words.get(form, 0)
+    if ends < s.checker.edge_min_count or ends < 2 * outside:
+        return None
+    return (f"{s.text(span)!r} stops before {after!r}, which ends {ends} {span.label} mention(s) in the split and is "
+            f"used {outside} times outside entities")
 
 
 def entity_too_long(s: Sentence, span: Span) -> str | None:
@@ -321,6 +356,8 @@ RULES: tuple[Rule, ...] = (
     Rule("several_sentences", several_sentences, "two sentences in one row",
          Example("[Asthma](Disease) was studied in adults . The new design improves care ."),
          repair="keeps the sentence with the most entities"),
+    Rule("truncated", truncated, "a sentence whose last word is an article, preposition or conjunction (cut off)",
+         Example("Carriers of BRCA1 had a higher risk of [breast cancer](Disease) compared to a")),
     Rule("no_context", no_context, "fewer than `min_context` (3) tokens outside the entities",
          Example("[Adenomatous polyposis coli tumour](Disease)", seed="[Gout](Disease) flares are painful .")),
     Rule("no_letters", no_letters, "an entity without a letter, of a type whose mentions (in the split) almost never "
@@ -342,6 +379,15 @@ RULES: tuple[Rule, ...] = (
     Rule("known_mention_type", known_mention_type, "a name the split consistently tags as another type",
          Example("[Jonathan Medved](ORG) , a company , appointed a new director .", seed=_LOAN, types=_PER,
                  stats=SplitStats(lexicon={"jonathan medved": "PER"})), group="lexicon type"),
+    Rule("boundary_extended", boundary_extended, "an entity of two words or more whose first word is a function word "
+         "(of, with, the, ...) the split uses outside entities and opens under `atypical_share` (5%) of this type's "
+         "mentions with",
+         Example("Patients [with breast cancer](Disease) were screened for PTEN mutations .",
+                 stats=SplitStats(starts={"Disease": {"breast": 40}}, context_words={"with": 300})), group="boundary"),
+    Rule("boundary_cut", boundary_cut, "an entity followed by an untagged word that ends mentions of its type in "
+         "the split at least `edge_min_count` (5) times and twice as often as it stands outside entities: a name cut "
+         "short", Example("Mutations in PTEN cause [breast](Disease) cancer in women .",
+                                           stats=_CANCER_HEADS), group="boundary"),
     Rule("entity_too_long", entity_too_long, "an entity longer than the split's longest of its type",
          Example("Mutations in PTEN cause [a very long named disease](Disease) here .",
                  stats=SplitStats(max_entity_len={"Disease": 3})), group="length"),

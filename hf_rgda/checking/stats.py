@@ -59,6 +59,7 @@ class SplitStats:
 
     Args:
         heads: per type, how often each word (case kept) ends one of its mentions.
+        starts: per type, how often each word (case kept) opens one of its mentions of two words or more.
         context_words: how often each word used at least ``CONTEXT_MIN_COUNT`` times outside any entity is so used.
         lexicon: lower-cased entity text (tokens joined by spaces) -> type, for texts used at least
             ``LEXICON_MIN_COUNT`` times and tagged as that one type in at least ``LEXICON_MIN_RATE`` of their uses (a
@@ -70,6 +71,7 @@ class SplitStats:
     """
 
     heads: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    starts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     context_words: Mapping[str, int] = field(default_factory=dict)
     lexicon: Mapping[str, str] = field(default_factory=dict)
     mentions: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -80,6 +82,7 @@ class SplitStats:
         # sorted dicts and tuples, never sets: the pickled state (the datasets fingerprint) must not depend on
         # hash order; the hint pool keeps its order (the composer draws from it in order)
         norm = {"heads": {t: dict(sorted(h.items())) for t, h in sorted(self.heads.items())},
+                "starts": {t: dict(sorted(h.items())) for t, h in sorted(self.starts.items())},
                 "context_words": dict(sorted(self.context_words.items())),
                 "lexicon": dict(sorted(self.lexicon.items())),
                 "mentions": {t: tuple(m) for t, m in self.mentions.items()},
@@ -91,8 +94,8 @@ class SplitStats:
     def from_split(cls, token_rows: Rows, iob2_rows: Rows) -> SplitStats:
         """Every statistic of a split, its tags decoded once (leniently: a stray ``I-`` opens an entity)."""
         spans = [tags_to_spans(list(tags), strict=False) for tags in iob2_rows]
-        heads, context = _heads_and_context(token_rows, iob2_rows, spans)
-        return cls(heads=heads, context_words=context, lexicon=_lexicon(token_rows, spans),
+        heads, starts, context = _edges_and_context(token_rows, iob2_rows, spans)
+        return cls(heads=heads, starts=starts, context_words=context, lexicon=_lexicon(token_rows, spans),
                    mentions=_hint_pool(_inventory(token_rows, spans), HINTS_PER_TYPE),
                    max_entity_len=_longest(spans), split_hyphens=_splits_hyphens(token_rows))
 
@@ -146,6 +149,14 @@ class SplitStats:
         as_head = self.heads.get(label, {}).get(head, 0)
         return outside >= min_outside and label in self.heads and as_head < share * (as_head + outside)
 
+    def opens_rarely(self, word: str, label: str, share: float, min_outside: int) -> bool:
+        """Whether the split uses ``word`` outside entities (at least ``min_outside`` times) and to open a
+        ``label`` mention of two words or more in under ``share`` of those uses (no statistics: never)."""
+        word = self.stats_form(word)
+        outside = self.context_words.get(word, 0)
+        opens = self.starts.get(label, {}).get(word, 0)
+        return outside >= min_outside and label in self.starts and opens < share * (opens + outside)
+
     def rarely_ends(self, label: str, shape: str, share: float) -> bool:
         """Whether under ``share`` of the split's ``label`` mentions (among at least 50) end in a word of ``shape``
         (``"letterless"``: see :func:`is_letterless`; ``"lowercase"``: see :func:`is_lowercase`)."""
@@ -198,15 +209,19 @@ def _longest(spans: Sequence[Sequence[Span]]) -> dict[str, int]:
     return limits
 
 
-def _heads_and_context(token_rows: Rows, tag_rows: Rows, spans: Sequence[Sequence[Span]],
-                       ) -> tuple[dict[str, Counter[str]], dict[str, int]]:
+def _edges_and_context(token_rows: Rows, tag_rows: Rows, spans: Sequence[Sequence[Span]],
+                       ) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]], dict[str, int]]:
     heads: dict[str, Counter[str]] = {}
+    starts: dict[str, Counter[str]] = {}
     outside: Counter[str] = Counter()
     for tokens, tags, row in zip(token_rows, tag_rows, spans):
         for s in row:
             heads.setdefault(s.label, Counter())[str(tokens[s.end - 1])] += 1
+            if s.end - s.start > 1:
+                starts.setdefault(s.label, Counter())[str(tokens[s.start])] += 1
         outside.update(str(t) for t, g in zip(tokens, tags) if g == "O")
-    return heads, {w: c for w, c in outside.items() if c >= CONTEXT_MIN_COUNT and not is_letterless(w)}
+    context = {w: c for w, c in outside.items() if c >= CONTEXT_MIN_COUNT and not is_letterless(w)}
+    return heads, starts, context
 
 
 def _lexicon(token_rows: Rows, spans: Sequence[Sequence[Span]]) -> dict[str, str]:
