@@ -25,15 +25,17 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def first_sentence(data_dir: Path, max_tokens: int) -> str:
+def first_sentence(data_dir: Path, max_tokens: int, index: int = 0) -> str:
+    """The ``index``-th (from 0) train sentence of NCBI-disease with an entity and at most ``max_tokens`` tokens."""
     from hf_rgda.tags import format_inline
 
     with (data_dir / "ncbi_disease" / "train.jsonl").open() as fh:
-        for line in fh:
-            row = json.loads(line)
-            if any(t != "O" for t in row["ner_tags"]) and len(row["tokens"]) <= max_tokens:
+        found = (json.loads(line) for line in fh)
+        short = (r for r in found if any(t != "O" for t in r["ner_tags"]) and len(r["tokens"]) <= max_tokens)
+        for k, row in enumerate(short):
+            if k == index:
                 return format_inline(row["tokens"], row["ner_tags"])
-    raise SystemExit("no short sentence with an entity")
+    raise SystemExit("no such short sentence with an entity")
 
 
 def launch(port: int, tmp: Path) -> subprocess.Popen[bytes]:
@@ -57,6 +59,7 @@ def main() -> int:
     p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     p.add_argument("--method", default="rgda")
     p.add_argument("--max-tokens", type=int, default=16, help="the longest sentence taken")
+    p.add_argument("--index", type=int, default=0, help="take the index-th such sentence (from 0)")
     p.add_argument("--port", type=int, default=7861)
     p.add_argument("--out", type=Path, default=ROOT / "spaces" / "screenshot.png")
     args = p.parse_args()
@@ -64,7 +67,7 @@ def main() -> int:
 
     from hf_rgda import DEFAULT_LLM
 
-    sentence = first_sentence(args.data_dir, args.max_tokens)
+    sentence = first_sentence(args.data_dir, args.max_tokens, args.index)
     print(f"model: {DEFAULT_LLM}\nsentence: {sentence}\nmethod: {args.method}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         proc = launch(args.port, Path(tmp))
