@@ -2,9 +2,10 @@
 
 The backend is :func:`hf_rgda.testing.stateless_answer` in a :class:`~hf_rgda.ScriptedLLM` (answers made
 instantly, a pure function of each call), so what is measured is the library: prompt building, parsing, the
-checker, the stages' bookkeeping, the rows ``datasets`` writes. The handler is wrapped to time its own cost,
-reported beside the rates. ``ds.map(aug, batched=True, batch_size=64)``, no response cache, output written to a
-temporary Arrow file. Four measurements:
+checker, the stages' bookkeeping, the rows ``datasets`` writes. Every call of the fake is timed (:class:`TimedLLM`:
+its handler and its own bookkeeping), and that cost is reported beside the rates.
+``ds.map(aug, batched=True, batch_size=64)``, no response cache, output written to a temporary Arrow file. Four
+measurements:
 
 - accepted rows/s and seeds/s in one process, and with ``num_proc=2``;
 - seconds per seed with the split statistics (checker, entity hints) of a 50,000-sentence split vs a
@@ -59,19 +60,30 @@ class _NoLog(list):
         pass
 
 
-class TimedHandler:
-    """``stateless_answer`` with a clock around it: the scripted backend's own cost."""
+class TimedLLM(ScriptedLLM):
+    """:class:`~hf_rgda.ScriptedLLM` answering with ``stateless_answer``, with a clock around each of its calls (the
+    fake's own bookkeeping included: its call record, word counts, reading its answer into option probabilities):
+    the scripted backend's own cost."""
 
     def __init__(self) -> None:
-        self.seconds, self.calls = 0.0, 0
+        super().__init__(stateless_answer, name="throughput")
+        self.seconds, self.count = 0.0, 0
 
-    def __call__(self, messages: Any, schema: Any, params: Any) -> Any:
+    async def complete(self, messages: Any, *, schema: Any, params: Any) -> Any:
         start = time.perf_counter()
         try:
-            return stateless_answer(messages, schema, params)
+            return await super().complete(messages, schema=schema, params=params)
         finally:
             self.seconds += time.perf_counter() - start
-            self.calls += 1
+            self.count += 1
+
+    async def option_probs(self, messages: Any, options: Any, *, params: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return await super().option_probs(messages, options, params=params)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.count += 1
 
 
 def _suffix(copy: int) -> str:
@@ -102,9 +114,8 @@ WORKLOADS: dict[str, dict[str, Any]] = {"default": {}, "no-verification": {"veri
 
 def augment(split: Dataset, seeds: Dataset, num_proc: int = 1, *, call_log: bool = True,
             workload: str = "default") -> dict[str, Any]:
-    """One ``map`` over ``seeds`` with statistics from ``split``: rates, the handler's cost, the run summary."""
-    handler = TimedHandler()
-    llm = ScriptedLLM(handler, name="throughput")
+    """One ``map`` over ``seeds`` with statistics from ``split``: rates, the backend's cost, the run summary."""
+    llm = TimedLLM()
     if not call_log:
         llm.calls = _NoLog()
     start = time.perf_counter()
@@ -123,9 +134,9 @@ def augment(split: Dataset, seeds: Dataset, num_proc: int = 1, *, call_log: bool
            "fingerprint_s": round(fingerprint_s, 3), "wall_s": round(wall, 3), "accepted": accepted,
            "accepted_rows_per_s": round(accepted / wall, 1),
            "seeds_per_s": round(len(seeds) / wall, 1), "seconds_per_seed": round(wall / len(seeds), 5)}
-    if num_proc == 1:  # the handler's clock and the summary live in the workers otherwise
-        res.update(backend_s=round(handler.seconds, 3), backend_calls=handler.calls,
-                   backend_share=round(handler.seconds / wall, 3), failed_seeds=aug.summary.failed_seeds)
+    if num_proc == 1:  # the backend's clock and the summary live in the workers otherwise
+        res.update(backend_s=round(llm.seconds, 3), backend_calls=llm.count,
+                   backend_share=round(llm.seconds / wall, 3), failed_seeds=aug.summary.failed_seeds)
     return res
 
 
