@@ -116,7 +116,8 @@ def dataset_card(dsd: Any, report: Mapping[str, Any] | None, *, repo_id: str, so
     body = _template("dataset_card").substitute(
         title=repo_id.split("/")[-1], version=__version__, method=cfg.get("method", "unknown"), source=src or "unknown",
         splits_table="\n".join(f"| {s} | {len(dsd[s])} | {'seed sentences' if s == 'seed' else 'accepted augmented sentences' if s == 'augmented' else s} |" for s in dsd),
-        threshold=cfg.get("threshold", "?"), probability_threshold=cfg.get("probability_threshold", "?"),
+        threshold=cfg.get("threshold", "?"),
+        probability_threshold=cfg.get("probability_threshold", cfg.get("threshold", "?")),  # older runs: one threshold
         judge_reading=cfg.get("judge_reading", "?"), max_rounds=cfg.get("max_rounds", "?"),
         llm=_llm_name(report.get("llm")), temperature=cfg.get("temperature", "?"),
         judge_temperature=cfg.get("judge_temperature", "?"), seed=cfg.get("seed", "?"),

@@ -349,8 +349,9 @@ def test_the_checker_scorer_makes_no_call_and_catches_what_its_rules_see(monkeyp
     for x in cell["scores"]:
         scores.setdefault(x["label"], set()).add(x["score"])
     assert {x["score"] for x in cell["scores"]} <= {0.0, 0.5, 1.0} and cell["metrics"]["product_threshold"] == 0.5
-    assert scores["looped"] == scores["garbled"] == scores["seed_copy"] == {0.0}  # rules that need no statistics
-    assert max(scores["good"]) >= 0.5
+    assert scores["looped"] == scores["garbled"] == scores["seed_copy"] == scores["truncated"] == {0.0}
+    kept = [x["score"] >= 0.5 for x in cell["scores"] if x["label"] == "good"]
+    assert sum(kept) >= 0.5 * len(kept)  # the fixture's train split is one sentence: few statistics
 
 
 def test_scorers_that_wait_for_the_library_stop_before_any_call(monkeypatch: pytest.MonkeyPatch, data_dir: Path,

@@ -541,3 +541,48 @@ def test_split_stats_pickle_the_same_before_and_after_their_index_is_built() -> 
     before = pickle.dumps(stats)
     assert stats.ends_mention("cancer", "Disease") and not stats.rarely_ends("Disease", "lowercase", 0.05)
     assert "_index" in vars(stats) and pickle.dumps(stats) == before and pickle.loads(before) == stats
+
+
+def _check(check: Checker, c: Candidate, seed: Seed = SEED) -> Candidate:
+    return check.check(c, seed, [], forbid_seed_entities=False)
+
+
+def test_the_split_counts_the_words_that_open_multi_word_mentions() -> None:
+    stats = SplitStats.from_split([["Hereditary", "breast", "cancer", "and", "gout", "."]],
+                                  [["B-Disease", "I-Disease", "I-Disease", "O", "B-Disease", "O"]])
+    assert stats.starts == {"Disease": {"Hereditary": 1}} and stats.heads == {"Disease": {"cancer": 1, "gout": 1}}
+
+
+def test_an_entity_opening_with_a_function_word_is_rejected_but_not_a_name_that_looks_like_one() -> None:
+    stats = SplitStats(starts={"Disease": {"breast": 40}, "PER": {"Will": 30}}, heads={"PER": {"Smith": 30}},
+                       context_words={"with": 300, "will": 300, "breast": 2})
+    check = Checker(("Disease", "PER"), stats)
+    bad = _check(check, decode("Patients with breast cancer were screened for PTEN .", ("with breast cancer", "Disease")))
+    assert bad.reason == "boundary_extended" and "opens with 'with'" in bad.detail
+    for text, entity, label in (("Patients with breast cancer were screened for PTEN .", "breast cancer", "Disease"),
+                                ("Patients met Will Smith in the clinic last year .", "Will Smith", "PER")):  # as written
+        c = decode_sentence({"text": text, "entities": [{"text": entity, "type": label}]}, ["Disease", "PER"])
+        ok = _check(check, c)
+        assert ok.ok, ok.detail
+
+
+def test_an_entity_cut_before_a_head_of_its_type_is_rejected_but_not_before_a_number_or_a_context_word() -> None:
+    stats = SplitStats(heads={"Disease": {"syndrome": 40, "2": 7, "patients": 6}},
+                       context_words={"patients": 300, "syndrome": 3})
+    check = Checker(("Disease",), stats)
+    bad = _check(check, decode("Children with Prader - Willi syndrome were seen .", ("Prader - Willi", "Disease")))
+    assert bad.reason == "boundary_cut" and "stops before 'syndrome'" in bad.detail
+    for text in ("Patients with gout 2 years after onset were enrolled .",  # letterless: no statistics outside
+                 "Gout patients were enrolled in the second year .", "We studied gout ( a common arthritis ) here ."):
+        ok = _check(check, decode(text, ("gout", "Disease")))
+        assert ok.ok, ok.detail
+
+
+def test_a_sentence_cut_off_mid_clause_is_rejected_but_not_one_that_ends_with_punctuation_or_as_its_seed() -> None:
+    bad = _check(CHECK, decode("Carriers had a higher risk of gout compared to a", ("gout", "Disease")))
+    assert bad.reason == "truncated" and "stops at 'a'" in bad.detail
+    list_seed = Seed("s", ("The", "Borrower", "shall", "pay", "the", "fees", ";", "and"), ("O",) * 8)
+    for text, seed in (("The gout patients were then tested for .", SEED), ("Gout was the case in AS", SEED),
+                       ("The gout clinic shall pay the fees ; and", list_seed)):
+        ok = _check(CHECK, decode(text, ("gout", "Disease")), seed)
+        assert ok.ok, ok.detail

@@ -66,15 +66,19 @@ def several_sentences(s: Sentence) -> str | None:
     return f"a sentence ends at token {cut[0]} and another begins" if cut else None
 
 
-#: words no finished sentence ends with: articles, prepositions, conjunctions
+#: words a sentence cut off mid-clause stops at: articles, prepositions, conjunctions, "that"
 _DANGLING = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but",
-                       "than", "into", "as", "nor"])
+                       "than", "into", "as", "nor", "that"])
 
 
 def truncated(s: Sentence) -> str | None:
-    words = [t for t in s.tokens if any(c.isalnum() for c in t)]
-    # lower case as written: "AS" (ankylosing spondylitis) and "N . A ." end sentences of the data
-    return f"ends with {words[-1]!r}: the sentence was cut off" if words and words[-1] in _DANGLING else None
+    # the very last token, as written: a finished sentence ends in punctuation ("... tested for ." is a stranded
+    # preposition, not a cut), "AS" (ankylosing spondylitis) is a name; a seed ending the same way (FIN's list
+    # items "...; and") licenses it
+    last = s.tokens[-1] if s.tokens else ""
+    if last not in _DANGLING or (s.seed.tokens and s.seed.tokens[-1] == last):
+        return None
+    return f"stops at {last!r} without finishing: the sentence was cut off"
 
 
 def no_context(s: Sentence) -> str | None:
@@ -203,7 +207,8 @@ def known_mention_type(s: Sentence, span: Span) -> str | None:
 
 def boundary_extended(s: Sentence, span: Span) -> str | None:
     stats, first = s.checker.stats, s.tokens[span.start]
-    if span.end - span.start < 2 or first.lower() not in FUNCTION_WORDS or s.in_seed(span) or not stats.opens_rarely(
+    # as written: a capitalized "Will" or "May" opens a name
+    if span.end - span.start < 2 or first not in FUNCTION_WORDS or s.in_seed(span) or not stats.opens_rarely(
             first, span.label, s.checker.atypical_share, s.checker.atypical_min_outside):
         return None
     form = stats.stats_form(first)
@@ -214,8 +219,8 @@ def boundary_extended(s: Sentence, span: Span) -> str | None:
 def boundary_cut(s: Sentence, span: Span) -> str | None:
     stats = s.checker.stats
     after = s.tokens[span.end] if span.end < len(s.tokens) and s.tags[span.end] == "O" else None
-    if after is None or after.lower() in FUNCTION_WORDS or s.in_seed(span):
-        return None
+    if after is None or after.lower() in FUNCTION_WORDS or is_letterless(after) or s.in_seed(span):
+        return None  # the split does not count letterless words outside entities ("2", ")"): no evidence
     form = stats.stats_form(after)
     ends, outside = stats.heads.get(span.label, {}).get(form, 0), stats.context_words.get(form, 0)
     if ends < s.checker.edge_min_count or ends < 2 * outside:
@@ -356,7 +361,8 @@ RULES: tuple[Rule, ...] = (
     Rule("several_sentences", several_sentences, "two sentences in one row",
          Example("[Asthma](Disease) was studied in adults . The new design improves care ."),
          repair="keeps the sentence with the most entities"),
-    Rule("truncated", truncated, "a sentence whose last word is an article, preposition or conjunction (cut off)",
+    Rule("truncated", truncated, "a sentence that stops at an article, preposition or conjunction, without final "
+         "punctuation (cut off), unless its seed ends so",
          Example("Carriers of BRCA1 had a higher risk of [breast cancer](Disease) compared to a")),
     Rule("no_context", no_context, "fewer than `min_context` (3) tokens outside the entities",
          Example("[Adenomatous polyposis coli tumour](Disease)", seed="[Gout](Disease) flares are painful .")),

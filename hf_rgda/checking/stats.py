@@ -152,9 +152,10 @@ class SplitStats:
     def opens_rarely(self, word: str, label: str, share: float, min_outside: int) -> bool:
         """Whether the split uses ``word`` outside entities (at least ``min_outside`` times) and to open a
         ``label`` mention of two words or more in under ``share`` of those uses (no statistics: never)."""
-        word = self.stats_form(word)
+        starts = self.starts.get(label, {})
+        word = word if word in starts else self.stats_form(word)
         outside = self.context_words.get(word, 0)
-        opens = self.starts.get(label, {}).get(word, 0)
+        opens = starts.get(word, 0)
         return outside >= min_outside and label in self.starts and opens < share * (opens + outside)
 
     def rarely_ends(self, label: str, shape: str, share: float) -> bool:

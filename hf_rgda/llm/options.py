@@ -56,9 +56,9 @@ def check_options(options: Sequence[str]) -> tuple[str, ...]:
     Raises:
         ConfigError: fewer than two options, an empty one, or two equal after :func:`normalise`.
     """
-    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+    opts = () if isinstance(options, str) else tuple(options)
+    if not opts or not all(isinstance(o, str) for o in opts):
         raise ConfigError(f"options={options!r}: give at least two non-empty strings, e.g. ['A', 'B', 'C']")
-    opts = tuple(options)
     _option_keys(opts)
     return opts
 
