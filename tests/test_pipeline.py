@@ -26,7 +26,9 @@ def test_rgda_stage_order_is_stage_major() -> None:
     world = FakeWorld()
     results = run(world)
     n = len(SEEDS)
-    verify = ["entity_verify"] * 3 * n  # one question per entity: each sentence has one, each seed three sentences
+    # one question per entity: the seed's own (the relative threshold's reference), then each of its three sentences'
+    own = sum(len({(seed.tokens[s.start : s.end], s.label) for s in seed.spans}) for seed in SEEDS)
+    verify = ["entity_verify"] * (own + 3 * n)
     assert world.stages == (["seed_generation"] * n + ["guidance"] * n + ["gr_judge"] * n + ["composer"] * n + verify
                             + ["ac_judge"] * n)
     assert all(len(r.accepted) == 3 and not r.rejected and not r.failure for r in results)
@@ -35,7 +37,7 @@ def test_rgda_stage_order_is_stage_major() -> None:
 def test_row_schedule_runs_each_seed_through_all_stages() -> None:
     world = FakeWorld()
     run(world, schedule="row")
-    assert world.stages[:8] == ["seed_generation", "guidance", "gr_judge", "composer", *["entity_verify"] * 3, "ac_judge"]
+    assert world.stages[:9] == ["seed_generation", "guidance", "gr_judge", "composer", *["entity_verify"] * 4, "ac_judge"]
 
 
 @pytest.mark.parametrize("reading", ["probability", "sample"])

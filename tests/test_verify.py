@@ -113,8 +113,10 @@ def scripted(verdicts: dict[str, dict[str, float]]) -> ScriptedLLM:
 def verify(rows: list[str], verdicts: dict[str, dict[str, float]], *, types: tuple[str, ...] = ("Disease",),
            stats: SplitStats | None = None, **cfg: Any) -> tuple[SeedResult, ScriptedLLM]:
     """The verifier stage of a guided run over candidate rows written inline (``"[gout](Disease) hurts ."``), at a
-    threshold of 0.5 unless told otherwise (the decisions below are written for it)."""
+    threshold of 0.5 unless told otherwise (the decisions below are written for it), absolute unless
+    ``verify_relative`` is given."""
     cfg.setdefault("verify_threshold", 0.5)
+    cfg.setdefault("verify_relative", 0.0)
     llm = scripted(verdicts)
     pipe = Pipeline(AugmentConfig(**cfg), llm, Checker(types, stats or SplitStats(), salvage=cfg.get("salvage", True)))
     r = SeedResult(Seed("s", *map(tuple, parse_inline("Germline mutations in BRCA1 cause [breast cancer](Disease) ."))))
@@ -141,6 +143,18 @@ def test_below_the_threshold_an_ordinary_word_is_untagged_and_the_row_kept() -> 
     assert c.salvaged == [("unverified_entity: untagged 'glutamate' ('glutamate' as Disease: P = 0.20 < 0.5; most "
                            f"likely: {ORDINARY})")]
     assert [v.decision for v in r.entity_verdicts] == ["verified", "untagged"]
+
+
+@pytest.mark.parametrize(("seed_p", "decision"), [(0.9, "untagged"), (0.2, "verified"), (0.5, "untagged")])
+def test_the_threshold_is_relative_to_the_seeds_own_entities(seed_p: float, decision: str) -> None:
+    """t = min(verify_threshold, verify_relative x the mean P of the seed's entities): 0.25, 0.1, 0.25 here, so
+    glutamate's 0.2 stays where the model gives the seed's own Disease 0.2 (a model that gives this dataset's correct
+    entities low probabilities does not lose them all)."""
+    verdicts = {"glioma": SURE, "glutamate": {"A": 0.2, "F": 0.8}, "breast cancer": {"A": seed_p, "F": 1 - seed_p}}
+    r, llm = verify([TWO], verdicts, verify_threshold=0.25, verify_relative=0.5)
+    asked = [re.search(r'"(.+)" is:', m[-1]["content"]).group(1) for m, _, _ in llm.calls]
+    assert sorted(asked) == ["breast cancer", "glioma", "glutamate"]  # the seed's own entity once
+    assert r.entity_verdicts[1].decision == decision
 
 
 def test_just_below_the_threshold_is_below() -> None:
@@ -203,15 +217,16 @@ def test_refined_sentences_are_verified_before_the_judge_sees_them() -> None:
 
 def test_naive_rows_are_verified(world: FakeWorld) -> None:
     asyncio.run(Pipeline(AugmentConfig(method="naive"), ScriptedLLM(world), Checker(("Disease",))).run([SEED]))
-    assert world.stages == ["seed_generation"] + ["entity_verify"] * 3
+    assert world.stages == ["seed_generation"] + ["entity_verify"] * 4  # the seed's own entity, then the 3 rows
 
 
 def test_trace_and_summary_carry_the_verdicts(tmp_path: Path) -> None:
     ds = Dataset.from_dict(SEED_ROWS)
     llm = ScriptedLLM(FakeWorld(entity_prob=0.2))  # every entity below: "an ordinary word" -> untagged -> no_entity
 
-    def run() -> tuple[Any, RGDAAugmenter]:
-        aug = RGDAAugmenter(label_names=LABELS, llm=llm, cache=tmp_path / "r.sqlite3", method="gda")
+    def run() -> tuple[Any, RGDAAugmenter]:  # the absolute threshold alone (relative to the seed's 0.2, all stay)
+        aug = RGDAAugmenter(label_names=LABELS, llm=llm, cache=tmp_path / "r.sqlite3", method="gda",
+                            verify_relative=0.0)
         return ds.map(aug, batched=True, load_from_cache_file=False), aug
 
     out, aug = run()
@@ -234,5 +249,5 @@ def test_a_backend_without_logprobs_verifies_by_sampling(world: FakeWorld) -> No
     """The sampling fallback (Anthropic): each question costs ``samples`` (5) completions; the world answers 'A'."""
     pipe = Pipeline(AugmentConfig(method="naive"), ScriptedLLM(world, logprobs=False), Checker(("Disease",)))
     (r,) = asyncio.run(pipe.run([SEED]))
-    assert world.stages == ["seed_generation"] + ["entity_verify"] * 15
+    assert world.stages == ["seed_generation"] + ["entity_verify"] * 20  # 1 seed entity + 3 rows, 5 samples each
     assert len(r.accepted) == 3 and {(v.probability, v.decision) for v in r.entity_verdicts} == {(1.0, "verified")}
