@@ -26,7 +26,8 @@ from .config import AugmentConfig
 from .llm.base import LLM, Completion, OptionProbs
 from .records import SeedResult
 
-__all__ = ["Caller", "Messages", "build_messages", "derive_seed", "reask_messages", "system_prompts"]
+__all__ = ["Caller", "Messages", "add_section", "build_messages", "derive_seed", "reask_messages", "section",
+           "system_prompts"]
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +56,22 @@ def system_prompts(config: AugmentConfig, types: Sequence[str], type_notes: str 
     return systems
 
 
+def section(name: str, value: Any) -> str:
+    """One titled section of a user message (``sentence`` becomes ``"Sentence:\\n..."``); a value that is not text
+    is written as JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return f"{name.replace('_', ' ').capitalize()}:\n{text}"
+
+
 def build_messages(system: str, **sections: Any) -> Messages:
-    """The system prompt and one user message of titled sections (``sentence=...`` becomes ``"Sentence:\\n..."``);
-    values that are not text are written as JSON."""
-    body = "\n\n".join(f"{k.replace('_', ' ').capitalize()}:\n"
-                       f"{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in sections.items())
-    return [{"role": "system", "content": system}, {"role": "user", "content": body}]
+    """The system prompt and one user message of titled sections (:func:`section`)."""
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": "\n\n".join(section(k, v) for k, v in sections.items())}]
+
+
+def add_section(messages: Messages, name: str, value: Any) -> Messages:
+    """``messages`` (not mutated) with one more section at the end of the last message."""
+    return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}\n\n{section(name, value)}"}]
 
 
 def reask_messages(messages: Messages, answer: str, error: ParseError) -> Messages:

@@ -318,3 +318,11 @@ def test_openai_backend_reads_logprobs_from_llama_cpp_server(llama_cpp_server: s
     assert res.mass > 0.5  # the tiny model does answer with a letter
     assert res.usage.prompt_tokens > 0 and res.usage.completion_tokens == 1
 
+
+
+def test_a_remote_backend_that_claims_logprobs_must_implement_the_attempt() -> None:
+    from hf_rgda.llm.remote import RemoteLLM
+
+    with pytest.raises(TypeError, match="has_logprobs but does not implement _top_logprobs"):
+        type("NoLogprobs", (RemoteLLM,), {"has_logprobs": True})
+    assert type("Plain", (RemoteLLM,), {"has_logprobs": False}).has_logprobs is False

@@ -2,7 +2,8 @@
 
 A provider module implements :meth:`RemoteLLM._request` (one attempt, SDK errors mapped to the library's
 :class:`~hf_rgda.BackendError` subclasses, ``retry_after`` filled from the response) and :meth:`RemoteLLM._new_client`;
-one whose API returns logprobs also sets ``has_logprobs`` and implements :meth:`RemoteLLM._top_logprobs`.
+one whose API returns logprobs also sets ``has_logprobs`` and implements ``_top_logprobs`` (checked when the
+class is created).
 This class adds, per running event loop: a semaphore (``max_concurrency``), a requests- and tokens-per-minute
 limiter, and bounded retries with exponential backoff and full jitter that honour ``Retry-After``. SDK-level
 retries are switched off so that there is one retry policy, visible in the config.
@@ -28,7 +29,7 @@ from typing import Any, TypeVar
 
 from .._exceptions import AuthenticationError, BackendError, ConfigError
 from .._secrets import redact
-from .base import LLM, Completion, Message, OptionProbs, Usage
+from .base import LLM, Completion, Message, OptionProbs
 from .options import check_options, top_logprobs_of
 
 __all__ = ["RateLimiter", "RemoteLLM", "RetryPolicy"]
@@ -114,6 +115,13 @@ class RemoteLLM(LLM):
     extra: str = ""
     #: attributes holding live state (set by :meth:`_init_live`): never pickled, so never part of a fingerprint
     live_fields: tuple[str, ...] = ("_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A provider that claims logprobs must implement ``_top_logprobs(client, messages, params, n)``: one attempt
+        at the first output token's top ``n`` ``(token, logprob)`` pairs and the usage (checked at class creation)."""
+        super().__init_subclass__(**kwargs)
+        if cls.has_logprobs and not callable(getattr(cls, "_top_logprobs", None)):
+            raise TypeError(f"{cls.__name__} sets has_logprobs but does not implement _top_logprobs")
 
     def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, timeout: float = 120.0,
                  max_concurrency: int = 8, rpm: int | None = None, tpm: int | None = None,
@@ -213,7 +221,8 @@ class RemoteLLM(LLM):
             return await super().option_probs(messages, options, params=params)
         opts, n = check_options(options), top_logprobs_of(params)
         msgs = [dict(m) for m in messages]
-        (top, usage), seconds = await self._attempts(msgs, 1, lambda client: self._top_logprobs(client, msgs, params, n))
+        top_logprobs = self._top_logprobs  # type: ignore[attr-defined]  # present: see __init_subclass__
+        (top, usage), seconds = await self._attempts(msgs, 1, lambda client: top_logprobs(client, msgs, params, n))
         return OptionProbs.from_top(top, opts, usage=usage, seconds=seconds)
 
     async def _attempts(self, msgs: list[dict[str, str]], max_tokens: int,
@@ -251,11 +260,6 @@ class RemoteLLM(LLM):
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
                        params: Mapping[str, Any]) -> Completion:
         """One attempt; raise :class:`~hf_rgda.BackendError` subclasses (with ``status`` and ``retry_after``)."""
-
-    async def _top_logprobs(self, client: Any, messages: list[dict[str, str]], params: Mapping[str, Any],
-                            n: int) -> tuple[list[tuple[str, float]], Usage]:
-        """One attempt at the first output token's top ``n`` ``(token, logprob)`` (backends with ``has_logprobs``)."""
-        raise NotImplementedError(f"{type(self).__name__} has no logprobs")
 
 
 def retry_after_of(response: Any) -> float | None:

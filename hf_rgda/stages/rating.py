@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import prompts
 from .._exceptions import ParseError
-from ..calls import Caller, Messages
+from ..calls import Caller, Messages, add_section
 from ..config import AugmentConfig
 from ..llm.base import LLM
 from ..records import Judgement, SeedResult
@@ -76,15 +76,9 @@ def scale_system(judge_system: str) -> str:
                           closing="\n".join(lines[numbered[-1] + 1 :]).strip())
 
 
-def _with_section(messages: Messages, title: str, text: str) -> Messages:
-    """``messages`` (not mutated) with a titled section added to the last one, as :func:`~hf_rgda.calls.build_messages`
-    writes sections."""
-    return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}\n\n{title}:\n{text}"}]
-
-
 def rating_messages(judge_messages: Messages, system: str, line: str) -> Messages:
     """The question about one criterion (its rubric ``line``) of what the judge reads."""
-    return [{"role": "system", "content": system}, *_with_section(judge_messages, "Criterion", line)[1:]]
+    return [{"role": "system", "content": system}, *add_section(judge_messages, "criterion", line)[1:]]
 
 
 def criterion_score(probs: Mapping[str, float], top: int) -> float:
@@ -117,7 +111,7 @@ async def rate(caller: Caller, r: SeedResult, stage: str, judge_messages: Messag
 def feedback_messages(judge_messages: Messages, verdict: Judgement, rubric: Mapping[str, int]) -> Messages:
     """The judge's ordinary question, shown the scores read, for the fixes of ``verdict``."""
     scores = "\n".join(f"- {name}: {verdict.criteria[name]}/{top}" for name, top in rubric.items())
-    return _with_section(judge_messages, "Scores", scores)
+    return add_section(judge_messages, "scores", scores)
 
 
 def parse_feedback(data: Any, rubric: Sequence[str], remark: str = "feedback") -> dict[str, str]:

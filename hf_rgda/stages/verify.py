@@ -86,8 +86,8 @@ class Verify:
         if not cfg.verify_relative or not r.seed.spans:
             return cfg.verify_threshold
         if r.seed.key not in self._refs:
-            groups = {(r.seed.tokens[s.start : s.end], s.label): s for s in r.seed.spans}
-            ps = await asyncio.gather(*(self.probability(r, r.seed.tokens, s) for s in groups.values()))
+            ps = await asyncio.gather(*(self.probability(r, r.seed.tokens, spans[0])
+                                        for spans in _by_text(r.seed.tokens, r.seed.spans)))
             self._refs[r.seed.key] = sum(ps) / len(ps)
         return min(cfg.verify_threshold, cfg.verify_relative * self._refs[r.seed.key])
 
@@ -108,10 +108,7 @@ class Verify:
 
     def _questions(self, c: Candidate) -> list[_Asked]:
         """One question per distinct (text, type) of the row, with the spans it covers."""
-        groups: dict[tuple[tuple[str, ...], str], list[Span]] = {}
-        for s in tags_to_spans(c.tags):
-            groups.setdefault((tuple(c.tokens[s.start : s.end]), s.label), []).append(s)
-        return [(spans, self.question(c.tokens, spans[0])) for spans in groups.values()]
+        return [(spans, self.question(c.tokens, spans[0])) for spans in _by_text(c.tokens, tags_to_spans(c.tags))]
 
     def _decide(self, r: SeedResult, c: Candidate, answers: list[tuple[list[Span], Question, dict[str, float]]],
                 kept: Sequence[Candidate], t: float) -> None:
@@ -143,3 +140,11 @@ class Verify:
     @staticmethod
     def _detail(q: Question, label: str, probs: Mapping[str, float], t: float) -> str:
         return f"{q.entity!r} as {label}: P = {probs[q.letters[0]]:.2f} < {t:.3g}; most likely: {q.alternative(probs).text}"
+
+
+def _by_text(tokens: Sequence[str], spans: Sequence[Span]) -> list[list[Span]]:
+    """``spans`` grouped by (text, type), in order of first occurrence: one question per group."""
+    groups: dict[tuple[tuple[str, ...], str], list[Span]] = {}
+    for s in spans:
+        groups.setdefault((tuple(tokens[s.start : s.end]), s.label), []).append(s)
+    return list(groups.values())
