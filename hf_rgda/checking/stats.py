@@ -1,8 +1,9 @@
 """Split statistics: what the checker and the composer's entity hints know of the dataset, computed once.
 
 :class:`SplitStats` is one frozen value, built by :meth:`SplitStats.from_split` (``RGDAAugmenter.from_dataset``
-calls it): per type, the words that end its mentions and those that open them; the words the split uses outside entities; the texts it tags
-consistently (the lexicon); the entity-hint pool; the longest entity per type; the hyphen style. The indices the
+calls it): per type, the words that end its mentions and those that open them; the words the split uses outside
+entities; the texts it tags consistently (the lexicon); the entity-hint pool; the longest entity per type; the
+hyphen style. The indices the
 checker's rules look up (per type: its mentions ending in a letterless or a lowercase word, its heads lower-cased)
 are derived from those once, on first use, and are not part of the pickled state: one check costs the same
 whatever the split's size.
