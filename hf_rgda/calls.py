@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -41,7 +42,12 @@ _JUDGES = ("guidance_judge", "composition_judge")
 
 def derive_seed(base: int, *parts: object) -> int:
     """A per-call seed that depends only on the run seed and the call's identity, not on scheduling."""
-    digest = hashlib.sha256(json.dumps([base, *map(str, parts)]).encode()).digest()
+    return _derived(base, tuple(map(str, parts)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _derived(base: int, parts: tuple[str, ...]) -> int:  # memoised: a seed's questions share one identity
+    digest = hashlib.sha256(json.dumps([base, *parts]).encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 

@@ -45,13 +45,17 @@ class Seed:
         """The entities (computed once: every stage and rule reads them)."""
         return tuple(tags_to_spans(self.tags))
 
-    @property
+    @functools.cached_property
     def text(self) -> str:
         return detokenize(self.tokens)
 
     @property
     def entities(self) -> list[dict[str, str]]:
-        return [{"text": detokenize(self.tokens[s.start : s.end]), "type": s.label} for s in self.spans]
+        return [{"text": text, "type": s.label} for text, s in zip(self._entity_texts, self.spans)]
+
+    @functools.cached_property
+    def _entity_texts(self) -> tuple[str, ...]:
+        return tuple(detokenize(self.tokens[s.start : s.end]) for s in self.spans)
 
     def as_item(self, representation: str = "entities") -> dict[str, Any]:
         """The seed written the way the LLM is asked to write sentences."""
@@ -169,9 +173,11 @@ class Accounting:
         self.prompt_tokens += comp.usage.prompt_tokens
         self.completion_tokens += comp.usage.completion_tokens
         self.llm_seconds += comp.seconds
-        self.stage_usage.setdefault(stage if rnd is None else f"{stage}/round{rnd}", Counter()).update(
-            calls=1, prompt_tokens=comp.usage.prompt_tokens, completion_tokens=comp.usage.completion_tokens,
-            cached_tokens=comp.usage.cached_tokens)
+        usage = self.stage_usage.setdefault(stage if rnd is None else f"{stage}/round{rnd}", Counter())
+        usage["calls"] += 1
+        usage["prompt_tokens"] += comp.usage.prompt_tokens
+        usage["completion_tokens"] += comp.usage.completion_tokens
+        usage["cached_tokens"] += comp.usage.cached_tokens
 
     def add(self, other: Accounting) -> None:
         """Add ``other``'s figures to these."""

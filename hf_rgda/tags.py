@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -95,6 +96,8 @@ def tags_to_spans(tags: Sequence[str], scheme: str = "IOB2", *, strict: bool = T
         start, label = -1, ""
 
     for i, tag in enumerate(tags):
+        if tag == "O" and start < 0:  # the common case: outside, nothing open
+            continue
         prefix, lab = _split(tag, i)
         if prefix != "O" and prefix not in allowed:
             raise SchemaError(f"token {i}: prefix {prefix!r} of {tag!r} is not part of {scheme}")
@@ -312,9 +315,11 @@ _NO_SPACE_AFTER = {"(", "[", "{"}
 
 def detokenize(tokens: Sequence[str]) -> str:
     """Join tokens into readable text: ``["a", "(", "b", ")", "."] -> "a (b)."``."""
-    out = ""
-    for i, tok in enumerate(tokens):
-        if i and tok not in _NO_SPACE_BEFORE and tokens[i - 1] not in _NO_SPACE_AFTER:
-            out += " "
-        out += tok
-    return out
+    if not tokens:
+        return ""
+    out = [tokens[0]]
+    for prev, tok in itertools.pairwise(tokens):
+        if tok not in _NO_SPACE_BEFORE and prev not in _NO_SPACE_AFTER:
+            out.append(" ")
+        out.append(tok)
+    return "".join(out)

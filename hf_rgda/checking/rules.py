@@ -133,7 +133,8 @@ def looping(s: Sentence) -> str | None:
     matrices in M ... the matrices in M" in SciERC: see ``benchmarks/checker_gold.py``.)"""
     words = [t for t in s.low if _ALNUM(t)]
     for n, times in ((4, 3), (8, 2)):
-        if any(c >= times for c in Counter(zip(*(words[i:] for i in range(n)))).values()):  # the n-grams
+        grams = list(zip(*(words[i:] for i in range(n))))
+        if len(set(grams)) < len(grams) and max(Counter(grams).values()) >= times:  # counted only if one repeats
             return "a phrase repeats (4 words three times, or 8 words twice)"
     return None
 

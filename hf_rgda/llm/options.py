@@ -45,6 +45,7 @@ DEFAULT_SAMPLES = 5
 _MARKS = " \t\r\n\u2581\u0120"  # whitespace, SentencePiece's word start "▁", byte-level BPE's "Ġ"
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise(token: str) -> str:
     """The form tokens and options are compared in: marks and whitespace stripped, case folded."""
     return token.strip(_MARKS).casefold()
@@ -57,9 +58,10 @@ def check_options(options: Sequence[str]) -> tuple[str, ...]:
         ConfigError: fewer than two options, an empty one, or two equal after :func:`normalise`.
     """
     opts = () if isinstance(options, str) else tuple(options)
-    if not opts or not all(isinstance(o, str) for o in opts):
-        raise ConfigError(f"options={options!r}: give at least two non-empty strings, e.g. ['A', 'B', 'C']")
-    _option_keys(opts)
+    try:
+        _option_keys(opts)
+    except TypeError:  # an unhashable option: not a string either
+        raise ConfigError(f"options={options!r}: give at least two non-empty strings, e.g. ['A', 'B', 'C']") from None
     return opts
 
 
@@ -67,6 +69,8 @@ def check_options(options: Sequence[str]) -> tuple[str, ...]:
 def _option_keys(opts: tuple[str, ...]) -> dict[str, str]:
     """``{normalise(option): option}``, after :func:`check_options`' checks (memoised: a run asks the same few
     option sets thousands of times)."""
+    if not opts or not all(isinstance(o, str) for o in opts):
+        raise ConfigError(f"options={list(opts)!r}: give at least two non-empty strings, e.g. ['A', 'B', 'C']")
     if len(opts) < 2 or not all(normalise(o) for o in opts):
         raise ConfigError(f"options={list(opts)!r}: give at least two non-empty strings, e.g. ['A', 'B', 'C']")
     keys = {normalise(o): o for o in opts}

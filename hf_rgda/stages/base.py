@@ -95,4 +95,7 @@ def valid(r: SeedResult) -> list[Candidate]:
 
 def squeeze(text: str) -> str:
     """``text`` lower-cased without whitespace: how two guides, sentences or entity texts are compared."""
-    return re.sub(r"\s+", "", text).lower()
+    return _SPACE("", text).lower()
+
+
+_SPACE = re.compile(r"\s+").sub

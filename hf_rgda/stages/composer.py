@@ -25,8 +25,9 @@ DRAW_FROM = 500
 
 
 class EntityPool:
-    """The mentions of each type, most frequent first, with their squeezed forms computed once per run and only as
-    far as the draws read (a split's inventory can hold many thousands): a draw costs the same whatever its size.
+    """The mentions of each type, most frequent first, indexed by squeezed form and by text once per run and only
+    as far as the draws read (a split's inventory can hold many thousands): a draw costs the same whatever its size,
+    and copies the mentions it keeps in slices between the few it excludes instead of testing each.
 
     Args:
         mentions: ``{type: [entity text, ...]}``, most frequent first.
@@ -34,30 +35,60 @@ class EntityPool:
 
     def __init__(self, mentions: Mapping[str, Sequence[str]]) -> None:
         self.mentions = mentions
-        self._squeezed: dict[str, list[str]] = {}
+        self._index: dict[str, _Index] = {}
 
     def __bool__(self) -> bool:
         return bool(self.mentions)
 
     def head(self, label: str, n: int, *, unless: Collection[str]) -> list[str]:
         """Those of the first ``n`` mentions of ``label`` whose squeezed form is not in ``unless``."""
-        return [m for m, sq in zip(self.mentions.get(label, ())[:n], self._prefix(label, n)) if sq not in unless]
+        source = self.mentions.get(label, ())
+        idx = self._indexed(label, n)
+        cut = {i for sq in unless for i in idx.by_squeezed.get(sq, ()) if i < n}
+        return _without(source[:n], cut, n)
 
     def first(self, label: str, n: int, *, unless: Collection[str], taken: Collection[str]) -> list[str]:
         """The first ``n`` mentions of ``label`` whose squeezed form is not in ``unless`` and that are not ``taken``."""
         source, size = self.mentions.get(label, ()), n + 2 * (len(unless) + len(taken))  # exclusions are few
         while True:
-            out = [m for m, sq in zip(source[:size], self._prefix(label, size)) if sq not in unless and m not in taken]
-            if len(out) >= n or size >= len(source):
-                return out[:n]
+            idx = self._indexed(label, size)
+            cut = {i for sq in unless for i in idx.by_squeezed.get(sq, ())}
+            cut.update(i for m in taken for i in idx.by_text.get(m, ()))
+            if size - len(cut) >= n or size >= len(source):  # the first n kept lie within what is indexed
+                return _without(source, cut, n)
             size *= 2
 
-    def _prefix(self, label: str, n: int) -> list[str]:
-        """The squeezed forms of (at least) the first ``n`` mentions of ``label``."""
-        done = self._squeezed.setdefault(label, [])
-        if len(done) < n:
-            done.extend(squeeze(m) for m in self.mentions.get(label, ())[len(done) : n])
-        return done
+    def _indexed(self, label: str, n: int) -> _Index:
+        """The index of (at least) the first ``n`` mentions of ``label``."""
+        idx = self._index.setdefault(label, _Index())
+        source = self.mentions.get(label, ())
+        for i in range(idx.size, min(n, len(source))):
+            idx.by_squeezed.setdefault(squeeze(source[i]), []).append(i)
+            idx.by_text.setdefault(source[i], []).append(i)
+        idx.size = max(idx.size, min(n, len(source)))
+        return idx
+
+
+class _Index:
+    """Where each squeezed form and each text occurs among the first ``size`` mentions of one type."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.by_squeezed: dict[str, list[int]] = {}
+        self.by_text: dict[str, list[int]] = {}
+
+
+def _without(source: Sequence[str], cut: Collection[int], n: int) -> list[str]:
+    """The first ``n`` items of ``source`` not at a position in ``cut``."""
+    out: list[str] = []
+    start = 0
+    for i in sorted(cut):
+        if len(out) + i - start >= n:
+            break
+        out.extend(source[start:i])
+        start = i + 1
+    out.extend(source[start : start + n - len(out)])
+    return out
 
 
 class Composer:

@@ -36,7 +36,7 @@ from ..checking import Checker
 from ..records import Candidate, EntityVerdict, SeedResult
 from ..tags import Span, detokenize, tags_to_spans
 from .base import Run
-from .categories import UNTAGGABLE, Question, question
+from .categories import UNTAGGABLE, Option, Question, question
 
 __all__ = ["STAGE", "Verify"]
 
@@ -64,11 +64,15 @@ class Verify:
         self.recheck = dataclasses.replace(checker or run.checker, salvage=False)
         self.forbid_seed_entities = forbid_seed_entities
         self._refs: dict[str, float] = {}  # seed key -> mean P(type) of its own entities
+        self._options: dict[str, tuple[Option, ...]] = {}  # type -> its question's options
 
     def question(self, tokens: Sequence[str], span: Span) -> Question:
-        """The question about ``span`` of the sentence ``tokens``."""
-        return question(detokenize(tokens[span.start : span.end]), span.label, self.run.checker.types,
-                        self.descriptions, self.confusers)
+        """The question about ``span`` of the sentence ``tokens`` (its options made once per type)."""
+        entity = detokenize(tokens[span.start : span.end])
+        if span.label not in self._options:
+            self._options[span.label] = question(entity, span.label, self.run.checker.types, self.descriptions,
+                                                 self.confusers).options
+        return Question(entity, self._options[span.label])
 
     async def probabilities(self, r: SeedResult, tokens: Sequence[str], q: Question) -> dict[str, float]:
         """Each option letter's probability for ``q`` about the sentence ``tokens`` (a call counted on ``r``)."""
