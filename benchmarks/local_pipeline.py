@@ -30,7 +30,8 @@ DOMAINS = {
     "fin": "financial agreements and SEC filings",
 }
 METHODS = ["naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda", "rgda+debate"]
-COMBOS = {"debate": {"debate_review": True, "debate_agents": 3}}  # "rgda+debate": rgda's calls (shared) + the panel
+COMBOS = {"debate": {"debate_review": True, "debate_agents": 3},  # "rgda+debate": rgda's calls (shared) + the panel
+          "noverify": {"verify_entities": False}}  # "rgda+noverify": the same pipeline without the entity verifier
 
 
 def cell_figures(traces: list[str], examples: list[dict], wall: float, n_seeds: int) -> dict:
@@ -79,7 +80,8 @@ def run_chunk(seeds, aug: RGDAAugmenter) -> dict:
             seed_text[r["rgda_source"]] = " ".join(r["tokens"])
         elif r["rgda_status"] == "accepted":
             examples.append({"seed": seed_text.get(r["rgda_source"], ""), "sentence": " ".join(r["tokens"]),
-                             "entities": _entities(r["tokens"], r["ner_tags"]), "repairs": r["rgda_reason"]})
+                             "entities": _entities(r["tokens"], r["ner_tags"]), "repairs": r["rgda_reason"],
+                             "tokens": r["tokens"], "tags": r["ner_tags"]})  # for benchmarks/silver.py
     traces = [t for t, st in zip(out["rgda_trace"], out["rgda_status"]) if t and st != "rejected"]  # not raw rows
     return {"traces": traces, "examples": examples, "wall": wall, "seeds": len(seeds)}
 

@@ -69,9 +69,7 @@ def check_options(options: Sequence[str]) -> tuple[str, ...]:
 def _option_keys(opts: tuple[str, ...]) -> dict[str, str]:
     """``{normalise(option): option}``, after :func:`check_options`' checks (memoised: a run asks the same few
     option sets thousands of times)."""
-    if not opts or not all(isinstance(o, str) for o in opts):
-        raise ConfigError(f"options={list(opts)!r}: give at least two non-empty strings, e.g. ['A', 'B', 'C']")
-    if len(opts) < 2 or not all(normalise(o) for o in opts):
+    if len(opts) < 2 or not all(isinstance(o, str) and normalise(o) for o in opts):
         raise ConfigError(f"options={list(opts)!r}: give at least two non-empty strings, e.g. ['A', 'B', 'C']")
     keys = {normalise(o): o for o in opts}
     if len(keys) < len(opts):

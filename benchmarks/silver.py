@@ -1,0 +1,166 @@
+"""Row quality without training on the rows: tag precision and recall of augmented rows against a silver tagger.
+
+For each dataset a token-classification model, the *silver tagger*, is fine-tuned on the dataset's whole train split
+(a benchmark instrument, never a product default) and cached under ``benchmarks/.cache/silver/``. It then tags the
+sentences of each row set, and the rows' own tags are compared with its tags entity by entity (exact span and type):
+
+- precision: the share of the rows' entities that the silver tagger tags the same way;
+- recall: the share of the silver tagger's entities that the rows tag the same way.
+
+The same two figures on the gold test sentences are the ceiling that the silver tagger's own errors allow: a row set
+tagged as carefully as the dataset itself would score about that. Each figure comes with the number of entities it
+is a share of (small row sets give wide intervals: a 95% Wilson interval is reported beside each share).
+
+Row sets are the accepted rows of every cell of a ``benchmarks/local_pipeline.py`` results file (rows stored with
+their tokens and tags); an entity the silver tagger disagrees with is listed with its row, to be read.
+
+Usage:
+    python benchmarks/silver.py --data-dir ../shared/data --datasets ncbi_disease \\
+        --rows benchmarks/results/verification_rows.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def entities(tags: Sequence[str]) -> set[tuple[int, int, str]]:
+    """The (start, end, type) of every entity of an IOB2 tag row (ill-formed tags read leniently)."""
+    from hf_rgda.tags import tags_to_spans
+
+    return {(s.start, s.end, s.label) for s in tags_to_spans(list(tags), strict=False)}
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> list[float] | None:
+    """The 95% Wilson score interval of ``k`` successes in ``n``."""
+    if not n:
+        return None
+    p, d = k / n, 1 + z * z / n
+    centre, half = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return [round(centre - half, 3), round(centre + half, 3)]
+
+
+def agreement(rows: Iterable[tuple[Sequence[str], Sequence[str]]], silver: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Precision and recall of the rows' tags (``(tokens, tags)``) against the silver tags, entity by entity.
+
+    Example:
+        >>> agreement([(["Gout", "hurts"], ["B-Disease", "O"])], [["B-Disease", "O"]])["precision"]
+        1.0
+    """
+    rows = list(rows)
+    matched = own = found = 0
+    for (_, tags), pred in zip(rows, silver):
+        mine, theirs = entities(tags), entities(pred)
+        matched, own, found = matched + len(mine & theirs), own + len(mine), found + len(theirs)
+    return {"rows": len(rows), "entities": own, "silver_entities": found, "matched": matched,
+            "precision": round(matched / own, 3) if own else None, "precision_95": wilson(matched, own),
+            "recall": round(matched / found, 3) if found else None, "recall_95": wilson(matched, found)}
+
+
+def disagreements(rows: Sequence[dict[str, Any]], silver: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+    """Every row whose tags differ from the silver tags: its text, the entities only it tags, those only the
+    silver tagger tags."""
+    out = []
+    for row, pred in zip(rows, silver):
+        mine, theirs = entities(row["tags"]), entities(pred)
+        if mine != theirs:
+            out.append({"sentence": " ".join(row["tokens"]), "rows_only": _shown(row["tokens"], mine - theirs),
+                        "silver_only": _shown(row["tokens"], theirs - mine)})
+    return out
+
+
+def _shown(tokens: Sequence[str], spans: set[tuple[int, int, str]]) -> list[list[str]]:
+    return [[" ".join(tokens[a:b]), t] for a, b, t in sorted(spans)]
+
+
+def silver_tagger(data_dir: Path, name: str, encoder: str, epochs: float, cache: Path) -> tuple[Any, Any, dict]:
+    """The silver tagger of dataset ``name``: trained on its whole train split, or loaded from ``cache``."""
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    from hf_rgda.recipe import load_split
+    from hf_rgda.train import train_ner
+
+    out = cache / f"{name}-{encoder.replace('/', '--')}-{epochs:g}ep"
+    info_path = out / "silver.json"
+    if not info_path.exists():
+        train = load_split(str(data_dir / name), "train")
+        start = time.perf_counter()
+        trainer, _ = train_ner(train, output_dir=out, model=encoder, epochs=epochs)
+        trainer.save_model(str(out))
+        trainer.processing_class.save_pretrained(str(out))
+        info_path.write_text(json.dumps({"dataset": name, "encoder": encoder, "epochs": epochs,
+                                         "train_sentences": len(train),
+                                         "train_seconds": round(time.perf_counter() - start, 1)}, indent=1))
+    model = AutoModelForTokenClassification.from_pretrained(str(out))
+    return model, AutoTokenizer.from_pretrained(str(out)), json.loads(info_path.read_text())
+
+
+def row_sets(paths: Sequence[Path], name: str) -> dict[str, list[dict[str, Any]]]:
+    """``{cell: accepted rows}`` of dataset ``name`` from local_pipeline results files (rows with tokens and tags)."""
+    sets: dict[str, list[dict[str, Any]]] = {}
+    for path in paths:
+        results = json.loads(path.read_text())
+        for key, chunks in results.get("chunks", {}).items():
+            if key.split("/")[0] != name:
+                continue
+            rows = [e for c in chunks.values() for e in c["examples"]]
+            if rows and all("tags" in e for e in rows):
+                sets[f"{path.name}:{key}"] = rows
+            elif rows:
+                print(f"skipped {path.name}:{key}: its rows were stored without tags (rerun the cell)", file=sys.stderr)
+    return sets
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
+    p.add_argument("--rows", type=Path, nargs="*", default=[], help="local_pipeline results files")
+    p.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / ".cache" / "silver")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "silver.json")
+    args = p.parse_args(argv)
+
+    from hf_rgda.recipe import load_split
+    from hf_rgda.tags import to_tag_names
+    from hf_rgda.train import predict_tags
+
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results.update({"command": "python benchmarks/silver.py " + " ".join(argv or sys.argv[1:]),
+                    "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"})
+    per = results.setdefault("datasets", {})
+    for name in args.datasets:
+        model, tokenizer, info = silver_tagger(args.data_dir, name, args.encoder, args.epochs, args.cache)
+        test = load_split(str(args.data_dir / name), "test")
+        gold = list(zip(test["tokens"], to_tag_names(test, "ner_tags")))
+        res = {"silver_tagger": info, "gold_test": agreement(gold, predict_tags(model, tokenizer, test["tokens"])),
+               "row_sets": {}}
+        for key, rows in row_sets(args.rows, name).items():
+            silver = predict_tags(model, tokenizer, [r["tokens"] for r in rows])
+            res["row_sets"][key] = {**agreement([(r["tokens"], r["tags"]) for r in rows], silver),
+                                    "disagreements": disagreements(rows, silver)}
+        per[name] = res
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1))
+        g = res["gold_test"]
+        print(f"{name}: gold test precision {g['precision']} recall {g['recall']} ({g['entities']} entities)")
+        for key, r in res["row_sets"].items():
+            print(f"  {key}: precision {r['precision']} {r['precision_95']} recall {r['recall']} "
+                  f"({r['rows']} rows, {r['entities']} entities)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""The silver-tagger benchmark's measure (no model: silver tags are given): entity-level precision and recall of row
+sets, their intervals, the rows listed for reading, and which result cells it reads."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def silver():
+    spec = importlib.util.spec_from_file_location("silver_under_test", ROOT / "benchmarks" / "silver.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_precision_and_recall_count_exact_span_and_type(silver) -> None:
+    rows = [(["Gout", "and", "lupus", "flare"], ["B-Disease", "O", "B-Disease", "O"]),  # lupus: silver tags 2 words
+            (["BRCA1", "mutations"], ["B-Disease", "O"])]  # silver: no entity
+    preds = [["B-Disease", "O", "B-Disease", "I-Disease"], ["O", "O"]]
+    got = silver.agreement(rows, preds)
+    assert (got["entities"], got["silver_entities"], got["matched"]) == (3, 2, 1)
+    assert got["precision"] == pytest.approx(1 / 3, abs=1e-3) and got["recall"] == 0.5
+    lo, hi = got["precision_95"]
+    assert lo < 1 / 3 < hi and 0 <= lo and hi <= 1
+    assert silver.agreement([], [])["precision"] is None
+
+
+def test_disagreements_name_what_each_side_tags(silver) -> None:
+    rows = [{"tokens": ["Gout", "hurts"], "tags": ["B-Disease", "O"]},
+            {"tokens": ["the", "BRCA1", "gene"], "tags": ["O", "B-Disease", "O"]}]
+    out = silver.disagreements(rows, [["B-Disease", "O"], ["O", "O", "O"]])
+    assert out == [{"sentence": "the BRCA1 gene", "rows_only": [["BRCA1", "Disease"]], "silver_only": []}]
+
+
+def test_row_sets_read_cells_of_the_dataset_with_tags(silver, tmp_path: Path, capsys) -> None:
+    row = {"sentence": "Gout hurts", "tokens": ["Gout", "hurts"], "tags": ["B-Disease", "O"]}
+    results = {"chunks": {"ncbi_disease/rgda": {"0-5": {"examples": [row]}, "5-10": {"examples": [row]}},
+                          "ncbi_disease/naive": {"0-5": {"examples": [{"sentence": "old row without tags"}]}},
+                          "scierc/rgda": {"0-5": {"examples": [row]}}}}
+    path = tmp_path / "cells.json"
+    path.write_text(json.dumps(results))
+    sets = silver.row_sets([path], "ncbi_disease")
+    assert list(sets) == ["cells.json:ncbi_disease/rgda"] and len(sets["cells.json:ncbi_disease/rgda"]) == 2
+    assert "ncbi_disease/naive" in capsys.readouterr().err  # a cell stored without tags is named, not scored
