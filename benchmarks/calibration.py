@@ -24,8 +24,9 @@ Scorers (``--scorers``), each a function from a canary to a score, built per dat
 - ``ac-prob``, ``gr-prob``: the same judges read by probability (``judge_reading="probability"``,
   ``hf_rgda.stages.rating``: one 1-5 question per criterion, the probability-weighted total before rounding / 100).
   On a backend without logprobs each question is the sampling fallback's.
-- ``debate-prob``: an extension point (the debate reviewer is not read by probability yet); it stops with an error
-  naming what it waits for.
+- ``debate-prob``: the same panel read by probability (each reviewer's verdict one 1-5 question per criterion, as
+  ``ac-prob``); the mean of the reviewers' weighted totals before rounding / 100. The product's threshold:
+  ``probability_threshold`` (50).
 
 A canary whose judge answer cannot be read (after the pipeline's one JSON re-ask) gets no score; it is counted under
 ``failed`` and left out of the figures.
@@ -57,8 +58,8 @@ from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, RGDAAugmente
 from hf_rgda.checking import Checker
 from hf_rgda.pipeline import Pipeline, Stages
 from hf_rgda.records import Candidate, Judgement, Seed, SeedResult
-from hf_rgda.schemas import AC_RUBRIC, GR_RUBRIC
-from hf_rgda.stages.debate import run_review
+from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
+from hf_rgda.stages.debate import ReviewResult, run_review
 from hf_rgda.stages.rating import expected_total
 from hf_rgda.tags import Span, label_names
 
@@ -144,15 +145,26 @@ class Judges:
         """The GR judge read by probability: its weighted total before rounding / 100."""
         return expected_total(await self._gr(canary, self.prob_stages), GR_RUBRIC) / 100
 
-    async def debate(self, canary: Canary) -> float:
-        """The review panel's mean reviewer total / 100 for the row, after one round (no revision)."""
+    async def _review(self, canary: Canary, stages: Stages) -> ReviewResult[Candidate]:
+        """The review panel's first round on the row (no revision), as the pipeline's ``debate_review`` runs it."""
         r = self._result(canary, canary.seed_tokens, canary.seed_tags)
-        row = self._row(canary)
-        result = await run_review(self.stages.which.ask(r), r.seed.as_item(self.config.representation), [row],
-                                  dataclasses.replace(self.config.debate, max_rounds=1), show=lambda c: c.raw,
-                                  revise=_no_revision, domain=self.config.domain, types=self.pipeline.checker.types)
+        which = stages.which
+        return await run_review(which.ask(r), r.seed.as_item(self.config.representation), [self._row(canary)],
+                                dataclasses.replace(which.config, max_rounds=1), show=lambda c: c.raw,
+                                revise=_no_revision, domain=self.config.domain, types=self.pipeline.checker.types,
+                                choose=which.choose(r))
+
+    async def debate(self, canary: Canary) -> float:
+        """The review panel's mean reviewer total / 100 for the row, after one round, each verdict sampled."""
+        result = await self._review(canary, self.stages)
         ((_, history),) = result.accepted + result.rejected
         return statistics.fmean(history[-1]) / 100
+
+    async def debate_prob(self, canary: Canary) -> float:
+        """The review panel read by probability: the mean of the reviewers' weighted totals before rounding / 100."""
+        result = await self._review(canary, self.prob_stages)
+        verdicts = [Judgement(0, {}, {}, "probability", e["content"]["distributions"]) for e in result.transcript]
+        return statistics.fmean(expected_total(v, DEBATE_RUBRIC) for v in verdicts) / 100
 
     async def checker(self, canary: Canary) -> float:
         """The checker as the pipeline runs it (repairs on), on the row written from its seed: 1 passed unchanged,
@@ -193,28 +205,19 @@ class ScorerSpec:
 
     Attributes:
         level: ``entity``, ``row`` or ``guide``.
-        build: the scorer of a dataset's judges; None while it waits for a library capability.
+        build: the scorer of a dataset's judges.
         threshold: the threshold the product applies to this score, from the run configuration.
-        waits_for: what the library must offer first (for ``build=None``).
     """
 
     level: str
-    build: Callable[[Judges], Scorer] | None
+    build: Callable[[Judges], Scorer]
     threshold: Callable[[AugmentConfig], float]
-    waits_for: str = ""
 
     def bind(self, judges: Judges) -> Scorer:
-        """The scorer for ``judges``' dataset.
-
-        Raises:
-            NotImplementedError: the scorer waits for a library capability (named in the message).
-        """
-        if self.build is None:
-            raise NotImplementedError(f"this scorer waits for {self.waits_for}")
+        """The scorer for ``judges``' dataset."""
         return self.build(judges)
 
 
-_WEIGHTED = "the debate reviewer read by probability (issue 17, item 3: not built yet; the GR and AC judges are)"
 SCORERS: dict[str, ScorerSpec] = {
     "ac": ScorerSpec("row", lambda j: j.ac, lambda cfg: cfg.threshold / 100),
     "gr": ScorerSpec("guide", lambda j: j.gr, lambda cfg: cfg.threshold / 100),
@@ -223,7 +226,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "checker": ScorerSpec("row", lambda j: j.checker, lambda cfg: 0.5),
     "ac-prob": ScorerSpec("row", lambda j: j.ac_prob, lambda cfg: cfg.probability_threshold / 100),
     "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, lambda cfg: cfg.probability_threshold / 100),
-    "debate-prob": ScorerSpec("row", None, lambda cfg: cfg.debate_sigma / 100, waits_for=_WEIGHTED),
+    "debate-prob": ScorerSpec("row", lambda j: j.debate_prob, lambda cfg: cfg.probability_threshold / 100),
 }
 
 
@@ -281,10 +284,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/calibration.sqlite3"))
     p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/calibration_<llm>.json")
     args = p.parse_args(argv)
-    waiting = [f"{n}: {SCORERS[n].waits_for}" for n in args.scorers if SCORERS[n].build is None]
-    if waiting:
-        print("not available yet (no call was made):\n" + "\n".join(waiting), file=sys.stderr)
-        return 2
     out = args.out or default_out(args.llm)
     results = json.loads(out.read_text()) if out.exists() else {}
     command = "python benchmarks/calibration.py " + " ".join(argv if argv is not None else sys.argv[1:])

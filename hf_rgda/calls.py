@@ -129,18 +129,18 @@ class Caller:
                 "seed": derive_seed(cfg.seed, r.seed.key, stage, salt)}
 
     async def choose(self, r: SeedResult, stage: str, messages: Messages, options: Sequence[str], *,
-                     salt: object = "", rnd: int | None = None) -> OptionProbs:
+                     salt: object = "", rnd: int | None = None, llm: LLM | None = None) -> OptionProbs:
         """One option-probability call of ``stage`` for seed ``r`` (:meth:`~hf_rgda.llm.LLM.option_probs`: one
         output token at temperature 0 where the backend has logprobs), cached and counted like :meth:`ask`.
 
         Args:
             options: the short answers, e.g. ``("A", "B", "C")``.
-            salt, rnd: as for :meth:`ask`.
+            salt, rnd, llm: as for :meth:`ask`.
 
         Raises:
             BackendError: the backend failed.
         """
-        llm, params = self.llm, {"seed": derive_seed(self.config.seed, r.seed.key, stage, salt)}
+        llm, params = llm or self.llm, {"seed": derive_seed(self.config.seed, r.seed.key, stage, salt)}
         key = option_probs_key(llm.identity(), messages, options, params) if self.cache is not None else ""
         return await self._paid(r, stage, rnd, key, lambda c: c.get_option_probs(key), ResponseCache.put_option_probs,
                                 lambda: llm.option_probs(messages, options, params=params))

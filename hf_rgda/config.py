@@ -34,13 +34,19 @@ class DebateConfig:
 
     Attributes:
         agents: panel size (1 = self-review).
-        sigma: mean reviewer score (0-100) a proposal needs.
+        sigma: mean reviewer score (0-100) a proposal needs, for verdicts sampled whole.
         max_rounds: Advise/Reflect(/Revise) rounds at most.
+        reading: ``"sample"`` (each reviewer samples one verdict on all items, with remarks) or ``"probability"``
+            (one 1-5 rating question per reviewer, item and criterion, read from logprobs: :mod:`hf_rgda.stages.rating`;
+            remarks are sampled only for the items a revision follows).
+        probability_sigma: the mean reviewer score a proposal needs when the verdicts are read by probability.
     """
 
     agents: int = 3
     sigma: int = 80
     max_rounds: int = 3
+    reading: str = "sample"
+    probability_sigma: int = 50
 
     def __post_init__(self) -> None:
         if not 1 <= self.agents <= MAX_DEBATE_AGENTS:
@@ -49,6 +55,15 @@ class DebateConfig:
             raise ConfigError(f"debate sigma={self.sigma} must be between 0 and 100")
         if self.max_rounds < 1:
             raise ConfigError(f"debate max_rounds={self.max_rounds} must be at least 1")
+        if self.reading not in ("sample", "probability"):
+            raise ConfigError(f"debate reading={self.reading!r} must be 'sample' or 'probability'")
+        if not 0 <= self.probability_sigma <= 100:
+            raise ConfigError(f"debate probability_sigma={self.probability_sigma} must be between 0 and 100")
+
+    @property
+    def threshold(self) -> int:
+        """The mean reviewer score an item needs under this reading."""
+        return self.probability_sigma if self.reading == "probability" else self.sigma
 
 
 
@@ -64,17 +79,18 @@ class AugmentConfig:
     num_augmented: int = _f(3, "new sentences asked for per seed sentence")
     temperature: float = _f(1.0, "sampling temperature of the generating stages (the paper uses 1.0)")
     judge_temperature: float = _f(0.2, "sampling temperature of the GR and AC judges")
-    judge_reading: str = _f("auto", "how the GR and AC judges score: 'probability' asks one 1-5 question per rubric "
+    judge_reading: str = _f("auto", "how the GR and AC judges and the debate reviewers score: 'probability' asks one "
+                            "1-5 question per rubric "
                             "criterion, read as a probability-weighted mean from next-token logprobs, and asks for "
                             "feedback only when a refinement follows; 'sample' samples one full verdict with feedback "
                             "(the paper's judge); 'auto': 'probability' where the backend has logprobs, else 'sample'",
                             choices=JUDGE_READINGS)
     threshold: int = _f(90, "judge score (0-100) at which a refine loop stops, for verdicts sampled whole "
                         "(judge_reading 'sample'; the paper's 90)")
-    probability_threshold: int = _f(50, "judge score (0-100) at which a refine loop stops, for verdicts read by "
-                                    "probability: the middle of the 1-5 scale (their scores are expected values; with "
+    probability_threshold: int = _f(50, "judge score (0-100) at which a refine loop stops, and the debate's sigma, "
+                                    "for verdicts read by probability: the middle of the 1-5 scale (their scores are expected values; with "
                                     "the local 1.5B model they barely move, see benchmarks/README.md; calibrate your "
-                                    "own model with benchmarks/calibration.py --scorers ac-prob gr-prob)")
+                                    "own model with benchmarks/calibration.py --scorers ac-prob gr-prob debate-prob)")
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
     max_repairs: int = _f(1, "targeted re-asks for sentences that fail the deterministic checks")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content")
@@ -114,7 +130,8 @@ class AugmentConfig:
                              "four criteria; the composer revises those below debate_sigma, which are rejected if "
                              "still below after debate_rounds (rgda+debate)")
     debate_agents: int = _f(3, "biorda / debate_review: agents in the Advise-Reflect-Revise debate (1 = self-review)")
-    debate_sigma: int = _f(80, "biorda / debate_review: mean reviewer score (0-100) at which a proposal is accepted")
+    debate_sigma: int = _f(80, "biorda / debate_review: mean reviewer score (0-100) at which a proposal is accepted, "
+                           "for verdicts sampled whole (read by probability: probability_threshold)")
     debate_rounds: int = _f(3, "biorda / debate_review: debate rounds at most")
     keep_originals: bool = _f(True, "emit each seed row before its augmented rows")
     keep_rejected: bool = _f(False, "also emit rejected and failed samples (empty tokens, reason set)")
@@ -167,7 +184,8 @@ class AugmentConfig:
     @property
     def debate(self) -> DebateConfig:
         """The debate settings (WHICH)."""
-        return DebateConfig(self.debate_agents, self.debate_sigma, self.debate_rounds)
+        return DebateConfig(self.debate_agents, self.debate_sigma, self.debate_rounds,
+                            probability_sigma=self.probability_threshold)
 
     @property
     def uses_gr(self) -> bool:

@@ -251,6 +251,8 @@ def _oracle(built: list[cn.Canary], calls: list[str], types: dict[str, tuple[str
             return {"5" if good else "1": 1.0} if rating else FakeWorld.verdict(100 * good, AC_RUBRIC)
         shown = {k: v for k, v in json.loads(parts["New sentences"])[0].items() if k != "sentence"}
         good = rows[parts["Original sentence"], json.dumps(shown, ensure_ascii=False)]
+        if rating:  # a reviewer read by probability
+            return {"5" if good else "1": 1.0}
         return {"reviews": [{k: {"remark": "", "score": top * good} for k, top in DEBATE_RUBRIC.items()}]}
 
     return handler
@@ -354,12 +356,17 @@ def test_the_checker_scorer_makes_no_call_and_catches_what_its_rules_see(monkeyp
     assert sum(kept) >= 0.5 * len(kept)  # the fixture's train split is one sentence: few statistics
 
 
-def test_scorers_that_wait_for_the_library_stop_before_any_call(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_debate_reviewer_read_by_probability_end_to_end(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                                            golds: list[cn.Gold]) -> None:
+    """debate-prob: the panel's two reviewers, one rating question per criterion each, no sampled review (one
+    round, no revision); the mean weighted total / 100 against probability_threshold."""
     calls: list[str] = []
-    rc, out = _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "ac", "entity", "debate-prob")
-    assert rc == 2 and not calls and not out.exists()
-    err = capsys.readouterr().err
-    assert "debate-prob" in err and "debate reviewer read by probability" in err and "entity:" not in err
-    with pytest.raises(NotImplementedError, match="debate reviewer"):
-        calibration.SCORERS["debate-prob"].bind(None)  # type: ignore[arg-type]
+    rc, out = _run(monkeypatch, data_dir, _oracle(cn.build_canaries(golds, 1), calls), "--scorers", "debate-prob")
+    assert rc == 0 and set(calls) == {"debate_review"}
+    for name in ("bio", "fin"):
+        entry = json.loads(out.read_text())["datasets"][name]
+        cell = entry["scorers"]["debate-prob"]
+        assert cell["canaries"] == sum(entry["canaries"]["row"].values()) and cell["failed"] == 0
+        assert cell["calls"] == 2 * len(DEBATE_RUBRIC) * cell["canaries"] == cell["completion_tokens"]
+        assert {x["score"] for x in cell["scores"]} == {0.0, 1.0} and cell["metrics"]["auroc"] == 1.0
+        assert cell["metrics"]["product_threshold"] == AugmentConfig().probability_threshold / 100

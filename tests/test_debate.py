@@ -113,7 +113,7 @@ def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
             return {"proposals": [{"replacements": [{"position": p, "new": f"w{k}{p}"} for p in pos]} for k in range(n)]}
         return {"reviews": [review(100) for _ in range(props["reviews"]["minItems"])]}
 
-    cfg = AugmentConfig(method="biorda", num_augmented=2, debate_agents=3)
+    cfg = AugmentConfig(method="biorda", num_augmented=2, debate_agents=3, judge_reading="sample")
     pipe = Pipeline(cfg, ScriptedLLM(handler), Checker(("Disease",)), attribution=FixedWhere())
     ok, bad = asyncio.run(pipe.run(seeds))
     assert len(ok.accepted) == 2 and all(c.tags == list(TAGS) for c in ok.accepted)
@@ -177,9 +177,12 @@ def test_review_malformed_reviewer_answer_is_a_parse_error() -> None:
         asyncio.run(run_review(ask, {}, ["s1"], DebateConfig(2), show=str, revise=revise, domain="", types=["Disease"]))
 
 
-def test_rgda_with_debate_review_through_the_pipeline() -> None:
+@pytest.mark.parametrize("reading", ["sample", "probability"])
+def test_rgda_with_debate_review_through_the_pipeline(reading: str) -> None:
     """rgda + debate_review on the scripted world: the panel rejects every sentence after its last round and the
-    trace accounts for each one; with generous reviewers everything composed is kept."""
+    trace accounts for each one; with generous reviewers everything composed is kept. Sampled, each reviewer scores
+    all sentences in one answer; read by probability, each sentence is a verdict of its own (against
+    probability_threshold 50), and the remarks are sampled for the sentences a revision follows."""
     from hf_rgda import ConfigError, ScriptedLLM
     from hf_rgda.checking import Checker
     from hf_rgda.config import AugmentConfig
@@ -189,14 +192,21 @@ def test_rgda_with_debate_review_through_the_pipeline() -> None:
 
     seed = Seed("a", tuple(TOKENS), tuple(TAGS))
     strict = FakeWorld(review_scores=[30])
-    cfg = AugmentConfig(method="rgda", num_augmented=2, debate_review=True, debate_agents=2, debate_rounds=2)
+    cfg = AugmentConfig(method="rgda", num_augmented=2, debate_review=True, debate_agents=2, debate_rounds=2,
+                        judge_reading=reading)
     (r,) = asyncio.run(Pipeline(cfg, ScriptedLLM(strict), Checker(("Disease",))).run([seed]))
     assert not r.accepted and not r.failure
     below = [c for s, c in r.rejected if s == "debate_review"]
     assert len(below) == 2 and all(c.reason == "below_sigma" for c in below)
+    assert all(c.detail.endswith("< 80" if reading == "sample" else "< 50") for c in below)
     assert r.superseded >= 2  # round 1's sentences were replaced by their revisions
     assert r.debate["rounds"] == 2 and r.debate["rejected_means"] == [30.0, 30.0]
-    assert strict.stages.count("debate_review") == 2 and "ac_judge" in strict.stages
+    # one reviewer (2 agents): sampled, one answer a round; read by probability, a verdict per sentence and round,
+    # and round 1's remarks for the 2 sentences revised, in one sampled answer
+    assert strict.stages.count("debate_review") == (2 if reading == "sample" else 2 + 1 + 2) and "ac_judge" in strict.stages
+    roles = [t["role"] for t in r.debate["transcript"]]
+    rated = "review (read by probability)"
+    assert roles == (["review", "revise", "review"] if reading == "sample" else [rated, rated, "review", "revise", rated, rated])
 
     kind = FakeWorld(review_scores=[90])
     (r,) = asyncio.run(Pipeline(cfg, ScriptedLLM(kind), Checker(("Disease",))).run([seed]))
@@ -255,8 +265,8 @@ def test_biorda_rejects_an_unchanged_proposal_and_keeps_the_others() -> None:
             n = props["proposals"]["minItems"]
             return {"proposals": [{"replacements": [{"position": 1, "new": ["detected", "found", "saw"][k]}]}
                                   for k in range(n)]}
-        if "answer" in props:  # the entity verifier's question: the seed's entity is a disease
-            return {"A": 1.0}
+        if "answer" in props:  # the entity verifier's question (the seed's entity is a disease); a reviewer's rating
+            return {"A": 1.0} if "A" in props["answer"]["enum"] else {"5": 1.0}
         return {"reviews": [review(100) for _ in range(props["reviews"]["minItems"])]}
 
     cfg = AugmentConfig(method="biorda", num_augmented=3, debate_agents=2)
@@ -265,3 +275,38 @@ def test_biorda_rejects_an_unchanged_proposal_and_keeps_the_others() -> None:
     assert not r.failure and [c.tokens[1] for c in r.accepted] == ["found", "saw"]
     assert [(s, c.reason, c.raw) for s, c in r.rejected] == [("debate", "no_change", {"replacements": {1: "detected"}})]
     assert r.debate["rejected_means"] == [] and r.debate["accepted_means"] == [100.0, 100.0]
+
+
+# ---------------------------------------------------------------- reviewers read by probability
+def test_debate_read_by_probability_asks_remarks_only_for_what_is_revised() -> None:
+    """Each reviewer rates each proposal on each criterion (one question, one token); a proposal whose mean
+    weighted total reaches probability_sigma is accepted; the remarks the revision needs are sampled only for the
+    proposals below it, and those come back to the proposer."""
+    from hf_rgda.stages.rating import SCALE
+
+    agents = Agents([0])  # the sampled remarks' scores are not used
+    rated: list[tuple[int, str, str, int]] = []
+    ratings = {1: {"proposal1": "5", "proposal2": "2"}, 2: {"proposal1": "4"}}  # round -> proposal -> rating
+
+    async def choose(agent, stage, messages, options, salt, rnd):
+        assert tuple(options) == SCALE and "Criterion:" in messages[-1]["content"]
+        assert "Answer with the one digit" in messages[0]["content"] and "Domain: oncology" in messages[0]["content"]
+        assert "Score every proposal" not in messages[0]["content"]  # the sampled verdict's instruction is left out
+        item, name = salt.split("/")
+        assert name in DEBATE_RUBRIC
+        rated.append((agent, stage, salt, rnd))
+        return {ratings[rnd][item]: 1.0}
+
+    cfg = DebateConfig(agents=3, sigma=80, max_rounds=3, reading="probability", probability_sigma=50)
+    res = asyncio.run(run_debate(agents, TOKENS, TAGS, POSITIONS, 2, cfg, domain="oncology", types=["Disease"],
+                                 choose=choose))
+    # round 1: proposal 1 rated 5 (100) accepted, proposal 2 rated 2 (25) revised; round 2: its revision rated 4 (75)
+    assert [p.scores for p in res.accepted] == [[[100, 100]], [[24, 24], [76, 76]]] and res.rounds == 2
+    assert len(rated) == 2 * 2 * 4 + 2 * 1 * 4 and {a for a, *_ in rated} == {1, 2}
+    assert {s for _, s, _, _ in rated} == {"debate_reflect"}
+    assert [c for c in agents.calls if c[1] == "debate_reflect"] == [(1, "debate_reflect", 1), (2, "debate_reflect", 1)]
+    roles = [t["role"] for t in res.transcript]
+    assert roles == ["advise"] + ["reflect (read by probability)"] * 4 + ["reflect", "reflect", "revise"] + \
+        ["reflect (read by probability)"] * 2
+    with pytest.raises(ValueError, match="choose"):
+        debate(agents, cfg)

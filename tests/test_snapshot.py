@@ -75,13 +75,14 @@ def _verdict(rubric: dict[str, Any], total: int, field: str) -> dict[str, Any]:
 
 
 def handler(messages: Any, schema: Any, params: Any) -> Any:
-    """The scripted world, made a pure function of the call: judges (their 1-5 ratings read by probability) and
-    reviewers whose scores vary, a few broken sentences (an entity missing from its text, a copy of the seed) for the
-    checker and the repair stage, and entity verdicts that sometimes fall below the threshold (then most likely "an
-    ordinary word": untagged, or a cut span: the row rejected)."""
+    """The scripted world, made a pure function of the call: judges and debate reviewers (their 1-5 ratings read by
+    probability; a reviewer's sampled remarks) whose scores vary, a few broken sentences (an entity missing from its
+    text, a copy of the seed) for the checker and the repair stage, and entity verdicts that sometimes fall below the
+    threshold (then most likely "an ordinary word": untagged, or a cut span: the row rejected)."""
     props = (schema or {}).get("properties", {})
     system = messages[0]["content"]
-    if "answer" in props and "reviewer of" in system:  # a judge read by probability: one criterion's 1-5 rating
+    if "answer" in props and ("reviewer of" in system or "reviewer in a panel" in system):  # a judge or debate
+        # reviewer read by probability: one criterion's 1-5 rating
         return [{"1": 0.9, "2": 0.1}, {"1": 0.6, "2": 0.4}, {"2": 0.5, "3": 0.5}, {"4": 0.7, "5": 0.3},
                 {"5": 0.9, "4": 0.1}][_pick(messages, 5)]
     if "answer" in props:  # the entity verifier's question (option probabilities)

@@ -24,6 +24,7 @@ import json
 import statistics
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from .._exceptions import ParseError
@@ -34,7 +35,7 @@ from ..schemas import proposals_schema
 from ..tags import tokenize
 from .base import Run, valid
 from .composer import Composer
-from .panel import Ask, Panel, Reviewed
+from .panel import Ask, Choose, Panel, Reviewed
 
 __all__ = ["DebateResult", "Proposal", "Review", "ReviewResult", "Which", "run_debate", "run_review"]
 
@@ -133,11 +134,14 @@ def _view(tokens: Sequence[str], positions: Sequence[int]) -> str:
 
 
 async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], positions: Sequence[int], n: int,
-                     config: DebateConfig, *, domain: str, types: Sequence[str]) -> DebateResult:
+                     config: DebateConfig, *, domain: str, types: Sequence[str],
+                     choose: Choose | None = None) -> DebateResult:
     """Debate ``n`` proposals for replacing the words at ``positions``.
 
     Args:
         ask: ``ask(agent, stage, messages, schema, round)`` -> parsed JSON (the pipeline's cached call).
+        choose: the reviewers' rating questions when ``config.reading`` is ``"probability"``
+            (:class:`~hf_rgda.stages.panel.Panel`).
         tokens, tags: the seed sentence (IOB2).
         positions: word positions chosen for replacement (never entity words).
         n: proposals wanted.
@@ -148,7 +152,7 @@ async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], posit
 
     result = DebateResult()
     panel = Panel(ask, config, domain, types, role="reflect", noun="proposal", heading="Proposals",
-                  original=" ".join(tokens), show=show, transcript=result.transcript)
+                  original=" ".join(tokens), show=show, transcript=result.transcript, choose=choose)
     sentence = f"Sentence (chosen words in brackets with their position):\n{_view(tokens, positions)}\n\n"
     chosen = {str(i): tokens[i] for i in positions}
     msgs = [{"role": "system", "content": panel.systems("advise")[0]},
@@ -183,11 +187,12 @@ def _unless_unchanged(proposals: list[Proposal], result: DebateResult) -> list[P
 async def run_review(ask: Ask, original: Any, items: Sequence[T], config: DebateConfig, *,
                      show: Callable[[T], Any],
                      revise: Callable[[list[tuple[T, dict[str, Any]]], int], Awaitable[list[T]]],
-                     domain: str, types: Sequence[str]) -> ReviewResult[T]:
+                     domain: str, types: Sequence[str], choose: Choose | None = None) -> ReviewResult[T]:
     """Reflect-Revise rounds of the panel over sentences another stage wrote.
 
     Args:
         ask: ``ask(agent, stage, messages, schema, round)`` -> parsed JSON (the pipeline's cached call).
+        choose: as for :func:`run_debate`.
         original: the seed as the reviewers see it (text and entities).
         items: the sentences to review; ``show(item)`` is what the reviewers read.
         revise: ``revise([(item, feedback), ...], round)`` -> revised items (it may return fewer, e.g. when some
@@ -199,7 +204,7 @@ async def run_review(ask: Ask, original: Any, items: Sequence[T], config: Debate
     result: ReviewResult[T] = ReviewResult()
     panel = Panel(ask, config, domain, types, role="review", noun="sentence", heading="New sentences",
                   original=json.dumps(original, ensure_ascii=False), show=lambda x: _as_dict(show(x.item)),
-                  transcript=result.transcript)
+                  transcript=result.transcript, choose=choose)
 
     async def revise_items(low: list[Reviewed], feedback: list[dict[str, Any]], rnd: int) -> list[Reviewed]:
         new = await revise([(x.item, fb) for x, fb in zip(low, feedback)], rnd)
@@ -240,14 +245,34 @@ class Which:
 
         return ask
 
+    def choose(self, r: SeedResult) -> Choose:
+        """The debate's ``choose`` for seed ``r`` (its rating questions), through the agent's backend."""
+
+        async def choose(agent: int, stage: str, messages: list[dict[str, str]], options: Sequence[str], salt: str,
+                         rnd: int) -> dict[str, float]:
+            asked = await self.run.caller.choose(r, stage, messages, options, salt=f"agent{agent}/round{rnd}/{salt}",
+                                                 rnd=rnd, llm=self.llms[agent % len(self.llms)])
+            return asked.probs
+
+        return choose
+
+    @cached_property
+    def config(self) -> DebateConfig:
+        """The run's debate settings, read by probability where the run's judges are (``judge_reading``; with
+        ``"auto"``, when every agent's backend has logprobs)."""
+        cfg = self.run.config
+        rated = cfg.judge_reading == "probability" or (
+            cfg.judge_reading == "auto" and all(llm.has_logprobs for llm in self.llms))
+        return dataclasses.replace(cfg.debate, reading="probability" if rated else "sample")
+
     async def __call__(self, r: SeedResult) -> None:
         cfg = self.run.config
         positions = r.attribution["selected"] if r.attribution else []
         if not positions:
             r.notes.append("WHERE found no replaceable word (all words are entities, punctuation or function words)")
             return
-        result = await run_debate(self.ask(r), r.seed.tokens, r.seed.tags, positions, cfg.num_augmented, cfg.debate,
-                                  domain=cfg.domain, types=self.run.checker.types)
+        result = await run_debate(self.ask(r), r.seed.tokens, r.seed.tags, positions, cfg.num_augmented, self.config,
+                                  domain=cfg.domain, types=self.run.checker.types, choose=self.choose(r))
         reviewed = [p for p in result.rejected if p.reason == "below_sigma"]
         r.debate = _record(result, [p.mean for p in result.accepted], [p.mean for p in reviewed])
         r.rejected += [("debate", self._rejection(r, p)) for p in result.rejected]
@@ -270,8 +295,7 @@ class Which:
         if p.reason == "no_change":
             return Candidate(raw={"replacements": p.replacements}).reject(
                 "no_change", "every new text repeats the word it replaces")
-        return self._candidate(r, p).reject("below_sigma",
-                                            f"mean reviewer score {p.mean:.1f} < {self.run.config.debate_sigma}")
+        return self._candidate(r, p).reject("below_sigma", f"mean reviewer score {p.mean:.1f} < {self.config.threshold}")
 
 
 class Review:
@@ -302,13 +326,14 @@ class Review:
             new, _ = await self.run.write(r, "debate_revise", msgs, len(feedback), salt=f"review{rnd}", keep=keep)
             return [c for c in new if c.ok]
 
-        result = await run_review(self.which.ask(r), r.seed.as_item(cfg.representation), current, cfg.debate,
-                                  show=lambda c: c.raw, revise=revise, domain=cfg.domain, types=self.run.checker.types)
+        result = await run_review(self.which.ask(r), r.seed.as_item(cfg.representation), current, self.which.config,
+                                  show=lambda c: c.raw, revise=revise, domain=cfg.domain, types=self.run.checker.types,
+                                  choose=self.which.choose(r))
         accepted, rejected = ([statistics.fmean(h[-1]) for _, h in items] for items in (result.accepted, result.rejected))
         r.debate = _record(result, [round(m, 1) for m in accepted], [round(m, 1) for m in rejected])
         for (c, _), mean in zip(result.rejected, rejected):
             r.rejected.append(("debate_review",
-                               c.reject("below_sigma", f"mean reviewer score {mean:.1f} < {cfg.debate_sigma}")))
+                               c.reject("below_sigma", f"mean reviewer score {mean:.1f} < {self.which.config.threshold}")))
         r.superseded += len(result.revised)
         r.accepted = [c for c, _ in result.accepted]
 

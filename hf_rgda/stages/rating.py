@@ -24,7 +24,7 @@ import asyncio
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from .. import prompts
@@ -34,8 +34,9 @@ from ..config import AugmentConfig
 from ..llm.base import LLM
 from ..records import Judgement, SeedResult
 
-__all__ = ["FRACTIONS", "SCALE", "by_probability", "criteria_lines", "criterion_score", "expected_total",
-           "feedback_messages", "parse_feedback", "rate", "rating_messages", "read_verdict", "scale_system"]
+__all__ = ["FRACTIONS", "SCALE", "Choose", "by_probability", "criteria_lines", "criterion_score", "expected_total",
+           "feedback_messages", "parse_feedback", "rate", "rate_with", "rating_messages", "read_verdict",
+           "scale_system"]
 
 #: the answers of a rating question (one token each)
 SCALE: tuple[str, ...] = ("1", "2", "3", "4", "5")
@@ -66,11 +67,14 @@ def criteria_lines(judge_system: str, rubric: Mapping[str, int]) -> dict[str, st
 
 
 def scale_system(judge_system: str) -> str:
-    """The rating questions' system prompt: the judge prompt's header (up to its first blank line), its criteria
-    lines and what follows them, in the ``judge_scale`` prompt."""
+    """The rating questions' system prompt: the judge prompt's header, its criteria lines and what follows them, in
+    the ``judge_scale`` prompt. The header is what comes before the first blank line, or, in a prompt without one
+    before its criteria (the debate reviewers'), every line before the one that introduces the criteria (which asks
+    for a whole verdict)."""
     lines = judge_system.splitlines()
     numbered = [i for i, line in enumerate(lines) if _CRITERION.match(line)]
-    header = lines[: lines.index("")] if "" in lines else lines[:1]
+    before = lines[: numbered[0]] if numbered else lines
+    header = lines[: lines.index("")] if "" in before else before[: max(1, len(before) - 1)]
     return prompts.render("judge_scale", header="\n".join(header),
                           criteria="\n".join(lines[i] for i in numbered),
                           closing="\n".join(lines[numbered[-1] + 1 :]).strip())
@@ -98,14 +102,26 @@ def expected_total(verdict: Judgement, rubric: Mapping[str, int]) -> float:
     return sum(criterion_score(verdict.distributions[name], top) for name, top in rubric.items())
 
 
+#: ``choose(messages, criterion)`` -> the probabilities of :data:`SCALE` (one rating question, asked and counted)
+Choose = Callable[[Messages, str], Awaitable[Mapping[str, float]]]
+
+
+async def rate_with(choose: Choose, judge_messages: Messages, system: str, lines: Mapping[str, str],
+                    rubric: Mapping[str, int]) -> Judgement:
+    """One verdict read by probability: a rating question per criterion of ``rubric``, asked through ``choose``."""
+    asked = await asyncio.gather(*(choose(rating_messages(judge_messages, system, lines[name]), name)
+                                   for name in rubric))
+    return read_verdict(dict(zip(rubric, asked)), rubric)
+
+
 async def rate(caller: Caller, r: SeedResult, stage: str, judge_messages: Messages, system: str,
                lines: Mapping[str, str], rubric: Mapping[str, int], rnd: int) -> Judgement:
-    """One verdict read by probability: a rating question per criterion of ``rubric``, counted as ``stage``'s
-    calls of round ``rnd``."""
-    asked = await asyncio.gather(*(
-        caller.choose(r, stage, rating_messages(judge_messages, system, lines[name]), SCALE, salt=f"{rnd}/{name}",
-                      rnd=rnd) for name in rubric))
-    return read_verdict({name: a.probs for name, a in zip(rubric, asked)}, rubric)
+    """One verdict read by probability (:func:`rate_with`) through the run's calls, counted as ``stage``'s calls of
+    round ``rnd``."""
+    async def choose(messages: Messages, name: str) -> Mapping[str, float]:
+        return (await caller.choose(r, stage, messages, SCALE, salt=f"{rnd}/{name}", rnd=rnd)).probs
+
+    return await rate_with(choose, judge_messages, system, lines, rubric)
 
 
 def feedback_messages(judge_messages: Messages, verdict: Judgement, rubric: Mapping[str, int]) -> Messages:

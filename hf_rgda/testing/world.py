@@ -46,14 +46,15 @@ def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
 class FakeWorld:
     """Stage-aware scripted answers: valid sentences, a guidance, judge scores from a list, and entity verdicts.
 
-    ``stages`` lists the stage of every answer; a verdict read by probability is listed once (as ``gr_judge`` or
-    ``ac_judge``), its feedback as ``gr_feedback`` or ``ac_feedback``.
+    ``stages`` lists the stage of every answer; a verdict read by probability is listed once (as ``gr_judge``,
+    ``ac_judge`` or ``debate_review``), a judge's feedback as ``gr_feedback`` or ``ac_feedback``.
 
     Args:
         gr_scores, ac_scores: total scores the judges give, round after round (last repeats); a judge read by
             probability gets, per criterion, the ratings whose weighted mean is that criterion's share of the
             total (the next total is taken when the rubric's first criterion is asked).
-        review_scores: total score every debate reviewer gives every sentence, call after call (last repeats).
+        review_scores: total score every debate reviewer gives every sentence, call after call (last repeats);
+            read by probability, verdict after verdict (one per reviewer and sentence), rated as the judges' are.
         broken: stage names whose answer is garbage text.
         entity_prob: the probability the entity verifier's question gives the asked type (option ``A``); the rest
             goes to the last option, "an ordinary word or phrase" (:meth:`entity_dist`). Asked as a completion (the
@@ -119,7 +120,8 @@ class FakeWorld:
             dist = self.entity_dist(messages)
             return {"answer": max(dist, key=dist.__getitem__)} if "temperature" in params else dist
         if stage == "debate_review":
-
+            if "answer" in schema["properties"]:  # a reviewer read by probability
+                return self.rating(stage, DEBATE_RUBRIC, messages[-1]["content"])
             total = self.review_scores.pop(0) if len(self.review_scores) > 1 else self.review_scores[0]
             n = schema["properties"]["reviews"]["minItems"]
             return {"reviews": [{k: {"remark": f"{k} checked", "score": v["score"]}
@@ -133,7 +135,7 @@ class FakeWorld:
         return self.verdict(self.next_total(stage), rubric)
 
     def next_total(self, stage: str) -> int:
-        scores = self.gr_scores if stage == "gr_judge" else self.ac_scores
+        scores = {"gr_judge": self.gr_scores, "debate_review": self.review_scores}.get(stage, self.ac_scores)
         self.total = scores.pop(0) if len(scores) > 1 else scores[0]
         return self.total
 
