@@ -104,6 +104,7 @@ class Judges:
         self.prob_stages = Pipeline(dataclasses.replace(self.config, judge_reading="probability"), llm, checker,
                                     cache=cache).stages()
         self.spent: list[SeedResult] = []  # every canary's calls, for the cost figures
+        self.details: dict[str, dict[str, Any]] = {}  # canary id -> what a scorer read beside its score
 
     def _result(self, canary: Canary, tokens: Sequence[str], tags: Sequence[str]) -> SeedResult:
         r = SeedResult(Seed(canary.id, tuple(tokens), tuple(tags)))
@@ -188,11 +189,17 @@ class Judges:
         return RGDAAugmenter.from_dataset(train, llm=self.llm, cache=False, config=self.config).checker()
 
     async def entity(self, canary: Canary) -> float:
-        """The entity verifier's probability of the presented type for the canary's span under test."""
+        """The entity verifier's probability of the presented type for the canary's span under test (the question's
+        whole distribution, with each option's kind, is kept in ``details`` for the results)."""
         assert canary.span is not None  # an entity canary
         start, end, label = canary.span
         r = self._result(canary, canary.tokens, canary.tags)
-        return await self.stages.verify.probability(r, canary.tokens, Span(start, end, label))
+        verify = self.stages.verify
+        q = verify.question(canary.tokens, Span(start, end, label))
+        probs = await verify.probabilities(r, canary.tokens, q)
+        self.details[canary.id] = {"options": [[letter, o.kind, round(probs[letter], 4)]
+                                               for letter, o in zip(q.letters, q.options)]}
+        return probs[q.letters[0]]
 
 
 async def _no_revision(feedback: list[tuple[Candidate, dict[str, Any]]], rnd: int) -> list[Candidate]:
@@ -238,7 +245,8 @@ async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary
 
     async def one(c: Canary) -> dict[str, Any]:
         try:
-            return {"id": c.id, "label": c.label, "score": round(await scorer(c), 4)}
+            score = round(await scorer(c), 4)
+            return {"id": c.id, "label": c.label, "score": score, **judges.details.pop(c.id, {})}
         except RGDAError as err:  # an unreadable answer fails its canary, never the cell
             return {"id": c.id, "label": c.label, "score": None, "error": f"{type(err).__name__}: {err}"[:300]}
 

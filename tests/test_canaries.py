@@ -315,6 +315,9 @@ def test_the_entity_scorer_reads_the_verifier_end_to_end(monkeypatch: pytest.Mon
         cell = entry["scorers"]["entity"]
         assert cell["canaries"] == sum(entry["canaries"]["entity"].values()) == cell["calls"] and cell["failed"] == 0
         assert {x["score"] for x in cell["scores"]} == {0.0, 1.0} and set(entry["canaries"]["entity"]) > {"good"}
+        for x in cell["scores"]:  # the question's whole distribution, option by option, asked type first
+            assert x["options"][0][:2] == ["A", "asked"] and x["options"][-1][1] == "ordinary"
+            assert x["options"][0][2] == x["score"] and abs(sum(p for *_, p in x["options"]) - 1) < 1e-3
         m = cell["metrics"]
         assert m["auroc"] == 1.0 and m["product_threshold"] == AugmentConfig().verify_threshold
         assert m["accuracy_at_product_threshold"] == 1.0
