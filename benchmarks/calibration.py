@@ -24,9 +24,20 @@ Scorers (``--scorers``), each a function from a canary to a score, built per dat
 - ``ac-prob``, ``gr-prob``: the same judges read by probability (``judge_reading="probability"``,
   ``hf_rgda.stages.rating``: one 1-5 question per criterion, the probability-weighted total before rounding / 100).
   On a backend without logprobs each question is the sampling fallback's.
+- ``verification``: entity verification as the pipeline applies it, the checker first: the entity canary's row
+  through the checker (as ``checker``, the sentence before it in the file as its seed); a rejected row scores 0,
+  any other the ``entity`` probability. A canary presenting a type the dataset lacks (NCBI-disease's mentions shown
+  as Genes) cannot come out of the pipeline, whose schema allows only the dataset's types, so the checker is not
+  asked about it and it scores its ``entity`` probability alone.
 - ``debate-prob``: the same panel read by probability (each reviewer's verdict one 1-5 question per criterion, as
   ``ac-prob``); the mean of the reviewers' weighted totals before rounding / 100. The product's threshold:
   ``probability_threshold`` (50).
+
+Type descriptions (``--descriptions``, the ``type_descriptions`` a user passes; they reach every prompt that
+describes the types, the verifier's options included): ``none`` (the default), ``dataset`` (the benchmarks' own,
+``local_pipeline.TYPE_DESCRIPTIONS``: FIN's PER covers the parties named by role), or ``examples`` (each type's
+default description followed by its 4 most frequent distinct mentions in the train split, the canaries' sentences
+left out: "(in this data, for example: ...)").
 
 A canary whose judge answer cannot be read (after the pipeline's one JSON re-ask) gets no score; it is counted under
 ``failed`` and left out of the figures.
@@ -61,7 +72,7 @@ from hf_rgda.records import Candidate, Judgement, Seed, SeedResult
 from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 from hf_rgda.stages.debate import ReviewResult, run_review
 from hf_rgda.stages.rating import expected_total
-from hf_rgda.tags import Span, label_names
+from hf_rgda.tags import Span, label_names, tags_to_spans
 
 BENCH = Path(__file__).resolve().parent
 if str(BENCH) not in sys.path:  # the benchmarks are scripts: a sibling is imported by its module name
@@ -77,7 +88,7 @@ from canaries import (
     evaluate,
     load_gold,
 )
-from local_pipeline import _commit
+from local_pipeline import TYPE_DESCRIPTIONS, _commit
 
 Scorer = Callable[[Canary], Awaitable[float]]
 
@@ -95,14 +106,16 @@ class Judges:
         cache: the response cache, or None.
     """
 
-    def __init__(self, llm: LLM, gold: Gold, cache: ResponseCache | None, data_dir: Path | None = None) -> None:
+    def __init__(self, llm: LLM, gold: Gold, cache: ResponseCache | None, data_dir: Path | None = None,
+                 descriptions: dict[str, str] | None = None) -> None:
         self.gold, self.data_dir, self.llm = gold, data_dir, llm
         self.config = AugmentConfig(method="rgda", domain=domain(gold.name))
         checker = RGDAAugmenter(llm, label_names=label_names(gold.types), cache=False, config=self.config).checker()
-        self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, checker, cache=cache)
+        kw = {"cache": cache, "type_descriptions": descriptions}
+        self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, checker, **kw)
         self.stages = self.pipeline.stages()
         self.prob_stages = Pipeline(dataclasses.replace(self.config, judge_reading="probability"), llm, checker,
-                                    cache=cache).stages()
+                                    **kw).stages()
         self.spent: list[SeedResult] = []  # every canary's calls, for the cost figures
         self.details: dict[str, dict[str, Any]] = {}  # canary id -> what a scorer read beside its score
 
@@ -201,6 +214,21 @@ class Judges:
                                                for letter, o in zip(q.letters, q.options)]}
         return probs[q.letters[0]]
 
+    async def verification(self, canary: Canary) -> float:
+        """The checker, then the entity verifier: 0 when the checker rejects the canary's row or changes the tags of
+        its span under test (a repair: what was presented does not reach the output), else ``entity``."""
+        assert canary.span is not None
+        start, end, label = canary.span
+        if label in self.gold.types:
+            before = [i for i in range(max(canary.source, 0)) if any(t != "O" for t in self.gold.sentences[i][1])]
+            tokens, tags = self.gold.sentences[before[-1]] if before else ((), ())
+            row = self._row(canary)
+            self.split_checker.check(row, Seed(canary.id, tuple(tokens), tuple(tags)), [], forbid_seed_entities=False)
+            if not row.ok or Span(start, end, label) not in tags_to_spans(row.tags):
+                self.details[canary.id] = {"checker": row.reason if not row.ok else "; ".join(row.salvaged)}
+                return 0.0
+        return await self.entity(canary)
+
 
 async def _no_revision(feedback: list[tuple[Candidate, dict[str, Any]]], rnd: int) -> list[Candidate]:
     raise AssertionError("a one-round review never revises")
@@ -233,6 +261,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "checker": ScorerSpec("row", lambda j: j.checker, lambda cfg: 0.5),
     "ac-prob": ScorerSpec("row", lambda j: j.ac_prob, lambda cfg: cfg.probability_threshold / 100),
     "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, lambda cfg: cfg.probability_threshold / 100),
+    "verification": ScorerSpec("entity", lambda j: j.verification, lambda cfg: cfg.verify_threshold),
     "debate-prob": ScorerSpec("row", lambda j: j.debate_prob, lambda cfg: cfg.probability_threshold / 100),
 }
 
@@ -264,10 +293,41 @@ async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary
             "seconds_per_canary": round(seconds / len(rows), 2) if rows else None, "scores": rows}
 
 
+def type_descriptions(kind: str, gold: Gold, data_dir: Path) -> dict[str, str]:
+    """The ``type_descriptions`` of ``--descriptions kind`` for ``gold``'s dataset (module docstring)."""
+    if kind == "none":
+        return {}
+    if kind == "dataset":
+        return dict(TYPE_DESCRIPTIONS.get(gold.name, {}))
+    from hf_rgda.recipe import load_source
+    from hf_rgda.stages.categories import describe
+    from hf_rgda.tags import detokenize, tags_to_spans, to_tag_names
+
+    train = load_source(str(data_dir / gold.name))["train"]
+    held, counts = {tuple(t) for t, _ in gold.sentences}, {}
+    for tokens, tags in zip(train["tokens"], to_tag_names(train)):
+        if tuple(tokens) not in held:
+            for s in tags_to_spans(tags):
+                text = detokenize(tokens[s.start : s.end])
+                counts.setdefault(s.label, {}).setdefault(text, 0)
+                counts[s.label][text] += 1
+    out = {}
+    for t in gold.types:
+        seen: dict[str, str] = {}
+        for text in sorted(counts.get(t, {}), key=lambda x: -counts[t][x]):  # stable: first seen among equals
+            seen.setdefault(text.lower(), text)
+            if len(seen) == 4:
+                break
+        examples = ", ".join(f'"{x}"' for x in seen.values())
+        out[t] = describe(t) + (f" (in this data, for example: {examples})" if examples else "")
+    return out
+
+
 async def run_dataset(llm: LLM, gold: Gold, canaries: Sequence[Canary], scorers: Sequence[str],
-                      cache: ResponseCache | None, data_dir: Path | None = None) -> dict[str, Any]:
+                      cache: ResponseCache | None, data_dir: Path | None = None,
+                      descriptions: dict[str, str] | None = None) -> dict[str, Any]:
     """Every chosen scorer's cell for one dataset."""
-    judges = Judges(llm, gold, cache, data_dir)
+    judges = Judges(llm, gold, cache, data_dir, descriptions)
     try:
         return {name: await score_cell(SCORERS[name], judges, canaries) for name in scorers}
     finally:
@@ -291,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="the canaries' seed")
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/calibration.sqlite3"))
     p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/calibration_<llm>.json")
+    p.add_argument("--descriptions", choices=["none", "dataset", "examples"], default="none",
+                   help="the type_descriptions passed to the pipeline (module docstring)")
     args = p.parse_args(argv)
     out = args.out or default_out(args.llm)
     results = json.loads(out.read_text()) if out.exists() else {}
@@ -307,11 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     for gold in golds:
         mine = [c for c in canaries if c.dataset == gold.name]
         entry = results.setdefault("datasets", {}).setdefault(gold.name, {})
+        descriptions = type_descriptions(args.descriptions, gold, args.data_dir)
         entry.update({"dev": gold.source, "per_class": args.per_class, "seed": args.seed,
-                      "canaries": class_counts(mine)})
+                      "canaries": class_counts(mine), "type_descriptions": descriptions})
         print(f"{gold.name} ({gold.source}): " + "; ".join(
             f"{n} {sum(c.level == SCORERS[n].level for c in mine)} canaries" for n in args.scorers), flush=True)
-        cells = asyncio.run(run_dataset(llm, gold, mine, args.scorers, cache, args.data_dir))
+        cells = asyncio.run(run_dataset(llm, gold, mine, args.scorers, cache, args.data_dir, descriptions))
         entry.setdefault("scorers", {}).update(cells)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1, ensure_ascii=False))

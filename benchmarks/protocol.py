@@ -11,7 +11,8 @@ the two schedules coincide (the method's rows fill as many batches per epoch as 
 cell when the rerun builds the same training rows (checked by their SHA-256), so runs can grow across sessions.
 
 Methods: ``noaug`` (seeds only), ``eda``, ``mr`` (mention replacement), and the LLM methods ``naive``, ``gda``,
-``rgda``, ``rgda-no-gr``, ``rgda-no-ac`` (one response cache: calls they share are paid once). Every figure is
+``rgda``, ``rgda-no-gr``, ``rgda-no-ac``, and a method with a ``local_pipeline.py`` variant: ``rgda+noverify`` (the
+entity verifier off), ``rgda+debate`` (one response cache: calls they share are paid once). Every figure is
 written to ``--out`` after each cell, so a stop loses nothing; a rerun skips finished cells (the cache makes the
 LLM part of an interrupted cell free). ``--report`` writes the markdown table (Table 1 layout) and plots.
 
@@ -77,9 +78,12 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
     elif method == "mr":
         aug = MentionReplacement(mention_inventory(seeds["tokens"], seeds["ner_tags"]), num_augmented=args.ratio,
                                  seed=args.sample_seed)
-    else:
-        aug = RGDAAugmenter.from_dataset(train, llm=args.llm, method=method, num_augmented=args.ratio,
-                                         cache=args.cache, domain=DOMAINS.get(name, ""))
+    else:  # "rgda+noverify": a method with one of local_pipeline's variants (COMBOS)
+        from local_pipeline import COMBOS
+
+        base, _, combo = method.partition("+")
+        aug = RGDAAugmenter.from_dataset(train, llm=args.llm, method=base, num_augmented=args.ratio,
+                                         cache=args.cache, domain=DOMAINS.get(name, ""), **COMBOS[combo] if combo else {})
     # the recipe refuses rows that disagree with their traces (a stale datasets cache)
     run = run_recipe(seeds, aug, batch_size=args.batch_size, load_from_cache_file=False, desc=f"{name}/{method}")
     summary = {}

@@ -373,3 +373,30 @@ def test_the_debate_reviewer_read_by_probability_end_to_end(monkeypatch: pytest.
         assert cell["calls"] == 2 * len(DEBATE_RUBRIC) * cell["canaries"] == cell["completion_tokens"]
         assert {x["score"] for x in cell["scores"]} == {0.0, 1.0} and cell["metrics"]["auroc"] == 1.0
         assert cell["metrics"]["product_threshold"] == AugmentConfig().probability_threshold / 100
+
+
+def test_the_verification_scorer_runs_the_checker_before_the_verifier(monkeypatch: pytest.MonkeyPatch,
+                                                                     data_dir: Path, golds: list[cn.Gold]) -> None:
+    """verification: a canary whose row the checker rejects (or whose span it retags) scores 0 with the checker's
+    reason and costs no call; every other canary scores what the entity verifier says. Against a verifier that
+    answers A to everything, the checker alone decides."""
+    calls: list[str] = []
+
+    def yes(messages: Any, schema: Any, params: Any) -> Any:
+        calls.append(stage_of(messages))
+        return {"A": 1.0}
+
+    rc, out = _run(monkeypatch, data_dir, yes, "--scorers", "verification", "entity")
+    assert rc == 0 and set(calls) == {"entity_verify"}
+    for name in ("bio", "fin"):
+        entry = json.loads(out.read_text())["datasets"][name]
+        cell, alone = entry["scorers"]["verification"], entry["scorers"]["entity"]
+        assert cell["canaries"] == alone["canaries"] == sum(entry["canaries"]["entity"].values())
+        assert cell["failed"] == alone["failed"] == 0 and {x["score"] for x in alone["scores"]} == {1.0}
+        stopped = [x for x in cell["scores"] if "checker" in x]
+        assert stopped and all(x["score"] == 0.0 and x["checker"] for x in stopped)
+        assert all(x["score"] == 1.0 for x in cell["scores"] if "checker" not in x)
+        assert cell["calls"] == cell["canaries"] - len(stopped)  # a stopped canary asks nothing
+        assert cell["metrics"]["product_threshold"] == AugmentConfig().verify_threshold
+    assert any(x["label"] != "good" for n in ("bio", "fin")
+               for x in json.loads(out.read_text())["datasets"][n]["scorers"]["verification"]["scores"] if "checker" in x)

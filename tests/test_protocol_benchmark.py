@@ -174,3 +174,30 @@ def test_bootstrap_is_redone_when_a_cell_started_over(monkeypatch: pytest.Monkey
     results["cells"]["s/rgda"]["_predictions"] = [["O"]]  # R-GDA trained again (--rerun): new predictions
     mod.bootstrap(results, "s", test, args)
     assert seen == [("B-X", "O"), ("O", "O")] and "pair" in results["bootstrap"]["s"]["mr"]
+
+
+@pytest.mark.parametrize(("method", "expected"), [("rgda", {"method": "rgda"}),
+                                                    ("rgda+noverify", {"method": "rgda", "verify_entities": False}),
+                                                    ("rgda+debate", {"method": "rgda", "debate_review": True})])
+def test_a_variant_method_builds_its_base_with_the_variant_options(monkeypatch: pytest.MonkeyPatch, method: str,
+                                                                   expected: dict) -> None:
+    import argparse
+
+    import hf_rgda
+
+    mod = _load()
+    seen: dict = {}
+
+    class Recorder:
+        @classmethod
+        def from_dataset(cls, train, **kwargs):
+            seen.update(kwargs)
+            raise StopIteration  # built is all this test looks at
+
+    monkeypatch.setattr(hf_rgda, "RGDAAugmenter", Recorder)
+    seeds = Dataset.from_dict({"tokens": [["a"]], "ner_tags": [["B-X"]]})
+    args = argparse.Namespace(llm="none", ratio=3, cache=None, batch_size=5, sample_seed=0)
+    with pytest.raises(StopIteration):
+        mod.augment(method, "toy", seeds, seeds, args)
+    assert {k: seen[k] for k in expected} == expected
+    assert ("verify_entities" in seen) == (method == "rgda+noverify")
