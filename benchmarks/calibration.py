@@ -2,8 +2,8 @@
 
 Per dataset, builds the canaries of ``canaries.py`` from the gold dev sentences and asks each chosen scorer for a
 score in [0, 1] per canary of its level (higher = good); reports AUROC, the accuracy at a threshold chosen on the
-other half of the canaries, the accuracy at the product's own threshold and a per-class breakdown, with every
-canary's score, the calls and tokens it took, the command, machine and commit, in
+other half of the canaries, the accuracy at the product's own threshold and a per-class breakdown (entity scorers
+also per presented type), with every canary's score, the calls and tokens it took, the command, machine and commit, in
 ``benchmarks/results/calibration_<llm>.json``. One command per backend (``--llm``), so a user calibrates their own
 API model; every call goes through a response cache (``--cache``), so a rerun is free.
 
@@ -81,6 +81,7 @@ from canaries import (
     THRESHOLD_RULE,
     Canary,
     Gold,
+    auroc,
     build_canaries,
     build_guide,
     class_counts,
@@ -275,22 +276,38 @@ async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary
     async def one(c: Canary) -> dict[str, Any]:
         try:
             score = round(await scorer(c), 4)
-            return {"id": c.id, "label": c.label, "score": score, **judges.details.pop(c.id, {})}
+            typed = {"type": c.span[2]} if c.span is not None else {}
+            return {"id": c.id, "label": c.label, **typed, "score": score, **judges.details.pop(c.id, {})}
         except RGDAError as err:  # an unreadable answer fails its canary, never the cell
             return {"id": c.id, "label": c.label, "score": None, "error": f"{type(err).__name__}: {err}"[:300]}
 
     rows = await asyncio.gather(*(one(c) for c in canaries if c.level == spec.level))
     scored = [x for x in rows if x["score"] is not None]
     seconds = sum(r.accounting.llm_seconds for r in judges.spent)
-    return {"canaries": len(rows), "failed": len(rows) - len(scored),
-            "metrics": evaluate([x["label"] for x in scored], [x["score"] for x in scored],
-                                spec.threshold(judges.config)),
+    metrics = evaluate([x["label"] for x in scored], [x["score"] for x in scored], spec.threshold(judges.config))
+    if spec.level == "entity":
+        metrics["per_type"] = per_type(scored)
+    return {"canaries": len(rows), "failed": len(rows) - len(scored), "metrics": metrics,
             "calls": sum(r.accounting.calls for r in judges.spent),
             "cached_calls": sum(r.accounting.cached_calls for r in judges.spent),
             "prompt_tokens": sum(r.accounting.prompt_tokens for r in judges.spent),
             "completion_tokens": sum(r.accounting.completion_tokens for r in judges.spent),
             "llm_seconds": round(seconds, 1),
             "seconds_per_canary": round(seconds / len(rows), 2) if rows else None, "scores": rows}
+
+
+def per_type(scored: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Entity canaries by the type they present: count, good count, mean score of the good ones, and AUROC of the
+    type's canaries alone (None where a type has only good or only defective ones)."""
+    out = {}
+    for t in sorted({x["type"] for x in scored}):
+        mine = [x for x in scored if x["type"] == t]
+        good = [x["label"] == "good" for x in mine]
+        value = auroc([x["score"] for x in mine], good) if 0 < sum(good) < len(good) else None
+        out[t] = {"n": len(mine), "good": sum(good), "auroc": None if value is None else round(value, 4),
+                  "mean_score_good": round(sum(x["score"] for x, g in zip(mine, good) if g) / sum(good), 4)
+                  if any(good) else None}
+    return out
 
 
 def type_descriptions(kind: str, gold: Gold, data_dir: Path) -> dict[str, str]:

@@ -398,5 +398,8 @@ def test_the_verification_scorer_runs_the_checker_before_the_verifier(monkeypatc
         assert all(x["score"] == 1.0 for x in cell["scores"] if "checker" not in x)
         assert cell["calls"] == cell["canaries"] - len(stopped)  # a stopped canary asks nothing
         assert cell["metrics"]["product_threshold"] == AugmentConfig().verify_threshold
+        types = cell["metrics"]["per_type"]  # every canary counted once, under the type it presents
+        assert sum(t["n"] for t in types.values()) == cell["canaries"] and set(types) == {x["type"] for x in cell["scores"]}
+        assert all(t["mean_score_good"] == 1.0 for t in alone["metrics"]["per_type"].values() if t["good"])
     assert any(x["label"] != "good" for n in ("bio", "fin")
                for x in json.loads(out.read_text())["datasets"][n]["scorers"]["verification"]["scores"] if "checker" in x)
