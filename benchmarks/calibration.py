@@ -26,7 +26,8 @@ Scorers (``--scorers``), each a function from a canary to a score, built per dat
   On a backend without logprobs each question is the sampling fallback's.
 - ``verification``: entity verification as the pipeline applies it, the checker first: the entity canary's row
   through the checker (as ``checker``, the sentence before it in the file as its seed); a rejected row scores 0,
-  any other the ``entity`` probability. A canary presenting a type the dataset lacks (NCBI-disease's mentions shown
+  an entity the split tags as its type consistently 1 (``verify_known``: the pipeline asks nothing about it), any
+  other the ``entity`` probability. A canary presenting a type the dataset lacks (NCBI-disease's mentions shown
   as Genes) cannot come out of the pipeline, whose schema allows only the dataset's types, so the checker is not
   asked about it and it scores its ``entity`` probability alone.
 - ``debate-prob``: the same panel read by probability (each reviewer's verdict one 1-5 question per criterion, as
@@ -38,6 +39,10 @@ describes the types, the verifier's options included): ``none`` (the default), `
 ``local_pipeline.TYPE_DESCRIPTIONS``: FIN's PER covers the parties named by role), or ``examples`` (each type's
 default description followed by its 4 most frequent distinct mentions in the train split, the canaries' sentences
 left out: "(in this data, for example: ...)").
+
+Any other option of the pipeline the scorers call: ``--set OPTION=VALUE`` (an ``AugmentConfig`` field, the value
+read as JSON), for example ``--set verify_known=false`` to ask about the entities the split knows too. The overrides
+are stored per dataset beside the figures (``config_overrides``).
 
 A canary whose judge answer cannot be read (after the pipeline's one JSON re-ask) gets no score; it is counted under
 ``failed`` and left out of the figures.
@@ -105,12 +110,15 @@ class Judges:
         llm: the backend under calibration.
         gold: the dataset (its types and domain).
         cache: the response cache, or None.
+        data_dir: the datasets' folder (the checker's train split).
+        descriptions: the pipeline's ``type_descriptions``.
+        overrides: ``AugmentConfig`` options that differ from the defaults (``--set``).
     """
 
     def __init__(self, llm: LLM, gold: Gold, cache: ResponseCache | None, data_dir: Path | None = None,
-                 descriptions: dict[str, str] | None = None) -> None:
+                 descriptions: dict[str, str] | None = None, overrides: dict[str, Any] | None = None) -> None:
         self.gold, self.data_dir, self.llm = gold, data_dir, llm
-        self.config = AugmentConfig(method="rgda", domain=domain(gold.name))
+        self.config = AugmentConfig(method="rgda", domain=domain(gold.name), **(overrides or {}))
         checker = RGDAAugmenter(llm, label_names=label_names(gold.types), cache=False, config=self.config).checker()
         kw = {"cache": cache, "type_descriptions": descriptions}
         self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, checker, **kw)
@@ -217,7 +225,8 @@ class Judges:
 
     async def verification(self, canary: Canary) -> float:
         """The checker, then the entity verifier: 0 when the checker rejects the canary's row or changes the tags of
-        its span under test (a repair: what was presented does not reach the output), else ``entity``."""
+        its span under test (a repair: what was presented does not reach the output), 1 for an entity the split
+        tags as its type consistently (``verify_known``: kept without a question), else ``entity``."""
         assert canary.span is not None
         start, end, label = canary.span
         if label in self.gold.types:
@@ -228,6 +237,10 @@ class Judges:
             if not row.ok or Span(start, end, label) not in tags_to_spans(row.tags):
                 self.details[canary.id] = {"checker": row.reason if not row.ok else "; ".join(row.salvaged)}
                 return 0.0
+            if self.config.verify_known and self.split_checker.stats.lexicon.get(
+                    " ".join(t.lower() for t in canary.tokens[start:end])) == label:
+                self.details[canary.id] = {"known": True}
+                return 1.0
         return await self.entity(canary)
 
 
@@ -342,13 +355,25 @@ def type_descriptions(kind: str, gold: Gold, data_dir: Path) -> dict[str, str]:
 
 async def run_dataset(llm: LLM, gold: Gold, canaries: Sequence[Canary], scorers: Sequence[str],
                       cache: ResponseCache | None, data_dir: Path | None = None,
-                      descriptions: dict[str, str] | None = None) -> dict[str, Any]:
+                      descriptions: dict[str, str] | None = None,
+                      overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every chosen scorer's cell for one dataset."""
-    judges = Judges(llm, gold, cache, data_dir, descriptions)
+    judges = Judges(llm, gold, cache, data_dir, descriptions, overrides)
     try:
         return {name: await score_cell(SCORERS[name], judges, canaries) for name in scorers}
     finally:
         await llm.aclose()
+
+
+def _option(text: str) -> tuple[str, Any]:
+    """``--set``'s ``OPTION=VALUE``, checked against :class:`AugmentConfig`'s fields."""
+    name, eq, value = text.partition("=")
+    if not eq or name not in {f.name for f in dataclasses.fields(AugmentConfig)}:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected OPTION=VALUE with an AugmentConfig option")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
 
 
 def default_out(llm: str) -> Path:
@@ -370,7 +395,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/calibration_<llm>.json")
     p.add_argument("--descriptions", choices=["none", "dataset", "examples"], default="none",
                    help="the type_descriptions passed to the pipeline (module docstring)")
+    p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE", type=_option,
+                   help="an AugmentConfig option of the pipeline the scorers call (VALUE read as JSON, else as a "
+                        "string), e.g. --set verify_known=false; repeatable")
     args = p.parse_args(argv)
+    overrides = dict(args.set)
     out = args.out or default_out(args.llm)
     results = json.loads(out.read_text()) if out.exists() else {}
     command = "python benchmarks/calibration.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -388,10 +417,11 @@ def main(argv: list[str] | None = None) -> int:
         entry = results.setdefault("datasets", {}).setdefault(gold.name, {})
         descriptions = type_descriptions(args.descriptions, gold, args.data_dir)
         entry.update({"dev": gold.source, "per_class": args.per_class, "seed": args.seed,
-                      "canaries": class_counts(mine), "type_descriptions": descriptions})
+                      "canaries": class_counts(mine), "type_descriptions": descriptions,
+                      "config_overrides": overrides})
         print(f"{gold.name} ({gold.source}): " + "; ".join(
             f"{n} {sum(c.level == SCORERS[n].level for c in mine)} canaries" for n in args.scorers), flush=True)
-        cells = asyncio.run(run_dataset(llm, gold, mine, args.scorers, cache, args.data_dir, descriptions))
+        cells = asyncio.run(run_dataset(llm, gold, mine, args.scorers, cache, args.data_dir, descriptions, overrides))
         entry.setdefault("scorers", {}).update(cells)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1, ensure_ascii=False))

@@ -249,15 +249,17 @@ class EntityVerdict:
     Attributes:
         entity: the entity's text.
         type: its tagged type.
-        probability: the probability of its type among the question's options (4 decimals).
+        probability: the probability of its type among the question's options (4 decimals); None when no question
+            was asked.
         decision: ``"verified"`` (at or above ``verify_threshold``), ``"untagged"`` (below: untagged, the row kept
-            if it passes the checker again) or ``"rejected"`` (below: its row rejected).
+            if it passes the checker again), ``"rejected"`` (below: its row rejected) or ``"known"`` (the split tags
+            the text as this type consistently: kept, nothing asked; ``verify_known``).
         alternative: the most likely other option.
     """
 
     entity: str
     type: str
-    probability: float
+    probability: float | None
     decision: str
     alternative: str = ""
 

@@ -55,8 +55,9 @@ class RunSummary:
         self.verify_rejected_rows += sum(r.stage == "entity_verify" for r in trace.rejected)
         for v in trace.verification:
             self.entity_decisions[v.decision] += 1
-            self.entity_probs[min(9, int(v.probability * 10))] += 1
-            self.entity_prob_sum += v.probability
+            if v.probability is not None:  # a known entity is asked nothing
+                self.entity_probs[min(9, int(v.probability * 10))] += 1
+                self.entity_prob_sum += v.probability
 
     @classmethod
     def from_traces(cls, traces: Iterable[str]) -> RunSummary:
@@ -93,9 +94,10 @@ class RunSummary:
     def _verification(self) -> dict[str, Any]:
         """The entity verifier's counts per decision, the rows it removed, and its P(type) mean and histogram."""
         n = sum(self.entity_decisions.values())
-        return {"entities": n, **{k: self.entity_decisions[k] for k in ("verified", "untagged", "rejected")},
+        asked = n - self.entity_decisions["known"]
+        return {"entities": n, **{k: self.entity_decisions[k] for k in ("known", "verified", "untagged", "rejected")},
                 "rows_rejected": self.verify_rejected_rows,
-                "mean_probability": round(self.entity_prob_sum / n, 3) if n else None,
+                "mean_probability": round(self.entity_prob_sum / asked, 3) if asked else None,
                 "probability_histogram": {f"{k / 10:.1f}": v for k, v in sorted(self.entity_probs.items())}}
 
     def format(self) -> str:
@@ -120,7 +122,8 @@ class RunSummary:
         for k, v in d["judge_scores"].items():
             lines.append(f"{k} scores: mean {v['mean']} (min {v['min']}, max {v['max']}, n {v['n']})")
         if (ev := d["entity_verification"])["entities"]:
-            lines.append(f"entity verification: {ev['entities']} entities, {ev['verified']} verified, {ev['untagged']} "
+            lines.append(f"entity verification: {ev['entities']} entities, {ev['known']} known to the split, "
+                         f"{ev['verified']} verified, {ev['untagged']} "
                          f"untagged, {ev['rejected']} rejected (mean P {ev['mean_probability']}); rows rejected: "
                          f"{ev['rows_rejected']}")
         return "\n".join(lines)

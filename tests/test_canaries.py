@@ -396,10 +396,31 @@ def test_the_verification_scorer_runs_the_checker_before_the_verifier(monkeypatc
         stopped = [x for x in cell["scores"] if "checker" in x]
         assert stopped and all(x["score"] == 0.0 and x["checker"] for x in stopped)
         assert all(x["score"] == 1.0 for x in cell["scores"] if "checker" not in x)
-        assert cell["calls"] == cell["canaries"] - len(stopped)  # a stopped canary asks nothing
+        known = [x for x in cell["scores"] if x.get("known")]  # the split's lexicon: kept, asked nothing
+        assert cell["calls"] == cell["canaries"] - len(stopped) - len(known)  # a stopped canary asks nothing
         assert cell["metrics"]["product_threshold"] == AugmentConfig().verify_threshold
         types = cell["metrics"]["per_type"]  # every canary counted once, under the type it presents
         assert sum(t["n"] for t in types.values()) == cell["canaries"] and set(types) == {x["type"] for x in cell["scores"]}
         assert all(t["mean_score_good"] == 1.0 for t in alone["metrics"]["per_type"].values() if t["good"])
-    assert any(x["label"] != "good" for n in ("bio", "fin")
-               for x in json.loads(out.read_text())["datasets"][n]["scorers"]["verification"]["scores"] if "checker" in x)
+    scores = [x for n in ("bio", "fin") for x in json.loads(out.read_text())["datasets"][n]["scorers"]["verification"]["scores"]]
+    assert any(x["label"] != "good" for x in scores if "checker" in x) and any(x.get("known") for x in scores)
+
+
+def test_set_overrides_an_option_of_the_pipeline_and_is_recorded(monkeypatch: pytest.MonkeyPatch,
+                                                                 data_dir: Path) -> None:
+    """--set verify_known=false: the split's known entities are asked about like any other (one call each)."""
+    calls: list[str] = []
+
+    def yes(messages: Any, schema: Any, params: Any) -> Any:
+        calls.append(stage_of(messages))
+        return {"A": 1.0}
+
+    rc, out = _run(monkeypatch, data_dir, yes, "--scorers", "verification", "--datasets", "fin", "--set",
+                   "verify_known=false")
+    entry = json.loads(out.read_text())["datasets"]["fin"]
+    cell = entry["scorers"]["verification"]
+    assert rc == 0 and entry["config_overrides"] == {"verify_known": False}
+    assert not any(x.get("known") for x in cell["scores"])
+    assert cell["calls"] == cell["canaries"] - sum("checker" in x for x in cell["scores"])
+    with pytest.raises(SystemExit):
+        _run(monkeypatch, data_dir, yes, "--set", "no_such_option=1")

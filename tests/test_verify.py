@@ -4,6 +4,7 @@ scripted probabilities, the stage in the pipeline, its trace and summary."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -165,10 +166,33 @@ def test_just_below_the_threshold_is_below() -> None:
 def test_an_untagged_row_must_pass_the_checker_again() -> None:
     r, _ = verify(["Mice lacking the protein developed [glutamate](Disease) within weeks ."], {"glutamate": ORDINARY_WORD})
     assert not r.accepted and [(s, c.reason) for s, c in r.rejected] == [("entity_verify", "no_entity")]
-    # strictly: a text the split always tags is not tagged back, the row is rejected instead
+    # strictly: a text the split always tags is not tagged back, the row is rejected instead (with the lexicon's
+    # entities asked about: verify_known off)
     stats = SplitStats(lexicon={"glutamate": "Disease"})
-    r, _ = verify([TWO], {"glioma": SURE, "glutamate": ORDINARY_WORD}, stats=stats)
+    r, _ = verify([TWO], {"glioma": SURE, "glutamate": ORDINARY_WORD}, stats=stats, verify_known=False)
     assert [(s, c.reason) for s, c in r.rejected] == [("entity_verify", "known_mention")]
+
+
+def test_an_entity_the_split_tags_consistently_is_kept_without_a_question() -> None:
+    """verify_known (the default): the lexicon's entity of the same type is known, asked nothing and kept, whatever
+    the model would have said; the lexicon's text under another type, and every other entity, are asked."""
+    stats = SplitStats(lexicon={"glutamate": "Disease"})
+    r, llm = verify([TWO], {"glioma": SURE, "glutamate": ORDINARY_WORD}, stats=stats)
+    assert len(llm.calls) == 1 and len(r.accepted) == 1 and not r.rejected
+    assert r.accepted[0].tags == parse_inline(TWO)[1] and r.accepted[0].verified
+    assert r.entity_verdicts == [EntityVerdict("glutamate", "Disease", None, "known"),
+                                 EntityVerdict("glioma", "Disease", 0.9, "verified", ORDINARY)]
+    r, llm = verify([TWO], {"glioma": SURE, "glutamate": ORDINARY_WORD}, stats=SplitStats(lexicon={"glutamate": "Gene"}),
+                    types=("Disease", "Gene"))
+    assert len(llm.calls) == 2 and [v.decision for v in r.entity_verdicts] == ["verified", "untagged"]
+    # a row whose every entity is known asks nothing at all, not even the seed's reference question
+    r, llm = verify([TWO], {}, stats=SplitStats(lexicon={"glutamate": "Disease", "glioma": "Disease"}),
+                    verify_relative=0.5)
+    assert llm.calls == [] and len(r.accepted) == 1 and {v.decision for v in r.entity_verdicts} == {"known"}
+    summary = RunSummary()
+    summary.add(SeedTrace.from_json(json.loads(json.dumps(SeedTrace.of(r, "rgda").to_json()))))  # as a run reads it
+    ev = summary.to_dict()["entity_verification"]
+    assert (ev["entities"], ev["known"], ev["verified"], ev["mean_probability"]) == (2, 2, 0, None)
 
 
 @pytest.mark.parametrize("alternative", ["E", "B"])  # a cut or extended span; another type of the dataset
@@ -232,10 +256,10 @@ def test_trace_and_summary_carry_the_verdicts(tmp_path: Path) -> None:
     out, aug = run()
     d = aug.summary.to_dict()
     assert d["accepted"] == 0 and d["rejected_by_reason"] == {"no_entity": 9}
-    assert d["entity_verification"] == {"entities": 9, "verified": 0, "untagged": 9, "rejected": 0,
+    assert d["entity_verification"] == {"entities": 9, "known": 0, "verified": 0, "untagged": 9, "rejected": 0,
                                         "rows_rejected": 9, "mean_probability": 0.2,
                                         "probability_histogram": {"0.2": 9}}
-    assert "entity verification: 9 entities, 0 verified, 9 untagged" in aug.summary.format()
+    assert "entity verification: 9 entities, 0 known to the split, 0 verified, 9 untagged" in aug.summary.format()
     trace = SeedTrace.read(out["rgda_trace"][0])
     assert trace is not None and trace.verification[0].decision == "untagged" and trace.verification[0].probability == 0.2
     assert RunSummary.from_traces(out["rgda_trace"]).to_dict()["entity_verification"] == d["entity_verification"]

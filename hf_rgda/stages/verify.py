@@ -19,6 +19,13 @@ has no entity. The decision rule, entity by entity:
   ``salvage`` is off: the row is **rejected** (``unverified_entity``, the detail naming the entity, its type, P and
   the most likely other option).
 
+An entity whose text the split tags as its type consistently (the checker's lexicon, :class:`~hf_rgda.checking.
+SplitStats`: used at least 3 times, tagged so at least 90% of them) is **known** and asked nothing when
+``verify_known`` is on (the default): the dataset's convention outranks the model's everyday sense of a word.
+NCBI-disease tags "tumor" in "tumor suppressor gene" as Disease 17 times out of 17 and a disease name that names a
+gene ("the APC gene") as Disease; the model calls them no disease, and untagging them only got the row rejected by
+the checker's ``known_mention`` rule.
+
 A row with an entity to reject is rejected whole; the same text tagged the same way twice in a row is asked about
 once. Each verdict goes to the seed's ``entity_verdicts`` (the trace's ``verification``); rows the stage rejects
 are recorded under the stage ``entity_verify``. The stage asks only about sentences it has not seen
@@ -99,8 +106,8 @@ class Verify:
         todo = [c for c in r.accepted if c.ok and not c.verified]
         if not todo:
             return
-        t = await self.threshold(r)
-        asked = {id(c): self._questions(c) for c in todo}
+        asked = {id(c): self._questions(r, c) for c in todo}
+        t = await self.threshold(r) if any(asked.values()) else 0.0  # all known: no reference question either
         answers = iter(await asyncio.gather(*(self.probabilities(r, c.tokens, q) for c in todo for _, q in asked[id(c)])))
         kept: list[Candidate] = []
         for c in r.accepted:
@@ -110,9 +117,23 @@ class Verify:
                 kept.append(c)
         r.accepted = kept
 
-    def _questions(self, c: Candidate) -> list[_Asked]:
-        """One question per distinct (text, type) of the row, with the spans it covers."""
-        return [(spans, self.question(c.tokens, spans[0])) for spans in _by_text(c.tokens, tags_to_spans(c.tags))]
+    def _questions(self, r: SeedResult, c: Candidate) -> list[_Asked]:
+        """One question per distinct (text, type) of the row, with the spans it covers; a known entity (module
+        docstring) gets its verdict here instead."""
+        asked = []
+        for spans in _by_text(c.tokens, tags_to_spans(c.tags)):
+            s = spans[0]
+            if self.known(c.tokens, s):
+                r.entity_verdicts.append(EntityVerdict(detokenize(c.tokens[s.start : s.end]), s.label, None, "known"))
+            else:
+                asked.append((spans, self.question(c.tokens, s)))
+        return asked
+
+    def known(self, tokens: Sequence[str], span: Span) -> bool:
+        """Whether ``span`` is an entity the split tags as its type consistently and ``verify_known`` is on."""
+        lexicon = self.run.checker.stats.lexicon
+        return self.run.config.verify_known and lexicon.get(
+            " ".join(str(t).lower() for t in tokens[span.start : span.end])) == span.label
 
     def _decide(self, r: SeedResult, c: Candidate, answers: list[tuple[list[Span], Question, dict[str, float]]],
                 kept: Sequence[Candidate], t: float) -> None:
