@@ -217,10 +217,13 @@ def main(argv: list[str] | None = None) -> int:
                 cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug),
                         "llm": llm_summary, "encoder": args.encoder, "epochs": args.epochs, "commit": args.commit,
                         "augment_seconds": round(time.perf_counter() - start, 1), "rows_sha256": fingerprint,
-                        "bertscore_vs_seed": diversity(aug, seeds, args), "runs": []}
+                        "bertscore_vs_seed": diversity(aug, seeds, args), "runs": [],
+                        "rows": None}
                 if old.get("runs"):
                     print(f"{key}: training rows differ from the stored cell's (or it predates fingerprints); "
                           f"its {len(old['runs'])} run(s) are replaced", flush=True)
+            if method not in ("noaug", "eda", "mr"):
+                cell["rows"] = stored_rows(aug)
             full_steps = -(-len(seeds) * (1 + args.ratio) // args.train_batch) * int(args.epochs)
             for run in range(len(cell["runs"]), args.runs):
                 epochs_run = train_eval(rows, test, steps=-1, run=run, args=args)
@@ -246,6 +249,16 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap(results, scale, test, args)
         save()
     return report(results, args.out)
+
+
+def stored_rows(aug: Any) -> list[dict[str, Any]]:
+    """An LLM method's augmented rows as the cell keeps them, to be read by eye and quoted: the sentence, its tags
+    by name, the seed row it came from (``rgda_source``) and the checker's repairs (``rgda_reason``)."""
+    from hf_rgda.tags import to_tag_names
+
+    tags = to_tag_names(aug)
+    return [{"tokens": list(t), "tags": list(g), "source": s, "repairs": r or None}
+            for t, g, s, r in zip(aug["tokens"], tags, aug["rgda_source"], aug["rgda_reason"])]
 
 
 def rows_fingerprint(rows: Any) -> str:
@@ -290,7 +303,8 @@ def bootstrap(results: dict[str, Any], scale: str, test: Any, args: argparse.Nam
         return
     refs = to_tag_names(test)
     out = results.setdefault("bootstrap", {}).setdefault(scale, {})
-    for method in METHODS:
+    variants = sorted({k.rsplit("/", 1)[1] for k in results["cells"] if k.startswith(f"{scale}/")} - set(METHODS))
+    for method in METHODS + variants:
         b = results["cells"].get(f"{scale}/{method}")
         if method == "rgda" or not (b and b.get("_predictions")):
             continue
@@ -317,7 +331,8 @@ def report(results: dict[str, Any], out: Path) -> int:
         print("no complete cell yet")
         return 0
     datasets = sorted({c["dataset"] for c in cells}, key=lambda d: ORDER.get(d, 9))
-    methods = [m for m in METHODS if any(c["method"] == m for c in cells)]
+    ran = {c["method"] for c in cells}  # the base methods in their order, then variants such as rgda+noverify
+    methods = [m for m in METHODS if m in ran] + sorted(ran - set(METHODS))
     tables = []
     for (n_seeds, encoder, epochs) in sorted({(c["seeds"], c["encoder"], c["epochs"]) for c in cells}):
         group = [c for c in cells if (c["seeds"], c["encoder"], c["epochs"]) == (n_seeds, encoder, epochs)]
