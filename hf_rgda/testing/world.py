@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -27,17 +28,24 @@ _FRAMES = ["Inherited variants of {g} raise the risk of {d} in adults", "A rare 
 _GENES = ["TP53", "APC", "MLH1", "CFTR", "HTT", "PTEN", "KRAS", "SOD1"]
 
 
+_MARKERS = [("checks synthetic training sentences", "debate_review"), ("check the entity tags", "entity_verify"),
+            ("reviewer of sentence guides", "gr_judge"), ("reviewer of synthetic", "ac_judge"),
+            ("improve a sentence guide", "gr_refine"), ("revise synthetic", "ac_refine"),
+            ("abstract guide that another", "guidance"), ("from an abstract guide", "composer"),
+            ("rewrite tagged sentences", "seed_generation")]
+
+
 def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
     """The pipeline stage a request belongs to, read from its system prompt."""
-    system = messages[0]["content"]
     if len(messages) > 2:  # a follow-up: the JSON re-ask repeats its stage; anything else is a repair
         return stage_of(messages[:2]) if "could not be read as JSON" in messages[-1]["content"] else "repair"
-    for marker, stage in [("checks synthetic training sentences", "debate_review"),
-                          ("check the entity tags", "entity_verify"),
-                          ("reviewer of sentence guides", "gr_judge"), ("reviewer of synthetic", "ac_judge"),
-                          ("improve a sentence guide", "gr_refine"), ("revise synthetic", "ac_refine"),
-                          ("abstract guide that another", "guidance"), ("from an abstract guide", "composer"),
-                          ("rewrite tagged sentences", "seed_generation")]:
+    return _stage_of_system(messages[0]["content"])
+
+
+@functools.lru_cache(maxsize=256)
+def _stage_of_system(system: str) -> str:
+    """The stage whose system prompt ``system`` is (memoised: a run renders each system prompt once)."""
+    for marker, stage in _MARKERS:
         if marker in system:
             return stage
     raise AssertionError(f"unknown stage: {system[:80]}")
