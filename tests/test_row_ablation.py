@@ -1,0 +1,59 @@
+"""The row ablation benchmark's arms: which rows each one trains on besides the seeds (no training here)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from datasets import Dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("row_ablation_under_test", ROOT / "benchmarks" / "row_ablation.py")
+row_ablation = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(row_ablation)
+
+ROWS = [{"tokens": ["gout", "hurts", "a", "lot"], "tags": ["B-Disease", "O", "O", "O"]},
+        {"tokens": ["the", "APC", "gene", "mutates"], "tags": ["O", "B-Disease", "O", "O"]}]
+SILVER = [["B-Disease", "O", "O", "O"], ["O", "O", "O", "O"]]  # agrees with the first row only
+
+
+@pytest.fixture()
+def split() -> tuple[Dataset, Dataset]:
+    train = Dataset.from_dict({"tokens": [[f"w{i}", "asthma"] for i in range(10)],
+                               "ner_tags": [["O", "B-Disease"]] * 10})
+    from hf_rgda.recipe import sample_seeds
+
+    return train, sample_seeds(train, 3, sample_seed=0)
+
+
+def test_arms_change_one_thing(split) -> None:
+    train, seeds = split
+    assert row_ablation.arm_rows("seeds_only", ROWS, SILVER, train, seeds, 0) == []
+    assert row_ablation.arm_rows("as_generated", ROWS, SILVER, train, seeds, 0) == [(r["tokens"], r["tags"]) for r in ROWS]
+    relabeled = row_ablation.arm_rows("silver_tags", ROWS, SILVER, train, seeds, 0)
+    assert [t for t, _ in relabeled] == [r["tokens"] for r in ROWS] and [g for _, g in relabeled] == SILVER
+    assert row_ablation.arm_rows("silver_agreed", ROWS, SILVER, train, seeds, 0) == [(ROWS[0]["tokens"], ROWS[0]["tags"])]
+
+
+def test_gold_extra_draws_real_sentences_that_are_not_seeds(split) -> None:
+    train, seeds = split
+    extra = row_ablation.arm_rows("gold_extra", ROWS, SILVER, train, seeds, 0)
+    assert len(extra) == len(ROWS)
+    seed_texts = {tuple(t) for t in seeds["tokens"]}
+    train_texts = {tuple(t) for t in train["tokens"]}
+    assert all(tuple(t) in train_texts and tuple(t) not in seed_texts for t, _ in extra)
+    assert all(g == ["O", "B-Disease"] for _, g in extra)
+
+
+def test_pipeline_rows_take_exactly_the_first_seeds(tmp_path: Path) -> None:
+    path = tmp_path / "lp.json"
+    chunk = {"examples": ROWS}
+    path.write_text(json.dumps({"chunks": {"ncbi_disease/rgda": {"0-2": chunk, "2-4": chunk, "4-6": chunk}}}))
+    args = argparse.Namespace(dataset="ncbi_disease", method="rgda", seeds=4)
+    key, rows = row_ablation.pipeline_rows(path, args)
+    assert key == "lp.json:ncbi_disease/rgda" and len(rows) == 4
+    with pytest.raises(SystemExit, match="first 3 seeds"):
+        row_ablation.pipeline_rows(path, argparse.Namespace(dataset="ncbi_disease", method="rgda", seeds=3))
