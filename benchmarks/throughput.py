@@ -207,9 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     mem = [memory(args.data_dir, n, args.keep_call_log, args.workload) for n in args.memory_seeds]
     result = {
         "command": "python benchmarks/throughput.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine": {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),
-                    "cpu_count": os.cpu_count(), "load_average_1_5_15_min": {"before": load_before,
-                                                                                 "after": os.getloadavg()}},
+        "commit": _commit(),
+        "machine": {"platform": platform.platform(), "machine": platform.machine(), "processor": _processor(),
+                    "python": platform.python_version(), "cpu_count": os.cpu_count(),
+                    "load_average_1_5_15_min": {"before": load_before, "after": os.getloadavg()}},
         "workload": {args.workload: WORKLOADS[args.workload]}, "one_process": one, "num_proc_2": two, "split_scale": scale,
         "split_scale_ratio": round(scale[1]["seconds_per_seed"] / scale[0]["seconds_per_seed"], 3),
         "memory": mem, "memory_ratio": round(mem[1]["peak_rss_mb"] / mem[0]["peak_rss_mb"], 3),
@@ -218,6 +219,21 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(table(result))
     return 0
+
+
+def _commit() -> str:
+    """The commit whose library was measured (``local_pipeline.py``'s rule: flagged when ``hf_rgda/`` has edits)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from local_pipeline import _commit as commit
+
+    return commit()
+
+
+def _processor() -> str:
+    """The CPU's model name (runs on two machines of one kind can differ by half: see the README)."""
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.is_file() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), platform.processor())
 
 
 def table(r: Mapping[str, Any]) -> str:
