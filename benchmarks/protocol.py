@@ -217,12 +217,11 @@ def main(argv: list[str] | None = None) -> int:
                 cell = {"dataset": name, "method": method, "seeds": len(seeds), "augmented": len(aug),
                         "llm": llm_summary, "encoder": args.encoder, "epochs": args.epochs, "commit": args.commit,
                         "augment_seconds": round(time.perf_counter() - start, 1), "rows_sha256": fingerprint,
-                        "bertscore_vs_seed": diversity(aug, seeds, args), "runs": [],
-                        "rows": None}
+                        "bertscore_vs_seed": diversity(aug, seeds, args), "runs": []}
                 if old.get("runs"):
                     print(f"{key}: training rows differ from the stored cell's (or it predates fingerprints); "
                           f"its {len(old['runs'])} run(s) are replaced", flush=True)
-            if method not in ("noaug", "eda", "mr"):
+            if method not in ("noaug", "eda", "mr"):  # an LLM method's rows, kept to be read and reused
                 cell["rows"] = stored_rows(aug)
             full_steps = -(-len(seeds) * (1 + args.ratio) // args.train_batch) * int(args.epochs)
             for run in range(len(cell["runs"]), args.runs):
