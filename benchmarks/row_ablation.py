@@ -138,8 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     full_steps = -(-args.seeds * (1 + args.ratio) // args.train_batch) * int(args.epochs)
 
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    results.update({"command": "python benchmarks/row_ablation.py " + " ".join(argv or sys.argv[1:]),
-                    "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"})
+    cmd = "python benchmarks/row_ablation.py " + " ".join(argv or sys.argv[1:])
+    results["commands"] = [*[c for c in results.get("commands", []) if c != cmd], cmd]  # every command, in order
+    results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"
     scale = f"{key}/seeds={args.seeds}/encoder={args.encoder}/epochs={args.epochs:g}"
     out = results.setdefault("experiments", {}).setdefault(scale, {"rows_sha256": rows_sha256, "silver_tagger": info,
                                                                      "arms": {}})
