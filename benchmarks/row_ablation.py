@@ -131,9 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     train, test = splits(args.data_dir, args.dataset)
     args.labels = label_names_of(train, test)
     seeds = sample_seeds(train, args.seeds, sample_seed=args.sample_seed, min_entities=1)
-    model, tokenizer, info = silver_tagger(args.data_dir, args.dataset, args.encoder, args.silver_epochs,
-                                           args.silver_cache)
-    silver = predict_tags(model, tokenizer, [r["tokens"] for r in rows])
+    silver, info = [], None  # the silver tagger (trained once, minutes) only for the arms that read it
+    if {"silver_tags", "silver_agreed"} & set(args.arms):
+        model, tokenizer, info = silver_tagger(args.data_dir, args.dataset, args.encoder, args.silver_epochs,
+                                               args.silver_cache)
+        silver = predict_tags(model, tokenizer, [r["tokens"] for r in rows])
     seed_rows = list(zip([list(t) for t in seeds["tokens"]], to_tag_names(seeds)))
     full_steps = -(-args.seeds * (1 + args.ratio) // args.train_batch) * int(args.epochs)
 
@@ -142,10 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     results["commands"] = [*[c for c in results.get("commands", []) if c != cmd], cmd]  # every command, in order
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"
     scale = f"{key}/seeds={args.seeds}/encoder={args.encoder}/epochs={args.epochs:g}"
-    out = results.setdefault("experiments", {}).setdefault(scale, {"rows_sha256": rows_sha256, "silver_tagger": info,
-                                                                     "arms": {}})
+    out = results.setdefault("experiments", {}).setdefault(scale, {"rows_sha256": rows_sha256, "arms": {}})
     if out["rows_sha256"] != rows_sha256:  # the rows were rebuilt since: the arms trained on the old ones are stale
-        out.update(rows_sha256=rows_sha256, silver_tagger=info, arms={})
+        out.update(rows_sha256=rows_sha256, arms={})
+    if info is not None:
+        out["silver_tagger"] = info
     features = Features({"tokens": Sequence(Value("string")), "ner_tags": Sequence(Value("string"))})
     for arm in args.arms:
         extra = arm_rows(arm, rows, silver, train, seeds, args.sample_seed, args.ratio)
