@@ -180,9 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     p.add_argument("--seeds", type=int, default=1000, help="seeds of the throughput runs (one process, num_proc=2)")
-    p.add_argument("--scale-seeds", type=int, default=300, help="seeds of the 5k- and 50k-sentence split runs")
+    p.add_argument("--scale-seeds", type=int, default=1000,
+                   help="seeds of the 5k- and 50k-sentence split runs (fewer make the ratio noisy: a fixed per-run cost)")
     p.add_argument("--splits", type=int, nargs=2, default=[5000, 50000], help="small and big split sizes")
-    p.add_argument("--repeats", type=int, default=3, help="alternating runs of each pair (the fastest kept)")
+    p.add_argument("--repeats", type=int, default=5, help="alternating runs of each pair (the fastest kept)")
     p.add_argument("--memory-seeds", type=int, nargs=2, default=[1000, 10000], help="seeds of the two memory runs")
     p.add_argument("--keep-call-log", action="store_true", help="memory runs keep ScriptedLLM's log of every call")
     p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/throughput[_WORKLOAD].json")

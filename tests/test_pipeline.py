@@ -238,6 +238,24 @@ def test_composer_sees_substituted_entities_and_dataset_hints() -> None:
     assert "original entity texts (never reuse)" in compose(2).lower()
 
 
+def test_the_composer_view_skips_the_entity_pattern_only_where_it_cannot_match() -> None:
+    """``_may_mention`` rules a guide out only when no seed entity's first word occurs in it in any case (ASCII text):
+    then the per-seed pattern is not compiled; where it says no, the pattern would not have matched either."""
+    from hf_rgda.stages.composer import _entity_pattern, _may_mention
+
+    seed = Seed("s", ("Mutations", "cause", "lung", "cancer", "and", "gout", "."),
+                ("O", "O", "B-Disease", "I-Disease", "O", "B-Disease", "O"))
+    pattern = _entity_pattern(seed)
+    for data in [{"context": "oncology", "roles": [{"text": "asthma"}]}, ["a lungfish"], "LUNG  CANCER", ["Gouty"],
+                 {"k": ["x", {"y": "cause of GOUT"}]}, "lung", "gout\u00e9", 3]:
+        texts = [data] if isinstance(data, str) else [json.dumps(data)]
+        if not _may_mention(seed, data):
+            assert not any(pattern.search(t) for t in texts), data
+    assert not _may_mention(seed, {"context": "oncology", "roles": [{"text": "asthma"}]})
+    assert _may_mention(seed, {"k": ["x", {"y": "cause of GOUT"}]}) and _may_mention(seed, "LUNG  CANCER")
+    assert _may_mention(seed, "an \u00e9ruption")  # not ASCII: the pattern decides
+
+
 def test_entity_mentions_most_frequent_first() -> None:
     from hf_rgda.checking import entity_mentions
 

@@ -143,7 +143,7 @@ class Composer:
         small composer copies whatever entity it is shown, the seed's own or a placeholder alike; shown a real, new
         one, its copies are still correct new training sentences."""
         subs = self.entity_plan(r)[0]
-        if not subs:
+        if not subs or not _may_mention(r.seed, data):
             return data
         pattern = _entity_pattern(r.seed)
 
@@ -231,6 +231,30 @@ class Composer:
                 r.rejected.append(("composition_judge", c.reject("below_threshold", f"final AC score {ac[-1].score}")))
             final = []
         r.accepted = final
+
+
+def _may_mention(seed: Seed, data: Any) -> bool:
+    """Whether :func:`_entity_pattern` could match a string of ``data``: False only when the texts and the seed's
+    entities are ASCII and no entity's first token occurs in the texts in any case (a pattern compiled per seed costs
+    more than the rest of the view; most guides never name the seed's entities)."""
+    texts: list[str] = []
+
+    def collect(x: Any) -> None:
+        if isinstance(x, str):
+            texts.append(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                collect(v)
+        elif isinstance(x, list):
+            for v in x:
+                collect(v)
+
+    collect(data)
+    blob, firsts = "\n".join(texts), {seed.tokens[s.start] for s in seed.spans}
+    if not blob.isascii() or not all(f.isascii() for f in firsts):
+        return True
+    low = blob.lower()
+    return any(f.lower() in low for f in firsts)
 
 
 def _entity_pattern(seed: Seed) -> re.Pattern[str]:
