@@ -12,7 +12,7 @@ tagged as carefully as the dataset itself would score about that. Each figure co
 is a share of (small row sets give wide intervals: a 95% Wilson interval is reported beside each share).
 
 Row sets are the accepted rows of every cell of a ``benchmarks/local_pipeline.py`` results file (rows stored with
-their tokens and tags); an entity the silver tagger disagrees with is listed with its row, to be read.
+their tokens and tags), or of every ``protocol.py`` cell that stored its rows; an entity the silver tagger disagrees with is listed with its row, to be read.
 
 Usage:
     python benchmarks/silver.py --data-dir ../shared/data --datasets ncbi_disease \\
@@ -107,10 +107,14 @@ def silver_tagger(data_dir: Path, name: str, encoder: str, epochs: float, cache:
 
 
 def row_sets(paths: Sequence[Path], name: str) -> dict[str, list[dict[str, Any]]]:
-    """``{cell: accepted rows}`` of dataset ``name`` from local_pipeline results files (rows with tokens and tags)."""
+    """``{cell: accepted rows}`` of dataset ``name`` from local_pipeline results files, or from ``protocol.py``'s
+    results (its LLM cells that stored their rows, keyed ``<file>:<cell>``); rows with tokens and tags."""
     sets: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
         results = json.loads(path.read_text())
+        for key, cell in results.get("cells", {}).items():
+            if isinstance(cell, dict) and cell.get("dataset") == name and cell.get("rows"):
+                sets[f"{path.name}:{key}"] = cell["rows"]
         for key, chunks in results.get("chunks", {}).items():
             if key.split("/")[0] != name:
                 continue
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
-    p.add_argument("--rows", type=Path, nargs="*", default=[], help="local_pipeline results files")
+    p.add_argument("--rows", type=Path, nargs="*", default=[], help="local_pipeline.py or protocol.py results files")
     p.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
     p.add_argument("--epochs", type=float, default=3.0)
     p.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / ".cache" / "silver")

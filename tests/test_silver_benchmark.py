@@ -49,3 +49,14 @@ def test_row_sets_read_cells_of_the_dataset_with_tags(silver, tmp_path: Path, ca
     sets = silver.row_sets([path], "ncbi_disease")
     assert list(sets) == ["cells.json:ncbi_disease/rgda"] and len(sets["cells.json:ncbi_disease/rgda"]) == 2
     assert "ncbi_disease/naive" in capsys.readouterr().err  # a cell stored without tags is named, not scored
+
+
+def test_row_sets_read_protocol_cells_that_stored_rows(silver, tmp_path: Path) -> None:
+    row = {"tokens": ["Gout", "hurts"], "tags": ["B-Disease", "O"], "source": "7", "repairs": None}
+    results = {"cells": {"ncbi_disease|40|rgda|x": {"dataset": "ncbi_disease", "method": "rgda", "rows": [row, row]},
+                         "ncbi_disease|40|mr|x": {"dataset": "ncbi_disease", "method": "mr"},  # no rows stored
+                         "fin|30|rgda|x": {"dataset": "fin", "method": "rgda", "rows": [row]}}}
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(results))
+    sets = silver.row_sets([path], "ncbi_disease")
+    assert list(sets) == ["protocol.json:ncbi_disease|40|rgda|x"] and len(sets["protocol.json:ncbi_disease|40|rgda|x"]) == 2
