@@ -46,13 +46,18 @@ ARMS = ("seeds_only", "mr", "as_generated", "silver_tags", "silver_agreed", "gol
 
 
 def protocol_rows(path: Path, args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]]:
-    """The rows of the protocol cell of ``args.method`` at that scale (a cell that stored them), and its key."""
-    for key, cell in json.loads(path.read_text())["cells"].items():
-        if (cell["dataset"], cell["seeds"], cell["method"], cell["encoder"], cell["epochs"]) == (
-                args.dataset, args.seeds, args.method, args.encoder, args.epochs) and cell.get("rows"):
-            return f"{path.name}:{key}", cell["rows"]
-    raise SystemExit(f"no protocol cell with stored rows for {args.dataset}/{args.seeds} seeds/{args.method}/"
-                     f"{args.encoder}/{args.epochs:g} epochs: run protocol.py for it first, or give --rows")
+    """The rows of the protocol cell of ``args.method`` at that scale (a cell that stored them), and its key. The
+    rows do not depend on the training, so a cell trained for other epochs or with another encoder serves too (the
+    one trained like this run first)."""
+    cells = [(key, cell) for key, cell in json.loads(path.read_text())["cells"].items()
+             if (cell["dataset"], cell["seeds"], cell["method"]) == (args.dataset, args.seeds, args.method)
+             and cell.get("rows")]
+    cells.sort(key=lambda kc: (kc[1]["encoder"], kc[1]["epochs"]) != (args.encoder, args.epochs))
+    if not cells:
+        raise SystemExit(f"no protocol cell with stored rows for {args.dataset}/{args.seeds} seeds/{args.method}: "
+                         "run protocol.py for it first, or give --rows")
+    key, cell = cells[0]
+    return f"{path.name}:{key}", cell["rows"]
 
 
 def pipeline_rows(path: Path, args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]]:

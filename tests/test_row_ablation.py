@@ -57,3 +57,20 @@ def test_pipeline_rows_take_exactly_the_first_seeds(tmp_path: Path) -> None:
     assert key == "lp.json:ncbi_disease/rgda" and len(rows) == 4
     with pytest.raises(SystemExit, match="first 3 seeds"):
         row_ablation.pipeline_rows(path, argparse.Namespace(dataset="ncbi_disease", method="rgda", seeds=3))
+
+
+def test_protocol_rows_serve_any_training_of_the_same_scale(tmp_path: Path) -> None:
+    """Rows do not depend on the training: a 10-epoch cell's rows serve a 30-epoch ablation; the cell trained like
+    the ablation comes first; another seed count or method never."""
+    def cell(epochs: float, rows: list, seeds: int = 40, method: str = "rgda") -> dict:
+        return {"dataset": "ncbi_disease", "seeds": seeds, "method": method, "encoder": "e", "epochs": epochs,
+                "rows": rows}
+
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps({"cells": {"a": cell(10, ROWS[:1]), "b": cell(30, ROWS[:2]), "c": cell(30, ROWS, 20),
+                                          "d": cell(30, [], method="gda")}}))
+    args = argparse.Namespace(dataset="ncbi_disease", method="rgda", seeds=40, encoder="e", epochs=30)
+    assert row_ablation.protocol_rows(path, args) == ("protocol.json:b", ROWS[:2])
+    assert row_ablation.protocol_rows(path, argparse.Namespace(**{**vars(args), "epochs": 5})) == ("protocol.json:a", ROWS[:1])
+    with pytest.raises(SystemExit, match="no protocol cell"):
+        row_ablation.protocol_rows(path, argparse.Namespace(**{**vars(args), "method": "gda"}))
