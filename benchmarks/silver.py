@@ -12,7 +12,8 @@ tagged as carefully as the dataset itself would score about that. Each figure co
 is a share of (small row sets give wide intervals: a 95% Wilson interval is reported beside each share).
 
 Row sets are the accepted rows of every cell of a ``benchmarks/local_pipeline.py`` results file (rows stored with
-their tokens and tags), or of every ``protocol.py`` cell that stored its rows; an entity the silver tagger disagrees with is listed with its row, to be read.
+their tokens and tags), or of every ``protocol.py`` cell that stored its rows; an entity the silver tagger disagrees
+with is listed with its row, to be read.
 
 Usage:
     python benchmarks/silver.py --data-dir ../shared/data --datasets ncbi_disease \\

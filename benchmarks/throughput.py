@@ -197,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_run:
         print(json.dumps(memory_run(args.data_dir, args.memory_run, args.keep_call_log, args.workload)))
         return 0
+    from local_pipeline import _commit  # this script's folder is on sys.path when run as a script
+
     load_before = os.getloadavg()  # other work on the machine slows every run: shown beside the results
     rows = read_split(args.data_dir)
     train = Dataset.from_list(rows)
@@ -208,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     mem = [memory(args.data_dir, n, args.keep_call_log, args.workload) for n in args.memory_seeds]
     result = {
         "command": "python benchmarks/throughput.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "commit": _commit(),
+        "commit": _commit(),  # the library measured (flagged when hf_rgda/ has edits)
         "machine": {"platform": platform.platform(), "machine": platform.machine(), "processor": _processor(),
                     "python": platform.python_version(), "cpu_count": os.cpu_count(),
                     "load_average_1_5_15_min": {"before": load_before, "after": os.getloadavg()}},
@@ -220,14 +222,6 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(table(result))
     return 0
-
-
-def _commit() -> str:
-    """The commit whose library was measured (``local_pipeline.py``'s rule: flagged when ``hf_rgda/`` has edits)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from local_pipeline import _commit as commit
-
-    return commit()
 
 
 def _processor() -> str:

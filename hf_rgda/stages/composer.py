@@ -4,6 +4,7 @@ sentences on :data:`~hf_rgda.schemas.AC_RUBRIC`; a refiner revises them)."""
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Collection, Mapping, Sequence
@@ -143,13 +144,16 @@ class Composer:
         small composer copies whatever entity it is shown, the seed's own or a placeholder alike; shown a real, new
         one, its copies are still correct new training sentences."""
         subs = self.entity_plan(r)[0]
-        if not subs or not _may_mention(r.seed, data):
+        if not subs:
             return data
-        pattern = _entity_pattern(r.seed)
+        firsts = {r.seed.tokens[s.start].lower() for s in r.seed.spans}
+        pattern = functools.cache(lambda: _entity_pattern(r.seed))  # compiled at the first text that may name one
 
         def walk(x: Any) -> Any:
             if isinstance(x, str):
-                return pattern.sub(lambda m: subs.get(squeeze(m.group(0)), m.group(0)), x)
+                if not _may_name(x, firsts):
+                    return x
+                return pattern().sub(lambda m: subs.get(squeeze(m.group(0)), m.group(0)), x)
             if isinstance(x, dict):
                 return {k: walk(v) for k, v in x.items()}
             if isinstance(x, list):
@@ -233,28 +237,14 @@ class Composer:
         r.accepted = final
 
 
-def _may_mention(seed: Seed, data: Any) -> bool:
-    """Whether :func:`_entity_pattern` could match a string of ``data``: False only when the texts and the seed's
-    entities are ASCII and no entity's first token occurs in the texts in any case (a pattern compiled per seed costs
-    more than the rest of the view; most guides never name the seed's entities)."""
-    texts: list[str] = []
-
-    def collect(x: Any) -> None:
-        if isinstance(x, str):
-            texts.append(x)
-        elif isinstance(x, dict):
-            for v in x.values():
-                collect(v)
-        elif isinstance(x, list):
-            for v in x:
-                collect(v)
-
-    collect(data)
-    blob, firsts = "\n".join(texts), {seed.tokens[s.start] for s in seed.spans}
-    if not blob.isascii() or not all(f.isascii() for f in firsts):
+def _may_name(text: str, firsts: Collection[str]) -> bool:
+    """Whether :func:`_entity_pattern` could match in ``text``, given the seed's entities' first tokens in lower case:
+    False only when both are ASCII and no first token occurs in ``text`` in any case (compiling the pattern costs more
+    than the rest of the view)."""
+    if not text.isascii() or not all(f.isascii() for f in firsts):
         return True
-    low = blob.lower()
-    return any(f.lower() in low for f in firsts)
+    low = text.lower()
+    return any(f in low for f in firsts)
 
 
 def _entity_pattern(seed: Seed) -> re.Pattern[str]:
