@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))  # local_pipeline (its variants, its commit rule), however this is loaded
+
 METHODS = ["noaug", "eda", "mr", "naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda"]
 DOMAINS = {"ncbi_disease": "biomedical research abstracts (PubMed) with disease mentions",
            "scierc": "computer science research abstracts (AI, NLP, vision)",
@@ -285,7 +287,6 @@ def _tags(pred: list[Any]) -> list[list[str]]:
 
 def _commit() -> str:
     """The code a cell ran at (``local_pipeline``'s helper: short hash, flagged when ``hf_rgda/`` had edits)."""
-    sys.path.insert(0, str(Path(__file__).parent))
     from local_pipeline import _commit as commit
 
     return commit()
