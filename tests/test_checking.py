@@ -586,3 +586,23 @@ def test_a_sentence_cut_off_mid_clause_is_rejected_but_not_one_that_ends_with_pu
                        ("The gout clinic shall pay the fees ; and", list_seed)):
         ok = _check(CHECK, decode(text, ("gout", "Disease")), seed)
         assert ok.ok, ok.detail
+
+
+def test_a_sentence_about_the_text_itself_is_rejected_where_the_split_never_speaks_so() -> None:
+    """The prompt's own words written as content ("the sentence describes", "research abstracts"); a split that uses
+    the word as content (SciERC's papers parse sentences) or a seed that has it licenses it."""
+    text = "In these research abstracts , the sentence describes gout in adults ."
+    rare = Checker(("Disease",), SplitStats(context_words={"in": 300, "adults": 40}))
+    common = Checker(("Disease",), SplitStats(context_words={"in": 300, "sentence": 39, "abstracts": 5}))
+
+    def reason(checker: Checker, seed: Seed = SEED, text: str = text) -> str | None:
+        c = checker.check(decode(text, ("gout", "Disease")), seed, [], forbid_seed_entities=True)
+        return None if c.ok else c.reason
+
+    assert reason(rare) == "meta_text"
+    assert reason(common) is None
+    assert reason(CHECK) is None  # no context statistics: the rule cannot tell rare from common, so says nothing
+    assert reason(rare, text="Abstracts of the meeting describe gout in adults .") == "meta_text"  # any case
+    seed = Seed("k", ("The", "abstracts", "of", "BRCA1", "carriers", "mention", "breast", "cancer", "."),
+                ("O", "O", "O", "O", "O", "O", "B-Disease", "I-Disease", "O"))
+    assert reason(rare, seed, "The abstracts of the trial mention gout in adults .") is None

@@ -86,6 +86,24 @@ def no_context(s: Sentence) -> str | None:
     return f"only {context} token(s) outside the entities" if context < s.checker.min_context else None
 
 
+#: words for the text itself rather than its subject: a small model told the domain ("biomedical research abstracts")
+#: and the task ("write a sentence") writes them back as content ("the sentence describes ...")
+#: ("text", "passage", "paragraph" left out: a contract's "the passage of time", "paragraph (a) of Section 5")
+_META_WORDS = frozenset(["sentence", "sentences", "abstract", "abstracts", "excerpt", "excerpts"])
+
+
+def meta_text(s: Sentence) -> str | None:
+    context = s.checker.stats.context_words
+    if not context:  # without the split's statistics no word is known to be rare there
+        return None
+    for i, word in enumerate(s.low):
+        if word in _META_WORDS and word not in s.of_seed.counts and s.tags[i] == "O" and (
+                context.get(word, 0) + context.get(word.capitalize(), 0) == 0):
+            return (f"{s.tokens[i]!r} speaks of the text itself, a word the split (almost) never uses outside "
+                    "entities: the prompt written back as content")
+    return None
+
+
 def untagged_mention(s: Sentence) -> str | None:
     low, context_words = s.low, s.checker.stats.context_words
     taken = {i for span in s.spans for i in range(span.start, span.end)}
@@ -367,6 +385,10 @@ RULES: tuple[Rule, ...] = (
          Example("Carriers of BRCA1 had a higher risk of [breast cancer](Disease) compared to a")),
     Rule("no_context", no_context, "fewer than `min_context` (3) tokens outside the entities",
          Example("[Adenomatous polyposis coli tumour](Disease)", seed="[Gout](Disease) flares are painful .")),
+    Rule("meta_text", meta_text, "a word for the text itself (sentence, abstract, excerpt) that the seed lacks and "
+         "the split uses fewer than 5 times outside entities: the prompt written back as content",
+         Example("In these research abstracts , the sentence describes [gout](Disease) in adults .",
+                 stats=SplitStats(context_words={"in": 300}))),
     Rule("no_letters", no_letters, "an entity without a letter, of a type whose mentions (in the split) almost never "
          "end in one", Example("About [93 %](Disease) of the carriers had [gout](Disease) .", stats=_CANCER_HEADS),
          repair="untags it, unless another type does end mentions in such words", group="type evidence"),
