@@ -51,6 +51,7 @@ Usage:
     python benchmarks/calibration.py --llm local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \\
         --datasets ncbi_disease scierc fin --per-class 3 --scorers ac gr debate
     python benchmarks/calibration.py --llm local:... --datasets ncbi_disease scierc fin --per-class 20 --scorers entity
+    python benchmarks/calibration.py --report benchmarks/results/calibration_local_default_entity.json
 """
 
 from __future__ import annotations
@@ -300,6 +301,8 @@ async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary
     metrics = evaluate([x["label"] for x in scored], [x["score"] for x in scored], spec.threshold(judges.config))
     if spec.level == "entity":
         metrics["per_type"] = per_type(scored)
+        if spec is SCORERS["entity"]:  # a probability: the verification scorer mixes in the checker's 0 and 1
+            metrics["auroc_type_rescaled"] = type_rescaled_auroc(scored)
     return {"canaries": len(rows), "failed": len(rows) - len(scored), "metrics": metrics,
             "calls": sum(r.accounting.calls for r in judges.spent),
             "cached_calls": sum(r.accounting.cached_calls for r in judges.spent),
@@ -321,6 +324,34 @@ def per_type(scored: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                   "mean_score_good": round(sum(x["score"] for x, g in zip(mine, good) if g) / sum(good), 4)
                   if any(good) else None}
     return out
+
+
+def type_rescaled_auroc(scored: Sequence[dict[str, Any]]) -> float | None:
+    """AUROC of the entity scores, each divided by the mean score of the good canaries presenting its type (a type
+    without one: by the mean of all good canaries): what a reference per type (as ``verify_relative`` takes one per
+    seed) would make of the scores, with the reference taken from the scored canaries themselves, so optimistic.
+    No rescaling of a type's scores changes their order within the type: the per-type AUROCs (``per_type``) are what
+    no threshold per type can improve."""
+    good = [x for x in scored if x["label"] == "good"]
+    if not good or len(good) == len(scored):
+        return None
+    overall = statistics.mean(x["score"] for x in good)
+    means = {t: statistics.mean(x["score"] for x in good if x["type"] == t) for t in {x["type"] for x in good}}
+    value = auroc([x["score"] / max(means.get(x["type"], overall), 1e-9) for x in scored],
+                  [x["label"] == "good" for x in scored])
+    return None if value is None else round(value, 4)
+
+
+def report(path: Path) -> None:
+    """Print the ``entity`` scorer's figures of a results file, the rescaled AUROC recomputed from its stored scores."""
+    for name, entry in json.loads(path.read_text())["datasets"].items():
+        for scorer, cell in entry.get("scorers", {}).items():
+            if scorer != "entity":  # the model's probability alone (see type_rescaled_auroc)
+                continue
+            scored = [x for x in cell["scores"] if x["score"] is not None]
+            kinds = ", ".join(f"{t} {v['auroc']}" for t, v in cell["metrics"]["per_type"].items())
+            print(f"{name}/{scorer}: AUROC {cell['metrics']['auroc']}; rescaled per type "
+                  f"{type_rescaled_auroc(scored)}; within each type: {kinds}")
 
 
 def type_descriptions(kind: str, gold: Gold, data_dir: Path) -> dict[str, str]:
@@ -398,7 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE", type=_option,
                    help="an AugmentConfig option of the pipeline the scorers call (VALUE read as JSON, else as a "
                         "string), e.g. --set verify_known=false; repeatable")
+    p.add_argument("--report", type=Path, default=None, metavar="RESULTS",
+                   help="print the entity scorer's figures of a results file (no call is made) and exit")
     args = p.parse_args(argv)
+    if args.report is not None:
+        report(args.report)
+        return 0
     overrides = dict(args.set)
     out = args.out or default_out(args.llm)
     results = json.loads(out.read_text()) if out.exists() else {}

@@ -320,9 +320,30 @@ def test_the_entity_scorer_reads_the_verifier_end_to_end(monkeypatch: pytest.Mon
             assert x["options"][0][2] == x["score"] and abs(sum(p for *_, p in x["options"]) - 1) < 1e-3
         m = cell["metrics"]
         assert m["auroc"] == 1.0 and m["product_threshold"] == AugmentConfig().verify_threshold
-        assert m["accuracy_at_product_threshold"] == 1.0
+        assert m["accuracy_at_product_threshold"] == 1.0 and m["auroc_type_rescaled"] == 1.0
     n = len(calls)
     assert _run(monkeypatch, data_dir, oracle, "--scorers", "entity")[0] == 0 and len(calls) == n  # from the cache
+
+
+def test_scores_rescaled_per_type_and_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A model that ranks each type's entities right on its own scale: pooled, the scales mix (AUROC below 1);
+    divided by each type's mean good score they separate. Within one type no rescaling changes the order."""
+    scored = [{"label": label, "type": t, "score": p} for t, label, p in [
+        ("Method", "good", 0.40), ("Method", "good", 0.30), ("Method", "wrong_type", 0.20),
+        ("Generic", "good", 0.10), ("Generic", "good", 0.08), ("Generic", "ordinary_phrase", 0.02)]]
+    labels, scores = [x["label"] for x in scored], [x["score"] for x in scored]
+    assert cn.auroc(scores, [label == "good" for label in labels]) < 1.0
+    assert calibration.type_rescaled_auroc(scored) == 1.0
+    scored[-1]["score"] = 0.09  # now the Generic defect outranks a good Generic: no per-type scale can fix that
+    assert calibration.type_rescaled_auroc(scored) < 1.0
+    assert calibration.type_rescaled_auroc([x for x in scored if x["label"] == "good"]) is None
+    out = tmp_path / "results.json"
+    out.write_text(json.dumps({"datasets": {"d": {"scorers": {"entity": {
+        "metrics": {"auroc": 0.5, "per_type": {"Method": {"auroc": 1.0}, "Generic": {"auroc": 0.5}}},
+        "scores": scored}}}}}))
+    assert calibration.main(["--report", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("d/entity: AUROC 0.5; rescaled per type 0.75; within each type: "
+                                              "Method 1.0, Generic 0.5")
 
 
 def test_the_judges_read_by_probability_end_to_end(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
