@@ -606,3 +606,19 @@ def test_a_sentence_about_the_text_itself_is_rejected_where_the_split_never_spea
     seed = Seed("k", ("The", "abstracts", "of", "BRCA1", "carriers", "mention", "breast", "cancer", "."),
                 ("O", "O", "O", "O", "O", "O", "B-Disease", "I-Disease", "O"))
     assert reason(rare, seed, "The abstracts of the trial mention gout in adults .") is None
+
+
+def test_an_abbreviation_tagged_after_its_untagged_long_form_is_rejected() -> None:
+    """"chronic lung disease ( [CLD] )": the name the abbreviation stands for is left untagged. Only where the word
+    before the parenthesis ends mentions of the type in the split; a gene symbol after a plain word is no sign."""
+    check = Checker(("Disease",), SplitStats(heads={"Disease": {"disease": 200, "syndrome": 40}},
+                                             context_words={"disease": 150, "patients": 90}))
+
+    def verdict(text: str, *ents: str) -> Candidate:
+        return _check(check, decode(text, *((e, "Disease") for e in ents)))
+
+    bad = verdict("Mutations in PTEN cause chronic lung disease ( CLD ) in adults .", "CLD")
+    assert bad.reason == "long_form_untagged" and "'disease' ends 200 Disease mention(s)" in bad.detail
+    assert verdict("Mutations in PTEN cause chronic lung disease ( CLD ) in adults .", "chronic lung disease",
+                   "CLD").ok
+    assert verdict("We studied the patients ( CLD ) in adults with gout .", "CLD", "gout").ok

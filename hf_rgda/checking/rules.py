@@ -248,6 +248,20 @@ def boundary_cut(s: Sentence, span: Span) -> str | None:
             f"used {outside} times outside entities")
 
 
+def long_form_untagged(s: Sentence, span: Span) -> str | None:
+    # "chronic obstructive pulmonary disease ( [COPD] )": the abbreviation tagged, the name it stands for not
+    i = span.start
+    if i < 2 or s.tokens[i - 1] != "(" or span.end >= len(s.tokens) or s.tokens[span.end] != ")" \
+            or s.tags[i - 2] != "O" or s.in_seed(span):
+        return None
+    word = s.tokens[i - 2]
+    ends = s.checker.stats.heads.get(span.label, {}).get(s.checker.stats.stats_form(word), 0)
+    if ends < s.checker.edge_min_count:
+        return None
+    return (f"{s.text(span)!r} abbreviates the phrase before it, which is left untagged although {word!r} ends "
+            f"{ends} {span.label} mention(s) in the split")
+
+
 def entity_too_long(s: Sentence, span: Span) -> str | None:
     limit = s.checker.stats.max_entity_len.get(span.label)
     if not limit or span.end - span.start <= limit:
@@ -417,6 +431,11 @@ RULES: tuple[Rule, ...] = (
          "the split at least `edge_min_count` (5) times and twice as often as it stands outside entities: a name cut "
          "short", Example("Mutations in PTEN cause [breast](Disease) cancer in women .",
                                            stats=_CANCER_HEADS), group="boundary"),
+    Rule("long_form_untagged", long_form_untagged, "an entity in parentheses after an untagged word that ends at "
+         "least `edge_min_count` (5) mentions of its type in the split: the name it abbreviates left untagged",
+         Example("Mutations in PTEN cause chronic lung disease ( [CLD](Disease) ) in adults .",
+                 stats=SplitStats(heads={"Disease": {"disease": 200}}, context_words={"disease": 150})),
+         group="boundary"),
     Rule("entity_too_long", entity_too_long, "an entity longer than the split's longest of its type",
          Example("Mutations in PTEN cause [a very long named disease](Disease) here .",
                  stats=SplitStats(max_entity_len={"Disease": 3})), group="length"),
