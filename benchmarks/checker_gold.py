@@ -8,8 +8,12 @@ generated text (or a place where the annotation itself is inconsistent). Reporte
 without repairs (``salvage=False``), and with them (``salvage=True``, the default) the rows repaired and still
 rejected; a few examples of each, to read. No LLM call is made.
 
+With ``--rows``, the same checker also reads the rows a ``protocol.py`` results file stores (see :func:`stored_rows`):
+what rules added since say of rows the pipeline accepted.
+
 Usage:
     python benchmarks/checker_gold.py --datasets ncbi_disease scierc fin
+    python benchmarks/checker_gold.py --datasets ncbi_disease scierc fin --rows benchmarks/results/protocol.json
 """
 
 from __future__ import annotations
@@ -71,19 +75,53 @@ def run(data_dir: Path, name: str, examples: int, sample_seed: int, min_outside:
     return out
 
 
+#: a seed without entities: checking a stored row against it applies every rule that does not read the seed
+NEUTRAL_SEED = Seed("neutral", ("Results", "are", "shown", "."), ("O", "O", "O", "O"))
+
+
+def stored_rows(data_dir: Path, path: Path, datasets: list[str], examples: int) -> dict:
+    """The rows a ``protocol.py`` results file stores (``--rows``), per cell of ``datasets``, checked without repairs
+    by today's checker for their dataset against :data:`NEUTRAL_SEED`: the rules that read the seed (copies of it,
+    its context, its mentions) are not applied, so what this counts is what the seed-free rules, the ones added since
+    the rows were made among them, say of rows the pipeline accepted."""
+    cells = {k: c for k, c in json.loads(path.read_text())["cells"].items() if c.get("rows") and c["dataset"] in datasets}
+    checks = {name: RGDAAugmenter.from_dataset(load_source(str(data_dir / name))["train"]).checker(salvage=False)
+              for name in sorted({c["dataset"] for c in cells.values()})}
+    out = {}
+    for key, cell in cells.items():
+        reasons: Counter[str] = Counter()
+        shown: dict[str, list[str]] = {}
+        for r in cell["rows"]:
+            cand = checks[cell["dataset"]].check(Candidate(raw=None, tokens=list(r["tokens"]), tags=list(r["tags"])),
+                                                 NEUTRAL_SEED, [], forbid_seed_entities=False)
+            if not cand.ok:
+                reasons[cand.reason] += 1
+                shown.setdefault(cand.reason, []).append(f"{' '.join(r['tokens'])}  ->  {cand.detail}")
+        out[f"{path.name}:{key}"] = {"rows": len(cell["rows"]), "rejected": sum(reasons.values()),
+                                     "rejected_by_reason": dict(reasons.most_common()),
+                                     "examples": {k: v[:examples] for k, v in sorted(shown.items())}}
+    return out
+
+
 def report(results: dict) -> str:
     lines = ["# The checker on gold test sentences\n",
              (f"Command: `{results['command']}`  \nMachine: {results['machine']}  \n"
               f"Code: commit {results['commit']}\n"),
              ("| dataset | gold sentences (with entities) | rejected, no repairs | by rule | with repairs: rows repaired "
               "| repairs by rule | still rejected | by rule |"), "|---|---|---|---|---|---|---|---|"]
+    def fmt(d: dict) -> str:
+        return ", ".join(f"{k} {c}" for k, c in d.items())
+
     for name, r in results["datasets"].items():
         s, v = r["strict"], r["salvage"]
-        def fmt(d: dict) -> str:
-            return ", ".join(f"{k} {c}" for k, c in d.items())
         lines.append(f"| {name} | {s['sentences']} | {s['rejected']} ({100 * s['rejected'] / s['sentences']:.1f}%) | "
                      f"{fmt(s['rejected_by_reason'])} | {v['repaired_rows']} | {fmt(v['repairs_by_rule'])} | "
                      f"{v['rejected']} ({100 * v['rejected'] / v['sentences']:.1f}%) | {fmt(v['rejected_by_reason'])} |")
+    if results.get("stored_rows"):
+        lines += ["\n## Stored rows (`--rows`), no repairs, seed-free rules\n", "| cell | rows | rejected | by rule |",
+                  "|---|---|---|---|"]
+        lines += [f"| {k} | {r['rows']} | {r['rejected']} | {fmt(r['rejected_by_reason'])} |"
+                  for k, r in results["stored_rows"].items()]
     for name, r in results["datasets"].items():
         lines.append(f"\n## {name}: examples (strict)\n")
         for k, ex in r["strict"]["examples"].items():
@@ -103,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="override the checker's floor of outside uses for atypical_head (default: the checker's own)")
     p.add_argument("--atypical-share", type=float, default=None,
                    help="override the checker's share below which a head is atypical of a type (default: its own)")
+    p.add_argument("--rows", type=Path, default=None, metavar="PROTOCOL_JSON",
+                   help="also check the rows a protocol.py results file stores (see stored_rows)")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/checker_gold.json"))
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).parent))
@@ -113,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                "datasets": {name: run(args.data_dir, name, args.examples, args.sample_seed,
                                                        args.atypical_min_outside, args.atypical_share)
                             for name in args.datasets}}
+    if args.rows is not None:
+        results["stored_rows"] = stored_rows(args.data_dir, args.rows, args.datasets, args.examples)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     md = report(results)
