@@ -37,7 +37,7 @@ def options_table() -> str:
 def rules_table() -> str:
     """The checker's rules in the order they run, with what each rejects or repairs and an example it fires on."""
     from hf_rgda.checking import RULES
-    from hf_rgda.checking.rules import Example
+    from hf_rgda.checking.table import Example
 
     default_seed = Example("").seed
     rows = [f"Examples are written from the seed `{default_seed}` unless they name another; entities as `[text](Type)`.",

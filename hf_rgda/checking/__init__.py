@@ -3,6 +3,7 @@
 - :mod:`~hf_rgda.checking.decode`: JSON answers into tokens and IOB2 tags (:func:`decode_sentence`, :func:`parse_json`);
 - :mod:`~hf_rgda.checking.stats`: :class:`SplitStats`, every statistic of the seed split, computed once;
 - :mod:`~hf_rgda.checking.rules`: :data:`RULES`, the checker as an ordered table of named rule functions;
+- :mod:`~hf_rgda.checking.table`: the table's rows (:class:`Rule`, with the :class:`Example` it fires on);
 - :mod:`~hf_rgda.checking.checker`: :class:`Checker`, which runs the table (and its repairs, ``salvage=True``).
 """
 

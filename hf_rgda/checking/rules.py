@@ -18,16 +18,14 @@ import difflib
 import itertools
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import NamedTuple
 
-from ..records import Candidate, Seed
-from ..tags import Span, parse_inline, spans_to_tags
+from ..tags import Span, spans_to_tags
 from ..words import FUNCTION_WORDS
 from .sentence import Sentence
 from .stats import SplitStats, is_letterless, is_lowercase
+from .table import Example, Finding, Rule
 
 __all__ = ["RULES", "UNTAG_RULES", "Example", "Finding", "Rule", "first_failure", "known_untagged", "sentence_breaks"]
 
@@ -302,60 +300,6 @@ def known_untagged(s: Sentence) -> Span | None:
 
 
 # ---------------------------------------------------------------- the table
-@dataclass(frozen=True)
-class Example:
-    """A seed and a sentence written from it (both with inline entities: ``"[gout](Disease) hurts ."``), and the
-    split statistics, types and accepted siblings the rule needs to fire on it."""
-
-    candidate: str
-    seed: str = "Germline mutations in BRCA1 cause [breast cancer](Disease) ."
-    stats: SplitStats = field(default_factory=SplitStats)
-    types: tuple[str, ...] = ("Disease",)
-    accepted: tuple[str, ...] = ()
-    forbid_seed_entities: bool = True
-
-    def seed_record(self) -> Seed:
-        tokens, tags = parse_inline(self.seed)
-        return Seed("example", tuple(tokens), tuple(tags))
-
-    def candidates(self) -> tuple[Candidate, list[Candidate]]:
-        """The sentence and its accepted siblings, as decoded candidates."""
-        def candidate(text: str) -> Candidate:
-            tokens, tags = parse_inline(text)
-            return Candidate(raw=text, tokens=tokens, tags=tags)
-
-        return candidate(self.candidate), [candidate(a) for a in self.accepted]
-
-
-@dataclass(frozen=True, eq=False)  # compared and hashed as itself (tables of rules are cached by identity)
-class Rule:
-    """One row of the checker's table.
-
-    Args:
-        name: the reason a sentence it rejects carries.
-        check: ``check(sentence)``, or for an entity rule ``check(sentence, entity)``: why it fails, or None.
-        description: what it rejects (one line).
-        example: a seed and a sentence it fires on.
-        repair: what ``salvage=True`` does instead of rejecting ("" if nothing).
-        group: "" for a sentence rule; an entity rule's group (consecutive rules of a group run entity by entity).
-    """
-
-    name: str
-    check: Callable[..., str | None]
-    description: str
-    example: Example
-    repair: str = ""
-    group: str = ""
-
-
-class Finding(NamedTuple):
-    """The first rule a sentence fails, why, and the entity it fails on (None for a sentence rule)."""
-
-    rule: Rule
-    detail: str
-    span: Span | None
-
-
 def first_failure(s: Sentence, rules: tuple[Rule, ...] | None = None) -> Finding | None:
     """The first of ``rules`` (default :data:`RULES`) that ``s`` fails, in table order. An entity rule's verdict is
     kept on ``s`` (salvage asks the entity rules first, then the whole table, of the same sentence)."""
