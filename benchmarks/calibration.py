@@ -342,15 +342,15 @@ def type_rescaled_auroc(scored: Sequence[dict[str, Any]]) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def report(path: Path) -> None:
-    """Print the ``entity`` scorer's figures of a results file, the rescaled AUROC recomputed from its stored scores."""
-    for name, entry in json.loads(path.read_text())["datasets"].items():
+def report(paths: Sequence[Path]) -> None:
+    """Print the ``entity`` scorer's figures of results files, the rescaled AUROC recomputed from its stored scores."""
+    for path, (name, entry) in ((p, x) for p in paths for x in json.loads(p.read_text())["datasets"].items()):
         for scorer, cell in entry.get("scorers", {}).items():
             if scorer != "entity":  # the model's probability alone (see type_rescaled_auroc)
                 continue
             scored = [x for x in cell["scores"] if x["score"] is not None]
             kinds = ", ".join(f"{t} {v['auroc']}" for t, v in cell["metrics"]["per_type"].items())
-            print(f"{name}/{scorer}: AUROC {cell['metrics']['auroc']}; rescaled per type "
+            print(f"{path.name} {name}/{scorer}: AUROC {cell['metrics']['auroc']}; rescaled per type "
                   f"{type_rescaled_auroc(scored)}; within each type: {kinds}")
 
 
@@ -429,8 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE", type=_option,
                    help="an AugmentConfig option of the pipeline the scorers call (VALUE read as JSON, else as a "
                         "string), e.g. --set verify_known=false; repeatable")
-    p.add_argument("--report", type=Path, default=None, metavar="RESULTS",
-                   help="print the entity scorer's figures of a results file (no call is made) and exit")
+    p.add_argument("--report", type=Path, nargs="+", default=None, metavar="RESULTS",
+                   help="print the entity scorer's figures of results files (no call is made) and exit")
     args = p.parse_args(argv)
     if args.report is not None:
         report(args.report)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -27,6 +28,7 @@ import random
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from hf_rgda import RGDAAugmenter
 from hf_rgda.recipe import load_source
@@ -34,11 +36,18 @@ from hf_rgda.records import Candidate, Seed
 from hf_rgda.tags import tags_to_spans
 
 
+@functools.cache
+def _load(data_dir: Path, name: str) -> tuple[Any, RGDAAugmenter]:
+    """The dataset's splits and the augmenter built from its train split (its checker), read once per dataset for
+    the gold check and ``--rows`` alike; the local backend is not loaded: no LLM call is made."""
+    dsd = load_source(str(data_dir / name))
+    return dsd, RGDAAugmenter.from_dataset(dsd["train"])
+
+
 def run(data_dir: Path, name: str, examples: int, sample_seed: int, min_outside: int | None,
         share: float | None = None) -> dict:
-    dsd = load_source(str(data_dir / name))
+    dsd, aug = _load(data_dir, name)
     train, test = dsd["train"], dsd["test"]
-    aug = RGDAAugmenter.from_dataset(train)  # the local backend is not loaded: no LLM call is made
     seeds = [Seed(str(i), tuple(t), tuple(g)) for i, (t, g) in enumerate(zip(train["tokens"], train["ner_tags"]))
              if any(x != "O" for x in g)]
     out: dict = {}
@@ -85,8 +94,7 @@ def stored_rows(data_dir: Path, path: Path, datasets: list[str], examples: int) 
     its context, its mentions) are not applied, so what this counts is what the seed-free rules, the ones added since
     the rows were made among them, say of rows the pipeline accepted."""
     cells = {k: c for k, c in json.loads(path.read_text())["cells"].items() if c.get("rows") and c["dataset"] in datasets}
-    checks = {name: RGDAAugmenter.from_dataset(load_source(str(data_dir / name))["train"]).checker(salvage=False)
-              for name in sorted({c["dataset"] for c in cells.values()})}
+    checks = {name: _load(data_dir, name)[1].checker(salvage=False) for name in {c["dataset"] for c in cells.values()}}
     out = {}
     for key, cell in cells.items():
         reasons: Counter[str] = Counter()

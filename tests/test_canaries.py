@@ -342,7 +342,7 @@ def test_scores_rescaled_per_type_and_the_report(tmp_path: Path, capsys: pytest.
         "metrics": {"auroc": 0.5, "per_type": {"Method": {"auroc": 1.0}, "Generic": {"auroc": 0.5}}},
         "scores": scored}}}}}))
     assert calibration.main(["--report", str(out)]) == 0
-    assert capsys.readouterr().out.startswith("d/entity: AUROC 0.5; rescaled per type 0.75; within each type: "
+    assert capsys.readouterr().out.startswith("results.json d/entity: AUROC 0.5; rescaled per type 0.75; within each type: "
                                               "Method 1.0, Generic 0.5")
 
 
