@@ -77,8 +77,9 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
         return seeds.select([]), {}
     if method == "eda":
         aug = EDA(num_augmented=args.ratio, seed=args.sample_seed)
-    elif method == "mr":
-        aug = MentionReplacement(mention_inventory(seeds["tokens"], seeds["ner_tags"]), num_augmented=args.ratio,
+    elif method in ("mr", "mr-train"):  # mr-train: every mention of the train split, as the LLM methods' hints
+        pool = seeds if method == "mr" else train
+        aug = MentionReplacement(mention_inventory(pool["tokens"], pool["ner_tags"]), num_augmented=args.ratio,
                                  seed=args.sample_seed)
     else:  # "rgda+noverify": a method with one of local_pipeline's variants (COMBOS)
         from local_pipeline import COMBOS
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 if old.get("runs"):
                     print(f"{key}: training rows differ from the stored cell's (or it predates fingerprints); "
                           f"its {len(old['runs'])} run(s) are replaced", flush=True)
-            if method not in ("noaug", "eda", "mr"):  # an LLM method's rows, kept to be read and reused
+            if method not in ("noaug", "eda", "mr", "mr-train"):  # an LLM method's rows, kept to be read and reused
                 cell["rows"] = stored_rows(aug)
             full_steps = -(-len(seeds) * (1 + args.ratio) // args.train_batch) * int(args.epochs)
             for run in range(len(cell["runs"]), args.runs):

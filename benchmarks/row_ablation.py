@@ -7,6 +7,10 @@ say it, how many there are). Holding the seeds, the training schedule (equal ste
 1:ratio set, as ``protocol.py``'s ``equal_steps``) and the training seeds fixed, this trains on:
 
 - ``seeds_only`` and ``mr`` (mention replacement, ``protocol.py``'s ``mr``): the two references, trained here too;
+- ``mr_train``: mention replacement drawing from every mention of the whole train split (``protocol.py``'s
+  ``mr-train``), not the seeds' alone. The LLM methods' augmenter is built with ``from_dataset(train)``: the
+  composer's entity hints come from the whole train split, so most of their rows' mentions are train mentions no
+  seed has (``row_sources.py``). This arm gives MR the same knowledge: the fair reference for those rows;
 - ``as_generated``: the cell's rows as the method wrote them (``protocol.py``'s own figure, retrained here so that
   every arm runs on this machine and this code);
 - ``silver_tags``: the same sentences with the tags of the silver tagger (``silver.py``: a tagger trained on the
@@ -42,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))
 
-ARMS = ("seeds_only", "mr", "as_generated", "silver_tags", "silver_agreed", "gold_extra")
+ARMS = ("seeds_only", "mr", "mr_train", "as_generated", "silver_tags", "silver_agreed", "gold_extra")
 
 
 def protocol_rows(path: Path, args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]]:
@@ -82,10 +86,10 @@ def arm_rows(arm: str, rows: list[dict[str, Any]], silver: list[list[str]], trai
 
     if arm == "seeds_only":
         return []
-    if arm == "mr":
+    if arm in ("mr", "mr_train"):
         from protocol import augment
 
-        aug, _ = augment("mr", "", train, seeds, argparse.Namespace(ratio=ratio, sample_seed=sample_seed,
+        aug, _ = augment(arm.replace("_", "-"), "", train, seeds, argparse.Namespace(ratio=ratio, sample_seed=sample_seed,
                                                                      batch_size=8))
         return list(zip([list(t) for t in aug["tokens"]], to_tag_names(aug)))
     if arm == "as_generated":

@@ -74,3 +74,22 @@ def test_protocol_rows_serve_any_training_of_the_same_scale(tmp_path: Path) -> N
     assert row_ablation.protocol_rows(path, argparse.Namespace(**{**vars(args), "epochs": 5})) == ("protocol.json:a", ROWS[:1])
     with pytest.raises(SystemExit, match="no protocol cell"):
         row_ablation.protocol_rows(path, argparse.Namespace(**{**vars(args), "method": "gda"}))
+
+
+def test_mr_train_draws_mentions_no_seed_has_and_mr_only_the_seeds() -> None:
+    """``mr`` replaces mentions from the seeds' inventory; ``mr_train`` from the whole train split's (what the LLM
+    methods' entity hints draw from), so only it can bring in a mention no seed has."""
+    train = Dataset.from_dict({"tokens": [[f"w{i}", "has", f"disease{i}", "."] for i in range(12)],
+                               "ner_tags": [["O", "O", "B-Disease", "O"]] * 12})
+    from hf_rgda.recipe import sample_seeds
+
+    seeds = sample_seeds(train, 3, sample_seed=0)
+    seed_mentions = {t[2] for t in seeds["tokens"]}
+
+    def mentions(arm: str) -> set[str]:
+        rows = row_ablation.arm_rows(arm, ROWS, SILVER, train, seeds, 0)
+        assert rows and all(g == ["O", "O", "B-Disease", "O"] for _, g in rows)
+        return {t[2] for t, _ in rows}
+
+    assert mentions("mr") <= seed_mentions
+    assert mentions("mr_train") - seed_mentions
