@@ -30,6 +30,9 @@ Scorers (``--scorers``), each a function from a canary to a score, built per dat
   other the ``entity`` probability. A canary presenting a type the dataset lacks (NCBI-disease's mentions shown
   as Genes) cannot come out of the pipeline, whose schema allows only the dataset's types, so the checker is not
   asked about it and it scores its ``entity`` probability alone.
+- ``split``: no model at all, the split's statistics alone (:func:`head_share`): the share of the train split's uses
+  of the span's last word that end a mention of the presented type, smoothed. What the checker's lexicon and head
+  rules know, as one number: a reference any entity judge should beat. No LLM call.
 - ``debate-prob``: the same panel read by probability (each reviewer's verdict one 1-5 question per criterion, as
   ``ac-prob``); the mean of the reviewers' weighted totals before rounding / 100. The product's threshold:
   ``probability_threshold`` (50).
@@ -39,6 +42,10 @@ describes the types, the verifier's options included): ``none`` (the default), `
 ``local_pipeline.TYPE_DESCRIPTIONS``: FIN's PER covers the parties named by role), or ``examples`` (each type's
 default description followed by its 4 most frequent distinct mentions in the train split, the canaries' sentences
 left out: "(in this data, for example: ...)").
+
+The statistics behind ``checker``, ``verification`` and ``split`` are those ``RGDAAugmenter.from_dataset`` computes
+from the train split (the canaries' own sentences left out); ``--split-size N`` computes them from N train sentences
+drawn with ``--seed`` instead, for what a user holding a few hundred labelled sentences has.
 
 Any other option of the pipeline the scorers call: ``--set OPTION=VALUE`` (an ``AugmentConfig`` field, the value
 read as JSON), for example ``--set verify_known=false`` to ask about the entities the split knows too. The overrides
@@ -72,7 +79,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, RGDAAugmenter, RGDAError, load_llm
-from hf_rgda.checking import Checker
+from hf_rgda.checking import Checker, SplitStats
 from hf_rgda.pipeline import Pipeline, Stages
 from hf_rgda.records import Candidate, Judgement, Seed, SeedResult
 from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
@@ -117,8 +124,10 @@ class Judges:
     """
 
     def __init__(self, llm: LLM, gold: Gold, cache: ResponseCache | None, data_dir: Path | None = None,
-                 descriptions: dict[str, str] | None = None, overrides: dict[str, Any] | None = None) -> None:
+                 descriptions: dict[str, str] | None = None, overrides: dict[str, Any] | None = None,
+                 split_size: int | None = None, seed: int = 0) -> None:
         self.gold, self.data_dir, self.llm = gold, data_dir, llm
+        self.split_size, self.seed = split_size, seed
         self.config = AugmentConfig(method="rgda", domain=domain(gold.name), **(overrides or {}))
         checker = RGDAAugmenter(llm, label_names=label_names(gold.types), cache=False, config=self.config).checker()
         kw = {"cache": cache, "type_descriptions": descriptions}
@@ -199,17 +208,45 @@ class Judges:
                                     forbid_seed_entities=False)
         return 0.0 if not row.ok else 0.5 if row.salvaged else 1.0
 
+    async def split(self, canary: Canary) -> float:
+        """The split's statistics alone: :func:`head_share` of the span under test. No LLM call."""
+        assert canary.span is not None
+        _, end, label = canary.span
+        return head_share(self.split_checker.stats, canary.tokens[end - 1], label, self.gold.types)
+
     @functools.cached_property
     def split_checker(self) -> Checker:
         """The checker ``RGDAAugmenter.from_dataset`` builds from the train split (without the sentences the canaries
-        come from: FIN's dev is carved from train)."""
+        come from: FIN's dev is carved from train), or from ``split_size`` of its sentences drawn with ``seed``."""
+        import random
+
         from hf_rgda.recipe import load_source
 
         assert self.data_dir is not None, "the checker scorer needs --data-dir"
         train = load_source(str(self.data_dir / self.gold.name))["train"]
         held = {tuple(t) for t, _ in self.gold.sentences}
-        train = train.select([i for i, t in enumerate(train["tokens"]) if tuple(t) not in held])
-        return RGDAAugmenter.from_dataset(train, llm=self.llm, cache=False, config=self.config).checker()
+        keep = [i for i, t in enumerate(train["tokens"]) if tuple(t) not in held]
+        if self.split_size is not None and self.split_size < len(keep):
+            keep = sorted(random.Random(f"{self.seed}/{self.gold.name}/split").sample(keep, self.split_size))
+        return RGDAAugmenter.from_dataset(train.select(keep), llm=self.llm, cache=False, config=self.config).checker()
+
+
+def head_share(stats: SplitStats, word: str, label: str, types: Sequence[str]) -> float:
+    """The share of the split's uses of ``word`` (in the form whose statistics speak for it) that end a ``label``
+    mention: ``(as label's last word + 1/K) / (as any type's last word + outside any entity + 1)``, K the number of
+    types plus one (the smoothing gives a word the split never shows 1/K). Uses outside entities are counted for words
+    used at least ``CONTEXT_MIN_COUNT`` times so (:class:`~hf_rgda.checking.SplitStats`).
+
+    Example:
+        >>> from hf_rgda.checking import SplitStats
+        >>> stats = SplitStats(heads={"Disease": {"cancer": 9}}, context_words={"cancer": 0, "the": 50})
+        >>> round(head_share(stats, "cancer", "Disease", ["Disease"]), 3), round(head_share(stats, "the", "Disease", ["Disease"]), 3)
+        (0.95, 0.01)
+    """
+    word = stats.stats_form(word)
+    ends = {t: stats.heads.get(t, {}).get(word, 0) for t in types}
+    k = len(types) + 1
+    return (ends.get(label, 0) + 1 / k) / (sum(ends.values()) + stats.context_words.get(word, 0) + 1)
 
     async def entity(self, canary: Canary) -> float:
         """The entity verifier's probability of the presented type for the canary's span under test (the question's
@@ -278,6 +315,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, lambda cfg: cfg.probability_threshold / 100),
     "verification": ScorerSpec("entity", lambda j: j.verification, lambda cfg: cfg.verify_threshold),
     "debate-prob": ScorerSpec("row", lambda j: j.debate_prob, lambda cfg: cfg.probability_threshold / 100),
+    "split": ScorerSpec("entity", lambda j: j.split, lambda cfg: 0.5),
 }
 
 
@@ -387,9 +425,10 @@ def type_descriptions(kind: str, gold: Gold, data_dir: Path) -> dict[str, str]:
 async def run_dataset(llm: LLM, gold: Gold, canaries: Sequence[Canary], scorers: Sequence[str],
                       cache: ResponseCache | None, data_dir: Path | None = None,
                       descriptions: dict[str, str] | None = None,
-                      overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+                      overrides: dict[str, Any] | None = None, split_size: int | None = None,
+                      seed: int = 0) -> dict[str, Any]:
     """Every chosen scorer's cell for one dataset."""
-    judges = Judges(llm, gold, cache, data_dir, descriptions, overrides)
+    judges = Judges(llm, gold, cache, data_dir, descriptions, overrides, split_size, seed)
     try:
         return {name: await score_cell(SCORERS[name], judges, canaries) for name in scorers}
     finally:
@@ -429,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE", type=_option,
                    help="an AugmentConfig option of the pipeline the scorers call (VALUE read as JSON, else as a "
                         "string), e.g. --set verify_known=false; repeatable")
+    p.add_argument("--split-size", type=int, default=None, metavar="N",
+                   help="the checker's and the split scorer's statistics from N train sentences (default: all)")
     p.add_argument("--report", type=Path, nargs="+", default=None, metavar="RESULTS",
                    help="print the entity scorer's figures of results files (no call is made) and exit")
     args = p.parse_args(argv)
@@ -454,10 +495,11 @@ def main(argv: list[str] | None = None) -> int:
         descriptions = type_descriptions(args.descriptions, gold, args.data_dir)
         entry.update({"dev": gold.source, "per_class": args.per_class, "seed": args.seed,
                       "canaries": class_counts(mine), "type_descriptions": descriptions,
-                      "config_overrides": overrides})
+                      "config_overrides": overrides, "split_size": args.split_size})
         print(f"{gold.name} ({gold.source}): " + "; ".join(
             f"{n} {sum(c.level == SCORERS[n].level for c in mine)} canaries" for n in args.scorers), flush=True)
-        cells = asyncio.run(run_dataset(llm, gold, mine, args.scorers, cache, args.data_dir, descriptions, overrides))
+        cells = asyncio.run(run_dataset(llm, gold, mine, args.scorers, cache, args.data_dir, descriptions, overrides,
+                                        args.split_size, args.seed))
         entry.setdefault("scorers", {}).update(cells)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1, ensure_ascii=False))

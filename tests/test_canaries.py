@@ -380,6 +380,30 @@ def test_the_checker_scorer_makes_no_call_and_catches_what_its_rules_see(monkeyp
     assert sum(kept) >= 0.5 * len(kept)  # the fixture's train split is one sentence: few statistics
 
 
+def test_the_split_scorer_makes_no_call_and_reads_the_split_size(monkeypatch: pytest.MonkeyPatch,
+                                                                 data_dir: Path) -> None:
+    """split: the head share of the span under test in the train split, no call; --split-size draws that many train
+    sentences for the statistics (and says so in the results)."""
+    calls: list[str] = []
+    rc, out = _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "split", "--datasets", "fin")
+    entry = json.loads(out.read_text())["datasets"]["fin"]
+    cell = entry["scorers"]["split"]
+    assert rc == 0 and calls == [] and cell["calls"] == 0 and cell["failed"] == 0 and entry["split_size"] is None
+    by_label: dict[str, list[float]] = {}
+    for x in cell["scores"]:
+        by_label.setdefault(x["label"], []).append(x["score"])
+    # FIN's names end in words the split tags as their type every time ("Smith" PER, "Bank" ORG): good spans score
+    # high; the same mention presented as the other type low
+    assert min(by_label["good"]) > 0.5 and max(by_label["wrong_type"]) < 0.2
+    rc, out = _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "split", "--datasets", "fin",
+                   "--split-size", "1")
+    entry = json.loads(out.read_text())["datasets"]["fin"]
+    assert rc == 0 and entry["split_size"] == 1
+    small = {x["id"]: x["score"] for x in entry["scorers"]["split"]["scores"]}
+    assert small != {x["id"]: x["score"] for x in cell["scores"]}  # one sentence's statistics say less
+    assert calibration.head_share(calibration.SplitStats(), "Bank", "ORG", ["ORG", "PER"]) == pytest.approx(1 / 3)
+
+
 def test_the_debate_reviewer_read_by_probability_end_to_end(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
                                                             golds: list[cn.Gold]) -> None:
     """debate-prob: the panel's two reviewers, one rating question per criterion each, no sampled review (one
