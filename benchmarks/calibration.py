@@ -381,15 +381,47 @@ def type_rescaled_auroc(scored: Sequence[dict[str, Any]]) -> float | None:
 
 
 def report(paths: Sequence[Path]) -> None:
-    """Print the ``entity`` scorer's figures of results files, the rescaled AUROC recomputed from its stored scores."""
+    """Print the ``entity`` scorer's figures of results files, the rescaled AUROC recomputed from its stored scores;
+    and, per dataset whose files hold the ``verification``, ``entity`` and ``split`` scores of the same canaries,
+    :func:`combined_auroc`."""
+    found: dict[str, dict[str, dict[str, float]]] = {}
     for path, (name, entry) in ((p, x) for p in paths for x in json.loads(p.read_text())["datasets"].items()):
         for scorer, cell in entry.get("scorers", {}).items():
+            scored = [x for x in cell["scores"] if x["score"] is not None]
+            found.setdefault(name, {}).setdefault(scorer, {x["id"]: x["score"] for x in scored if "id" in x})
+            found[name].setdefault("good", {}).update({x["id"]: x["label"] == "good" for x in scored if "id" in x})
             if scorer != "entity":  # the model's probability alone (see type_rescaled_auroc)
                 continue
-            scored = [x for x in cell["scores"] if x["score"] is not None]
             kinds = ", ".join(f"{t} {v['auroc']}" for t, v in cell["metrics"]["per_type"].items())
             print(f"{path.name} {name}/{scorer}: AUROC {cell['metrics']['auroc']}; rescaled per type "
                   f"{type_rescaled_auroc(scored)}; within each type: {kinds}")
+    for name, scores in found.items():
+        if {"verification", "entity", "split"} <= set(scores):
+            print(f"{name}: verification as deployed {combined_auroc(scores, None)}; with the split scorer in place "
+                  f"of the model {combined_auroc(scores, 1.0)}; with the geometric mean of both {combined_auroc(scores, 0.5)}")
+
+
+def combined_auroc(scores: dict[str, dict[str, Any]], weight: float | None) -> float | None:
+    """AUROC of the ``verification`` scorer with the model's probability P (``entity``) replaced by
+    ``P ** (1 - weight) * S ** weight``, S the ``split`` score (``weight`` None: P as deployed), for the canaries the
+    checker and the lexicon do not decide (those keep their 0 or 1). Computed from stored scores, no call.
+
+    Example:
+        >>> s = {"verification": {"a": 0.3, "b": 0.0, "c": 0.2}, "entity": {"a": 0.3, "b": 0.9, "c": 0.2},
+        ...      "split": {"a": 0.1, "b": 0.9, "c": 0.9}, "good": {"a": True, "b": False, "c": False}}
+        >>> combined_auroc(s, None), combined_auroc(s, 1.0)
+        (1.0, 0.5)
+    """
+    ids = [i for i in scores["verification"] if i in scores["entity"] and i in scores["split"]]
+
+    def one(i: str) -> float:
+        v = scores["verification"][i]
+        if v in (0.0, 1.0) or weight is None:
+            return v
+        return 0.001 + 0.998 * scores["entity"][i] ** (1 - weight) * scores["split"][i] ** weight
+
+    value = auroc([one(i) for i in ids], [scores["good"][i] for i in ids])
+    return None if value is None else round(value, 4)
 
 
 def type_descriptions(kind: str, gold: Gold, data_dir: Path) -> dict[str, str]:

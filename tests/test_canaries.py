@@ -346,6 +346,28 @@ def test_scores_rescaled_per_type_and_the_report(tmp_path: Path, capsys: pytest.
                                               "Method 1.0, Generic 0.5")
 
 
+def test_the_report_combines_the_model_and_the_split_scorer_from_stored_scores(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With the verification, entity and split scores of the same canaries (from several files), the report prints
+    the AUROC as deployed, with the split score in place of the model's, and with their geometric mean; a canary the
+    checker decided (0) keeps its score."""
+    def cell(scores: dict[str, float]) -> dict:
+        return {"metrics": {"auroc": 0.5, "per_type": {}}, "scores": [
+            {"id": i, "label": "good" if i.startswith("g") else "wrong_type", "type": "T", "score": v}
+            for i, v in scores.items()]}
+
+    model = {"g1": 0.2, "g2": 0.6, "d1": 0.4, "d2": 0.5}  # the model misorders g1 below both defects
+    split = {"g1": 0.9, "g2": 0.8, "d1": 0.1, "d2": 0.9}  # the split misorders d2
+    deployed = {**model, "d2": 0.0}  # the checker rejected d2's row
+    (tmp_path / "a.json").write_text(json.dumps({"datasets": {"d": {"scorers": {"entity": cell(model),
+                                                                                "verification": cell(deployed)}}}}))
+    (tmp_path / "b.json").write_text(json.dumps({"datasets": {"d": {"scorers": {"split": cell(split)}}}}))
+    assert calibration.main(["--report", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "d: verification as deployed 0.75; with the split scorer in place of the model 1.0; "
+        "with the geometric mean of both 1.0")
+
+
 def test_the_judges_read_by_probability_end_to_end(monkeypatch: pytest.MonkeyPatch, data_dir: Path,
                                                    golds: list[cn.Gold]) -> None:
     """ac-prob and gr-prob: one rating question per criterion (5 GR, 4 AC), the weighted total / 100."""
