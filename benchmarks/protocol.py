@@ -12,7 +12,11 @@ cell when the rerun builds the same training rows (checked by their SHA-256), so
 
 Methods: ``noaug`` (seeds only), ``eda``, ``mr`` (mention replacement), and the LLM methods ``naive``, ``gda``,
 ``rgda``, ``rgda-no-gr``, ``rgda-no-ac``, and a method with a ``local_pipeline.py`` variant: ``rgda+noverify`` (the
-entity verifier off), ``rgda+debate`` (one response cache: calls they share are paid once). Every figure is
+entity verifier off), ``rgda+debate`` (one response cache: calls they share are paid once). The LLM methods'
+augmenter takes its statistics and entity hints from the whole train split (``from_dataset(train)``), which the
+baselines never see; ``mr-train`` (MR drawing from every train mention) and any LLM method with ``@seeds``
+(``rgda@seeds``: statistics and hints from the seeds alone, as a user holding only them) level that
+(``row_sources.py`` measures what the hints carry). Every figure is
 written to ``--out`` after each cell, so a stop loses nothing; a rerun skips finished cells (the cache makes the
 LLM part of an interrupted cell free). ``--report`` writes the markdown table (Table 1 layout) and plots.
 
@@ -81,11 +85,15 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
         pool = seeds if method == "mr" else train
         aug = MentionReplacement(mention_inventory(pool["tokens"], pool["ner_tags"]), num_augmented=args.ratio,
                                  seed=args.sample_seed)
-    else:  # "rgda+noverify": a method with one of local_pipeline's variants (COMBOS)
+    else:  # "rgda+noverify": a method with one of local_pipeline's variants (COMBOS); "rgda@seeds": the augmenter's
+        # statistics and entity hints from the seeds alone (as a user holding only them), not the whole train split
         from local_pipeline import COMBOS
 
+        method, _, stats = method.partition("@")
+        if stats not in ("", "seeds"):
+            raise SystemExit(f"{method}@{stats}: the statistics come from the train split or from '@seeds'")
         base, _, combo = method.partition("+")
-        aug = RGDAAugmenter.from_dataset(train, llm=args.llm, method=base, num_augmented=args.ratio,
+        aug = RGDAAugmenter.from_dataset(seeds if stats else train, llm=args.llm, method=base, num_augmented=args.ratio,
                                          cache=args.cache, domain=DOMAINS.get(name, ""), **COMBOS[combo] if combo else {})
     # the recipe refuses rows that disagree with their traces (a stale datasets cache)
     run = run_recipe(seeds, aug, batch_size=args.batch_size, load_from_cache_file=False, desc=f"{name}/{method}")

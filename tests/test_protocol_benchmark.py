@@ -201,3 +201,49 @@ def test_a_variant_method_builds_its_base_with_the_variant_options(monkeypatch: 
         mod.augment(method, "toy", seeds, seeds, args)
     assert {k: seen[k] for k in expected} == expected
     assert ("verify_entities" in seen) == (method == "rgda+noverify")
+
+
+@pytest.mark.parametrize(("method", "source"), [("rgda", "train"), ("rgda@seeds", "seeds"),
+                                                ("rgda+noverify@seeds", "seeds")])
+def test_an_llm_method_takes_its_statistics_from_train_or_with_at_seeds_from_the_seeds(
+        monkeypatch: pytest.MonkeyPatch, method: str, source: str) -> None:
+    """The augmenter's statistics and entity hints come from the split it is built from: the whole train split by
+    default, the seeds alone with ``@seeds`` (what a user holding only them has); the variant options still apply."""
+    import argparse
+
+    import hf_rgda
+
+    mod = _load()
+    seen: dict = {}
+
+    class Recorder:
+        @classmethod
+        def from_dataset(cls, split, **kwargs):
+            seen.update(kwargs, split=split)
+            raise StopIteration
+
+    monkeypatch.setattr(hf_rgda, "RGDAAugmenter", Recorder)
+    train = Dataset.from_dict({"tokens": [["a"], ["b"]], "ner_tags": [["B-X"], ["B-X"]]})
+    seeds = train.select([0])
+    args = argparse.Namespace(llm="none", ratio=3, cache=None, batch_size=5, sample_seed=0)
+    with pytest.raises(StopIteration):
+        mod.augment(method, "toy", train, seeds, args)
+    assert seen["split"] is (seeds if source == "seeds" else train) and seen["method"] == "rgda"
+    assert ("verify_entities" in seen) == ("noverify" in method)
+    with pytest.raises(SystemExit, match="@seeds"):
+        mod.augment("rgda@everything", "toy", train, seeds, args)
+
+
+def test_mr_train_replaces_mentions_from_the_whole_train_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    mod = _load()
+    train = Dataset.from_dict({"tokens": [["x", f"m{i}", "y", "z"] for i in range(10)],
+                               "ner_tags": [["O", "B-X", "O", "O"]] * 10})
+    seeds = train.select([0, 1])
+    args = argparse.Namespace(ratio=3, sample_seed=0, batch_size=5)
+    seen = {}
+    for method in ("mr", "mr-train"):
+        aug, _ = mod.augment(method, "toy", train, seeds, args)
+        seen[method] = {t[1] for t in aug["tokens"]}
+    assert seen["mr"] <= {"m0", "m1"} and seen["mr-train"] - {"m0", "m1"}
