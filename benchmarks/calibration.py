@@ -30,7 +30,7 @@ Scorers (``--scorers``), each a function from a canary to a score, built per dat
   other the ``entity`` probability. A canary presenting a type the dataset lacks (NCBI-disease's mentions shown
   as Genes) cannot come out of the pipeline, whose schema allows only the dataset's types, so the checker is not
   asked about it and it scores its ``entity`` probability alone.
-- ``split``: no model at all, the split's statistics alone (:func:`head_share`): the share of the train split's uses
+- ``split``: no model at all, the split's statistics alone (``SplitStats.head_share``): the share of the train split's uses
   of the span's last word that end a mention of the presented type, smoothed. What the checker's lexicon and head
   rules know, as one number: a reference any entity judge should beat. No LLM call.
 - ``debate-prob``: the same panel read by probability (each reviewer's verdict one 1-5 question per criterion, as
@@ -79,7 +79,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, RGDAAugmenter, RGDAError, load_llm
-from hf_rgda.checking import Checker, SplitStats
+from hf_rgda.checking import Checker
 from hf_rgda.pipeline import Pipeline, Stages
 from hf_rgda.records import Candidate, Judgement, Seed, SeedResult
 from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
@@ -209,10 +209,10 @@ class Judges:
         return 0.0 if not row.ok else 0.5 if row.salvaged else 1.0
 
     async def split(self, canary: Canary) -> float:
-        """The split's statistics alone: :func:`head_share` of the span under test. No LLM call."""
+        """The split's statistics alone: ``SplitStats.head_share`` of the span under test. No LLM call."""
         assert canary.span is not None
         _, end, label = canary.span
-        return head_share(self.split_checker.stats, canary.tokens[end - 1], label, self.gold.types)
+        return self.split_checker.stats.head_share(canary.tokens[end - 1], label, self.gold.types)
 
     @functools.cached_property
     def split_checker(self) -> Checker:
@@ -229,24 +229,6 @@ class Judges:
         if self.split_size is not None and self.split_size < len(keep):
             keep = sorted(random.Random(f"{self.seed}/{self.gold.name}/split").sample(keep, self.split_size))
         return RGDAAugmenter.from_dataset(train.select(keep), llm=self.llm, cache=False, config=self.config).checker()
-
-
-def head_share(stats: SplitStats, word: str, label: str, types: Sequence[str]) -> float:
-    """The share of the split's uses of ``word`` (in the form whose statistics speak for it) that end a ``label``
-    mention: ``(as label's last word + 1/K) / (as any type's last word + outside any entity + 1)``, K the number of
-    types plus one (the smoothing gives a word the split never shows 1/K). Uses outside entities are counted for words
-    used at least ``CONTEXT_MIN_COUNT`` times so (:class:`~hf_rgda.checking.SplitStats`).
-
-    Example:
-        >>> from hf_rgda.checking import SplitStats
-        >>> stats = SplitStats(heads={"Disease": {"cancer": 9}}, context_words={"cancer": 0, "the": 50})
-        >>> round(head_share(stats, "cancer", "Disease", ["Disease"]), 3), round(head_share(stats, "the", "Disease", ["Disease"]), 3)
-        (0.95, 0.01)
-    """
-    word = stats.stats_form(word)
-    ends = {t: stats.heads.get(t, {}).get(word, 0) for t in types}
-    k = len(types) + 1
-    return (ends.get(label, 0) + 1 / k) / (sum(ends.values()) + stats.context_words.get(word, 0) + 1)
 
     async def entity(self, canary: Canary) -> float:
         """The entity verifier's probability of the presented type for the canary's span under test (the question's

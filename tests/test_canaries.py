@@ -423,7 +423,9 @@ def test_the_split_scorer_makes_no_call_and_reads_the_split_size(monkeypatch: py
     assert rc == 0 and entry["split_size"] == 1
     small = {x["id"]: x["score"] for x in entry["scorers"]["split"]["scores"]}
     assert small != {x["id"]: x["score"] for x in cell["scores"]}  # one sentence's statistics say less
-    assert calibration.head_share(calibration.SplitStats(), "Bank", "ORG", ["ORG", "PER"]) == pytest.approx(1 / 3)
+    from hf_rgda.checking import SplitStats
+
+    assert SplitStats().head_share("Bank", "ORG", ["ORG", "PER"]) == pytest.approx(1 / 3)
 
 
 def test_the_debate_reviewer_read_by_probability_end_to_end(monkeypatch: pytest.MonkeyPatch, data_dir: Path,

@@ -150,6 +150,23 @@ class SplitStats:
         as_head = self.heads.get(label, {}).get(head, 0)
         return outside >= min_outside and label in self.heads and as_head < share * (as_head + outside)
 
+    def head_share(self, word: str, label: str, types: Sequence[str]) -> float:
+        """The share of the split's uses of ``word`` (its :meth:`stats_form`) that end a ``label`` mention, smoothed:
+        ``(as label's last word + 1/K) / (as any of types' last word + outside entities + 1)``, K = ``len(types) + 1``
+        (a word the split never shows gets 1/K). Outside uses count for words used at least ``CONTEXT_MIN_COUNT`` times
+        so. The entity verifier's split evidence (``verify_split``) and ``benchmarks/calibration.py``'s ``split``
+        scorer.
+
+        Example:
+            >>> stats = SplitStats(heads={"Disease": {"cancer": 9}}, context_words={"the": 50})
+            >>> round(stats.head_share("cancer", "Disease", ["Disease"]), 3), round(stats.head_share("the", "Disease", ["Disease"]), 3)
+            (0.95, 0.01)
+        """
+        word = self.stats_form(word)
+        ends = {t: self.heads.get(t, {}).get(word, 0) for t in types}
+        k = len(types) + 1
+        return (ends.get(label, 0) + 1 / k) / (sum(ends.values()) + self.context_words.get(word, 0) + 1)
+
     def opens_rarely(self, word: str, label: str, share: float, min_outside: int) -> bool:
         """Whether the split uses ``word`` outside entities (at least ``min_outside`` times) and to open a
         ``label`` mention of two words or more in under ``share`` of those uses (no statistics: never)."""
