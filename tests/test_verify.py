@@ -195,6 +195,27 @@ def test_an_entity_the_split_tags_consistently_is_kept_without_a_question() -> N
     assert (ev["entities"], ev["known"], ev["verified"], ev["mean_probability"]) == (2, 2, 0, None)
 
 
+def test_with_verify_split_the_splits_head_share_weighs_in() -> None:
+    """verify_split: the threshold applies to sqrt(P x head share). A word the split ends Disease mentions with keeps
+    a doubtful P; one it uses only outside entities loses a confident one. Off (the default), P alone decides."""
+    stats = SplitStats(heads={"Disease": {"glioma": 19}}, context_words={"glutamate": 39})
+    verdicts = {"glioma": {"A": 0.3, "F": 0.7}, "glutamate": {"A": 0.6, "F": 0.4}}
+    r, _ = verify([TWO], verdicts, stats=stats, verify_threshold=0.5)
+    assert [v.decision for v in r.entity_verdicts] == ["untagged", "verified"]
+    r, _ = verify([TWO], verdicts, stats=stats, verify_threshold=0.5, verify_split=True)
+    # glioma: sqrt(0.3 x 19.5 / 20) = 0.54; glutamate: sqrt(0.6 x 0.5 / 40) = 0.09
+    assert [v.decision for v in r.entity_verdicts] == ["verified", "untagged"]
+    assert [v.probability for v in r.entity_verdicts] == [0.3, 0.6]  # the verdict keeps the model's P
+    (c,) = r.accepted
+    detail = f"'glutamate' as Disease: P = 0.60, with the split 0.09 < 0.5; most likely: {ORDINARY}"
+    assert c.salvaged == [f"unverified_entity: untagged 'glutamate' ({detail})"]
+    # the seed's reference is read the same way: its "cancer" is a head the split never shows (share 1/2)
+    verdicts["breast cancer"] = {"A": 0.5, "F": 0.5}
+    r, llm = verify([TWO], verdicts, stats=stats, verify_threshold=0.9, verify_relative=0.5, verify_split=True)
+    assert len(llm.calls) == 3  # t = min(0.9, 0.5 x sqrt(0.5 x 0.5)) = 0.25
+    assert [v.decision for v in r.entity_verdicts] == ["verified", "untagged"]
+
+
 @pytest.mark.parametrize("alternative", ["E", "B"])  # a cut or extended span; another type of the dataset
 def test_a_span_or_a_type_error_rejects_the_row(alternative: str) -> None:
     types = ("Disease", "Gene")

@@ -26,6 +26,12 @@ NCBI-disease tags "tumor" in "tumor suppressor gene" as Disease 17 times out of 
 gene ("the APC gene") as Disease; the model calls them no disease, and untagging them only got the row rejected by
 the checker's ``known_mention`` rule.
 
+With ``verify_split`` on, an entity is judged by ``sqrt(P(type) x S)`` instead of P(type), S the share of the
+split's uses of its last word that end a mention of its type (:meth:`~hf_rgda.checking.SplitStats.head_share`):
+the count the checker's head rules read, which ranks calibration canaries better than the local 1.5B's question on
+every benchmark dataset (``benchmarks/calibration.py --scorers split``). The seed's reference is read the same way,
+so the threshold rule is unchanged; the verdict still records P.
+
 A row with an entity to reject is rejected whole; the same text tagged the same way twice in a row is asked about
 once. Each verdict goes to the seed's ``entity_verdicts`` (the trace's ``verification``); rows the stage rejects
 are recorded under the stage ``entity_verify``. The stage asks only about sentences it has not seen
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 
 from ..checking import Checker
@@ -91,14 +98,23 @@ class Verify:
         q = self.question(tokens, span)
         return (await self.probabilities(r, tokens, q))[q.letters[0]]
 
+    def score(self, tokens: Sequence[str], span: Span, p: float) -> float:
+        """What the threshold is applied to: P(type) ``p``, or with ``verify_split`` its geometric mean with the
+        split's head share of the span (module docstring)."""
+        if not self.run.config.verify_split:
+            return p
+        checker = self.run.checker
+        return math.sqrt(p * checker.stats.head_share(tokens[span.end - 1], span.label, checker.types))
+
     async def threshold(self, r: SeedResult) -> float:
         """The seed's threshold (module docstring); its reference questions are asked once per seed (cached)."""
         cfg = self.run.config
         if not cfg.verify_relative or not r.seed.spans:
             return cfg.verify_threshold
         if r.seed.key not in self._refs:
-            ps = await asyncio.gather(*(self.probability(r, r.seed.tokens, spans[0])
-                                        for spans in _by_text(r.seed.tokens, r.seed.spans)))
+            groups = _by_text(r.seed.tokens, r.seed.spans)
+            ps = await asyncio.gather(*(self.probability(r, r.seed.tokens, spans[0]) for spans in groups))
+            ps = [self.score(r.seed.tokens, spans[0], p) for spans, p in zip(groups, ps)]
             self._refs[r.seed.key] = sum(ps) / len(ps)
         return min(cfg.verify_threshold, cfg.verify_relative * self._refs[r.seed.key])
 
@@ -139,7 +155,7 @@ class Verify:
                 kept: Sequence[Candidate], t: float) -> None:
         """Apply the decision rule of the module docstring to row ``c``, recording every verdict on ``r``."""
         cfg, c.verified = self.run.config, True
-        low = [(spans, q, probs) for spans, q, probs in answers if probs[q.letters[0]] < t]
+        low = [(spans, q, probs) for spans, q, probs in answers if self.score(c.tokens, spans[0], probs[q.letters[0]]) < t]
         untag = cfg.salvage and all(q.alternative(probs).kind in UNTAGGABLE for _, q, probs in low)
         for spans, q, probs in answers:
             below = any(spans is s for s, _, _ in low)
@@ -150,21 +166,22 @@ class Verify:
             return
         if not untag:  # the detail names the entity that rejects the row
             spans, q, probs = next((x for x in low if x[1].alternative(x[2]).kind not in UNTAGGABLE), low[0])
-            r.rejected.append((STAGE, c.reject("unverified_entity", self._detail(q, spans[0].label, probs, t))))
+            r.rejected.append((STAGE, c.reject("unverified_entity", self._detail(c.tokens, spans[0], q, probs, t))))
             return
         tags = list(c.tags)
         for spans, q, probs in low:
             for s in spans:
                 tags[s.start : s.end] = ["O"] * (s.end - s.start)
-            c.salvaged.append(f"unverified_entity: untagged {q.entity!r} ({self._detail(q, spans[0].label, probs, t)})")
+            c.salvaged.append(f"unverified_entity: untagged {q.entity!r} ({self._detail(c.tokens, spans[0], q, probs, t)})")
         c.tags = tags
         self.recheck.check(c, r.seed, kept, forbid_seed_entities=self.forbid_seed_entities)
         if not c.ok:
             r.rejected.append((STAGE, c))
 
-    @staticmethod
-    def _detail(q: Question, label: str, probs: Mapping[str, float], t: float) -> str:
-        return f"{q.entity!r} as {label}: P = {probs[q.letters[0]]:.2f} < {t:.3g}; most likely: {q.alternative(probs).text}"
+    def _detail(self, tokens: Sequence[str], span: Span, q: Question, probs: Mapping[str, float], t: float) -> str:
+        p = probs[q.letters[0]]
+        split = f", with the split {self.score(tokens, span, p):.2f}" if self.run.config.verify_split else ""
+        return f"{q.entity!r} as {span.label}: P = {p:.2f}{split} < {t:.3g}; most likely: {q.alternative(probs).text}"
 
 
 def _by_text(tokens: Sequence[str], spans: Sequence[Span]) -> list[list[Span]]:
