@@ -29,7 +29,8 @@ Scorers (``--scorers``), each a function from a canary to a score, built per dat
   an entity the split tags as its type consistently 1 (``verify_known``: the pipeline asks nothing about it), any
   other the ``entity`` probability. A canary presenting a type the dataset lacks (NCBI-disease's mentions shown
   as Genes) cannot come out of the pipeline, whose schema allows only the dataset's types, so the checker is not
-  asked about it and it scores its ``entity`` probability alone.
+  asked about it and it scores its ``entity`` probability alone. With ``--set verify_split=true`` the probability is
+  combined with the split's head share as the stage combines them (``hf_rgda.stages.verify``).
 - ``split``: no model at all, the split's statistics alone (``SplitStats.head_share``): the share of the train split's uses
   of the span's last word that end a mention of the presented type, smoothed. What the checker's lexicon and head
   rules know, as one number: a reference any entity judge should beat. No LLM call.
@@ -68,6 +69,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import math
 import os
 import platform
 import re
@@ -261,7 +263,10 @@ class Judges:
                     " ".join(t.lower() for t in canary.tokens[start:end])) == label:
                 self.details[canary.id] = {"known": True}
                 return 1.0
-        return await self.entity(canary)
+        p = await self.entity(canary)
+        if self.config.verify_split:  # as the stage scores it, with the split the checker was built from
+            return math.sqrt(p * self.split_checker.stats.head_share(canary.tokens[end - 1], label, self.gold.types))
+        return p
 
 
 async def _no_revision(feedback: list[tuple[Candidate, dict[str, Any]]], rnd: int) -> list[Candidate]:

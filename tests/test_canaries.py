@@ -475,6 +475,23 @@ def test_the_verification_scorer_runs_the_checker_before_the_verifier(monkeypatc
     assert any(x["label"] != "good" for x in scores if "checker" in x) and any(x.get("known") for x in scores)
 
 
+def test_the_verification_scorer_combines_as_the_stage_with_verify_split(monkeypatch: pytest.MonkeyPatch,
+                                                                          data_dir: Path) -> None:
+    """--set verify_split=true: an asked canary scores sqrt(P x the split scorer's head share), as the stage judges
+    it; the checker's 0 and the lexicon's 1 stay."""
+    def yes(messages: Any, schema: Any, params: Any) -> Any:
+        return {"A": 1.0}
+
+    rc, out = _run(monkeypatch, data_dir, yes, "--scorers", "verification", "split", "--set", "verify_split=true",
+                   "--datasets", "bio")  # (the FIN fixture's checker stops every canary: nothing is asked there)
+    assert rc == 0
+    cells = json.loads(out.read_text())["datasets"]["bio"]["scorers"]
+    share = {x["id"]: x["score"] for x in cells["split"]["scores"]}
+    asked = [x for x in cells["verification"]["scores"] if "checker" not in x and not x.get("known")]
+    assert asked and all(x["score"] == pytest.approx(share[x["id"]] ** 0.5, abs=1e-3) for x in asked)
+    assert any(x["score"] < 0.99 for x in asked) and any("checker" in x for x in cells["verification"]["scores"])
+
+
 def test_set_overrides_an_option_of_the_pipeline_and_is_recorded(monkeypatch: pytest.MonkeyPatch,
                                                                  data_dir: Path) -> None:
     """--set verify_known=false: the split's known entities are asked about like any other (one call each)."""
