@@ -126,9 +126,9 @@ class AugmentConfig:
     verify_split: bool = _f(False, "entity verification weighs the split's statistics with the model: an entity is "
                             "judged by the geometric mean of the model's P(type) and the share of the split's uses of "
                             "its last word that end a mention of its type (SplitStats.head_share), against the same "
-                            "threshold (its seed reference read the same way); on the local 1.5B's SciERC canaries "
-                            "AUROC 0.805 -> 0.852, NCBI-disease and FIN unchanged (benchmarks/README.md); off until "
-                            "measured on fresh canaries")
+                            "threshold (its seed reference read the same way); with the local 1.5B, SciERC canaries' "
+                            "AUROC 0.805 -> 0.852 and, on a fresh draw, 0.780 -> 0.804; NCBI-disease and FIN within "
+                            "0.004 (benchmarks/README.md)")
     skip_entityless: bool = _f(True, "leave seeds without any entity un-augmented (small models invent entities for them)")
     entity_hints: int = _f(6, "guided methods: the composer's guide shows a same-type entity from the dataset in place "
                            "of each of the seed's, plus this many more per type as examples (0 = neither: the "
