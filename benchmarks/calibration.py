@@ -69,7 +69,6 @@ import asyncio
 import dataclasses
 import functools
 import json
-import math
 import os
 import platform
 import re
@@ -87,6 +86,7 @@ from hf_rgda.records import Candidate, Judgement, Seed, SeedResult
 from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 from hf_rgda.stages.debate import ReviewResult, run_review
 from hf_rgda.stages.rating import expected_total
+from hf_rgda.stages.verify import with_split
 from hf_rgda.tags import Span, label_names, tags_to_spans
 
 BENCH = Path(__file__).resolve().parent
@@ -265,7 +265,7 @@ class Judges:
                 return 1.0
         p = await self.entity(canary)
         if self.config.verify_split:  # as the stage scores it, with the split the checker was built from
-            return math.sqrt(p * self.split_checker.stats.head_share(canary.tokens[end - 1], label, self.gold.types))
+            return with_split(p, self.split_checker.stats, canary.tokens, Span(start, end, label), self.gold.types)
         return p
 
 

@@ -268,16 +268,15 @@ def main(argv: list[str] | None = None) -> int:
             run(split, f"{name}/rgda/representation=segments", f"0-{args.representations}",
                 seeds.select(range(args.representations)), method="rgda", representation="segments", cache=cache,
                 domain=DOMAINS.get(name, ""))
+    suffix = "@seeds" if args.stats == "seeds" else ""
     for lo in range(0, args.num_seeds, args.chunk):  # chunk by chunk across datasets, so every dataset advances
-        for name, split, seeds in plan:
-            if args.stats == "seeds":  # what a user holding only the seeds has: the statistics of all N of them
-                split = seeds
+        for name, train, seeds in plan:
+            split = seeds if args.stats == "seeds" else train  # seeds: what a user holding only them has
             part = seeds.select(range(lo, min(lo + args.chunk, len(seeds))))
             if len(part) == 0:
                 continue
             for method in args.methods:  # methods share one cache: calls they have in common are paid once
                 base, _, combo = method.partition("+")
-                suffix = "@seeds" if args.stats == "seeds" else ""
                 run(split, f"{name}/{method}{suffix}", f"{lo}-{lo + len(part)}", part, method=base, cache=args.cache,
                     domain=DOMAINS.get(name, ""), **COMBOS.get(combo, {}))
     return 0

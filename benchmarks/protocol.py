@@ -49,6 +49,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))  # local_pipeline (its variants, its commit rule), however this is loaded
 
 METHODS = ["noaug", "eda", "mr", "naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda"]
+BASELINES = ("noaug", "eda", "mr", "mr-train")  # the methods without an LLM (their rows are not stored)
 DOMAINS = {"ncbi_disease": "biomedical research abstracts (PubMed) with disease mentions",
            "scierc": "computer science research abstracts (AI, NLP, vision)",
            "fin": "financial agreements and SEC filings"}
@@ -89,10 +90,10 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
         # statistics and entity hints from the seeds alone (as a user holding only them), not the whole train split
         from local_pipeline import COMBOS
 
-        method, _, stats = method.partition("@")
+        variant, _, stats = method.partition("@")
         if stats not in ("", "seeds"):
-            raise SystemExit(f"{method}@{stats}: the statistics come from the train split or from '@seeds'")
-        base, _, combo = method.partition("+")
+            raise SystemExit(f"{method}: the statistics come from the train split or from '@seeds'")
+        base, _, combo = variant.partition("+")
         aug = RGDAAugmenter.from_dataset(seeds if stats else train, llm=args.llm, method=base, num_augmented=args.ratio,
                                          cache=args.cache, domain=DOMAINS.get(name, ""), **COMBOS[combo] if combo else {})
     # the recipe refuses rows that disagree with their traces (a stale datasets cache)
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                 if old.get("runs"):
                     print(f"{key}: training rows differ from the stored cell's (or it predates fingerprints); "
                           f"its {len(old['runs'])} run(s) are replaced", flush=True)
-            if method not in ("noaug", "eda", "mr", "mr-train"):  # an LLM method's rows, kept to be read and reused
+            if method not in BASELINES:  # an LLM method's rows, kept to be read and reused
                 cell["rows"] = stored_rows(aug)
             full_steps = -(-len(seeds) * (1 + args.ratio) // args.train_batch) * int(args.epochs)
             for run in range(len(cell["runs"]), args.runs):

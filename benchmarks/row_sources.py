@@ -92,22 +92,20 @@ def test_coverage(test_texts: Sequence[str], seed_texts: set[str], row_texts: se
 
 def row_sets(path: Path) -> dict[str, dict[str, Any]]:
     """The row sets of a results file, ``{key: {"dataset", "seeds", "rows"}}``: a ``protocol.py`` file's cells that
-    stored their rows, or each cell of a ``local_pipeline.py`` file (``chunks``: per ``dataset/method``, chunks of
-    seeds ``a-b``; the seeds are the first ``b`` of the largest chunk end, and must be covered from 0 on)."""
+    stored their rows, or each cell of a ``local_pipeline.py`` file over all its seeds (``row_ablation.py``'s
+    :func:`pipeline_rows`, which refuses chunks that do not cover the seeds from 0 on)."""
+    from row_ablation import pipeline_rows
+
     data = json.loads(path.read_text())
     if "chunks" not in data:
         return {f"{path.name}:{k}": {"dataset": c["dataset"], "seeds": c["seeds"], "rows": c["rows"]}
                 for k, c in data["cells"].items() if c.get("rows")}
     out = {}
     for key, chunks in data["chunks"].items():
-        spans = sorted((tuple(map(int, c.split("-"))), c) for c in chunks)
-        end = 0
-        for (a, b), _ in spans:
-            if a != end:
-                raise SystemExit(f"{path}: {key}'s chunks do not cover its seeds from 0 on ({list(chunks)})")
-            end = b
-        out[f"{path.name}:{key}"] = {"dataset": key.split("/")[0], "seeds": end,
-                                     "rows": [r for _, c in spans for r in chunks[c]["examples"]]}
+        dataset, _, method = key.partition("/")
+        seeds = max(int(c.split("-")[1]) for c in chunks)
+        name, rows = pipeline_rows(path, argparse.Namespace(dataset=dataset, method=method, seeds=seeds))
+        out[name] = {"dataset": dataset, "seeds": seeds, "rows": rows}
     return out
 
 
@@ -119,14 +117,14 @@ def analyse(data_dir: Path, rows_paths: Sequence[Path]) -> dict[str, Any]:
 
     cells = {k: c for path in rows_paths for k, c in row_sets(path).items()}
     out: dict[str, Any] = {}
-    loaded: dict[str, Any] = {}
+    loaded: dict[str, Any] = {}  # per dataset, read once: its train split, train and test mention texts
     for key, cell in cells.items():
         name = cell["dataset"]
         if name not in loaded:
             dsd = load_source(str(data_dir / name))
-            loaded[name] = (dsd["train"], [t for t, _ in mention_texts(_rows(dsd["test"]))])
-        train, test_texts = loaded[name]
-        train_texts = {t for t, _ in mention_texts(_rows(train))}
+            loaded[name] = (dsd["train"], {t for t, _ in mention_texts(_rows(dsd["train"]))},
+                            [t for t, _ in mention_texts(_rows(dsd["test"]))])
+        train, train_texts, test_texts = loaded[name]
         seed_rows = _rows(sample_seeds(train, cell["seeds"], sample_seed=0, min_entities=1))
         seed_texts = {t for t, _ in mention_texts(seed_rows)}
         rows = [(r["tokens"], r["tags"]) for r in cell["rows"]]

@@ -233,17 +233,3 @@ def test_an_llm_method_takes_its_statistics_from_train_or_with_at_seeds_from_the
     with pytest.raises(SystemExit, match="@seeds"):
         mod.augment("rgda@everything", "toy", train, seeds, args)
 
-
-def test_mr_train_replaces_mentions_from_the_whole_train_split(monkeypatch: pytest.MonkeyPatch) -> None:
-    import argparse
-
-    mod = _load()
-    train = Dataset.from_dict({"tokens": [["x", f"m{i}", "y", "z"] for i in range(10)],
-                               "ner_tags": [["O", "B-X", "O", "O"]] * 10})
-    seeds = train.select([0, 1])
-    args = argparse.Namespace(ratio=3, sample_seed=0, batch_size=5)
-    seen = {}
-    for method in ("mr", "mr-train"):
-        aug, _ = mod.augment(method, "toy", train, seeds, args)
-        seen[method] = {t[1] for t in aug["tokens"]}
-    assert seen["mr"] <= {"m0", "m1"} and seen["mr-train"] - {"m0", "m1"}

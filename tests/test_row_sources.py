@@ -54,5 +54,5 @@ def test_local_pipeline_files_give_their_cells_rows_over_chunks_from_seed_zero(t
     sets = row_sources.row_sets(path)
     assert sets == {"lp.json:toy/rgda": {"dataset": "toy", "seeds": 4, "rows": [row, row, row]}}
     path.write_text(json.dumps({"chunks": {"toy/rgda": {"2-4": {"examples": [row]}}}}))
-    with pytest.raises(SystemExit, match="from 0 on"):
+    with pytest.raises(SystemExit, match="first 4 seeds"):
         row_sources.row_sets(path)

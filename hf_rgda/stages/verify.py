@@ -46,13 +46,13 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
-from ..checking import Checker
+from ..checking import Checker, SplitStats
 from ..records import Candidate, EntityVerdict, SeedResult
 from ..tags import Span, detokenize, tags_to_spans
 from .base import Run
 from .categories import UNTAGGABLE, Option, Question, question
 
-__all__ = ["STAGE", "Verify"]
+__all__ = ["STAGE", "Verify", "with_split"]
 
 STAGE = "entity_verify"
 
@@ -99,12 +99,10 @@ class Verify:
         return (await self.probabilities(r, tokens, q))[q.letters[0]]
 
     def score(self, tokens: Sequence[str], span: Span, p: float) -> float:
-        """What the threshold is applied to: P(type) ``p``, or with ``verify_split`` its geometric mean with the
-        split's head share of the span (module docstring)."""
+        """What the threshold is applied to: P(type) ``p``, or with ``verify_split`` :func:`with_split`."""
         if not self.run.config.verify_split:
             return p
-        checker = self.run.checker
-        return math.sqrt(p * checker.stats.head_share(tokens[span.end - 1], span.label, checker.types))
+        return with_split(p, self.run.checker.stats, tokens, span, self.run.checker.types)
 
     async def threshold(self, r: SeedResult) -> float:
         """The seed's threshold (module docstring); its reference questions are asked once per seed (cached)."""
@@ -182,6 +180,12 @@ class Verify:
         p = probs[q.letters[0]]
         split = f", with the split {self.score(tokens, span, p):.2f}" if self.run.config.verify_split else ""
         return f"{q.entity!r} as {span.label}: P = {p:.2f}{split} < {t:.3g}; most likely: {q.alternative(probs).text}"
+
+
+def with_split(p: float, stats: SplitStats, tokens: Sequence[str], span: Span, types: Sequence[str]) -> float:
+    """``verify_split``'s score of ``span`` in ``tokens``: the geometric mean of the model's P(type) ``p`` and the
+    split's head share of the span's last word (:meth:`~hf_rgda.checking.SplitStats.head_share`)."""
+    return math.sqrt(p * stats.head_share(tokens[span.end - 1], span.label, types))
 
 
 def _by_text(tokens: Sequence[str], spans: Sequence[Span]) -> list[list[Span]]:
