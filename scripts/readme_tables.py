@@ -1,20 +1,22 @@
-"""Generate the README's option and checker-rule tables from the code, so the docs cannot drift from it.
+"""Generate the docs' tables from the code and the results files, so the docs cannot drift from them.
 
-    python scripts/readme_tables.py          # rewrite the tables in README.md
-    python scripts/readme_tables.py --check  # exit 1 if README.md is out of date (tests/test_readme.py runs this)
+    python scripts/readme_tables.py          # rewrite the tables
+    python scripts/readme_tables.py --check  # exit 1 if a table is out of date (tests/test_readme.py runs this)
 
-The tables sit between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` markers.
+The tables sit between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` markers: the option and checker-rule tables
+in ``docs/options.md``, the results summary in ``benchmarks/README.md`` (printed by ``benchmarks/summary_table.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cell(text: object) -> str:
@@ -49,15 +51,27 @@ def rules_table() -> str:
     return "\n".join(rows)
 
 
-TABLES: dict[str, Callable[[], str]] = {"options": options_table, "rules": rules_table}
+def summary_table() -> str:
+    """The results summary that opens benchmarks/README.md, read from ``benchmarks/results/``."""
+    spec = importlib.util.spec_from_file_location("summary_table", ROOT / "benchmarks" / "summary_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.table()
 
 
-def render(text: str) -> str:
-    """``text`` with every marked table regenerated."""
-    for name, make in TABLES.items():
+#: file (relative to the repository root) -> {table name: what writes it}
+TABLES: dict[str, dict[str, Callable[[], str]]] = {
+    "docs/options.md": {"options": options_table, "rules": rules_table},
+    "benchmarks/README.md": {"summary": summary_table},
+}
+
+
+def render(text: str, path: str = "docs/options.md") -> str:
+    """``text`` (the file ``path``) with every marked table regenerated."""
+    for name, make in TABLES[path].items():
         start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
         if start not in text or end not in text:
-            raise SystemExit(f"README.md has no {start.strip()} ... {end.strip()} block")
+            raise SystemExit(f"{path} has no {start.strip()} ... {end.strip()} block")
         head, rest = text.split(start, 1)
         text = head + start + "\n" + make() + "\n" + end + rest.split(end, 1)[1]
     return text
@@ -65,16 +79,19 @@ def render(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--check", action="store_true", help="exit 1 if README.md is out of date instead of rewriting it")
+    p.add_argument("--check", action="store_true", help="exit 1 if a table is out of date instead of rewriting it")
     args = p.parse_args(argv)
-    old = README.read_text()
-    new = render(old)
-    if args.check:
+    stale = []
+    for path in TABLES:
+        old = (ROOT / path).read_text()
+        new = render(old, path)
         if new != old:
-            print("README.md tables are out of date: run python scripts/readme_tables.py", file=sys.stderr)
-            return 1
-        return 0
-    README.write_text(new)
+            stale.append(path)
+            if not args.check:
+                (ROOT / path).write_text(new)
+    if args.check and stale:
+        print(f"tables out of date in {', '.join(stale)}: run python scripts/readme_tables.py", file=sys.stderr)
+        return 1
     return 0
 
 
