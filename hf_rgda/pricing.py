@@ -5,11 +5,14 @@ Prices are US dollars per million tokens, from a dated table that a user overrid
 (``{"openai:gpt-5.5": {"input": .., "output": .., "cached_input": ..}}``). A model missing from the table is priced
 at zero and the report says so; nothing is guessed.
 
-Where the built-in prices come from: the providers' public price pages on :data:`PRICES_AS_OF`. The installed SDKs
-(openai 3.54, anthropic 2.12, google-genai 3.4) carry no prices. On 2026-11-23 the table was checked against them:
-the models the anthropic SDK lists as past their end-of-life (Claude 3.7 Sonnet, Claude 3.5 Haiku, Claude Sonnet 4)
-were removed, the models they still list kept at their 2025-06-01 prices; newer models (e.g. the ones in
-:data:`hf_rgda.llm.EXAMPLE_MODELS`) have no built-in price: give theirs in a price file.
+Where the built-in prices come from: each entry carries the date and the page it was read from (``Price.source``;
+``docs/providers.md`` lists them). The installed SDKs carry no prices. The entries of 2025-06-01 are from the
+providers' price pages of that day; the models of :data:`hf_rgda.llm.EXAMPLE_MODELS` (the README's examples) were
+added on 2026-11-26 from the official pages that the maintained price map ``genai-prices`` 0.2.3 (pydantic) cites,
+and cross-checked with it. That package is not a dependency: it needs Python 3.11 (this package supports 3.10), and a
+price map that moves with an installed version would make a run's reported cost depend on the environment. Short
+prompts only: GPT-5.5 bills prompts over 272K tokens at higher rates, which this table does not model, and
+Anthropic's cache writes (1.25x input) are counted at the input price.
 
 Example:
     >>> table = PriceTable.default()
@@ -33,19 +36,27 @@ from ._exceptions import ConfigError
 
 __all__ = ["PRICES_AS_OF", "Price", "PriceTable", "cost_report", "format_cost", "load_prices"]
 
-#: the date the built-in list prices were taken from the providers' public price pages; check before relying on them
-#: (the list of models was last checked against the installed SDKs on 2026-11-23)
-PRICES_AS_OF = "2025-06-01"
+#: the date of the newest built-in price; each entry carries its own (``Price.source``): check before relying on them
+PRICES_AS_OF = "2026-11-26"
 
-# $ per 1M tokens: input, output, cached input (prompt-cache reads)
-_DEFAULT: dict[str, tuple[float, float, float]] = {
-    "openai:gpt-4o": (2.50, 10.00, 1.25),
-    "openai:gpt-4o-mini": (0.15, 0.60, 0.075),
-    "openai:gpt-4.1": (2.00, 8.00, 0.50),
-    "openai:gpt-4.1-mini": (0.40, 1.60, 0.10),
-    "gemini:gemini-2.5-flash": (0.30, 2.50, 0.075),
-    "gemini:gemini-2.5-pro": (1.25, 10.00, 0.31),
-    "gemini:gemini-2.0-flash": (0.10, 0.40, 0.025),
+_OLD = "2025-06-01, the provider's price page"
+_OPENAI = "2026-11-26, https://developers.openai.com/api/docs/pricing (prompts up to 272K tokens)"
+_ANTHROPIC = "2026-11-26, https://platform.claude.com/docs/en/about-claude/pricing"
+_GEMINI = ("2026-11-26, https://ai.google.dev/gemini-api/docs/pricing (introductory rate until 2026-12-31; from "
+           "2027-01-01 $1.50 / $7.50 / $0.15)")
+
+# $ per 1M tokens: input, output, cached input (prompt-cache reads), and where and when the price was read
+_DEFAULT: dict[str, tuple[float, float, float, str]] = {
+    "openai:gpt-5.5": (5.00, 30.00, 0.50, _OPENAI),
+    "anthropic:claude-sonnet-5-5": (2.00, 10.00, 0.10, _ANTHROPIC),
+    "gemini:gemini-3.8-flash": (0.75, 3.75, 0.075, _GEMINI),
+    "openai:gpt-4o": (2.50, 10.00, 1.25, _OLD),
+    "openai:gpt-4o-mini": (0.15, 0.60, 0.075, _OLD),
+    "openai:gpt-4.1": (2.00, 8.00, 0.50, _OLD),
+    "openai:gpt-4.1-mini": (0.40, 1.60, 0.10, _OLD),
+    "gemini:gemini-2.5-flash": (0.30, 2.50, 0.075, _OLD),
+    "gemini:gemini-2.5-pro": (1.25, 10.00, 0.31, _OLD),
+    "gemini:gemini-2.0-flash": (0.10, 0.40, 0.025, _OLD),
 }
 
 
@@ -81,13 +92,14 @@ class PriceTable:
                 inp, out = float(entry["input"]), float(entry["output"])
             except (KeyError, TypeError, ValueError) as err:
                 raise ConfigError(f"price of {name!r}: need numeric 'input' and 'output' ($ per 1M tokens)") from err
-            self.prices[name] = Price(inp, out, float(entry.get("cached_input", inp)), source=as_of or "user")
+            self.prices[name] = Price(inp, out, float(entry.get("cached_input", inp)),
+                                      source=str(entry.get("source") or as_of or "user"))
 
     @classmethod
     def default(cls) -> PriceTable:
         """The built-in table, updated with ``$HF_RGDA_PRICES`` (a JSON file) when set."""
-        table = cls({k: {"input": i, "output": o, "cached_input": c} for k, (i, o, c) in _DEFAULT.items()},
-                    as_of=PRICES_AS_OF)
+        table = cls({k: {"input": i, "output": o, "cached_input": c, "source": src}
+                     for k, (i, o, c, src) in _DEFAULT.items()}, as_of=PRICES_AS_OF)
         env = os.environ.get("HF_RGDA_PRICES")
         return table.updated(load_prices(env)) if env else table
 

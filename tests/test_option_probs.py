@@ -43,7 +43,7 @@ QUESTION = [{"role": "system", "content": "Answer with one letter."},
 DIST = {"A": 0.6, " A": 0.1, "B": 0.2, "The": 0.05}  # the next-token distribution the servers script
 PARAMS = {"seed": 7}
 FAST = RetryPolicy(max_attempts=3, base_delay=0.05, max_delay=5)
-MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash"}
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.0-flash"}  # with logprobs
 
 
 def lp(p: float) -> float:
@@ -268,11 +268,28 @@ def test_openai_server_without_logprobs_is_a_clear_error() -> None:
         assert len(srv.requests) == 1  # not retried
 
 
-def test_gemini_model_without_logprobs_is_a_clear_error() -> None:
-    with ProviderServer(lambda m, s: "A") as srv:
-        with pytest.raises(BackendError, match="Logprobs is not enabled"):
-            ask(remote("gemini", srv))
-        assert len(srv.requests) == 1
+def test_gemini_model_that_refuses_logprobs_is_read_by_sampling_from_then_on() -> None:
+    """An unpredicted "Logprobs is not enabled" answer is learned once: that question and every later one sample."""
+    with ProviderServer(lambda m, s: {"answer": "B"}) as srv:
+        llm = remote("gemini", srv)
+        assert llm.has_logprobs
+        res = ask(llm, params={"seed": 1, "samples": 3})
+        assert res.method == "samples" and res.probs["B"] == 1.0
+        assert not llm.has_logprobs and len(llm.adaptations) == 1 and "logprobs" in llm.adaptations[0]
+        assert len(srv.requests) == 1 + 3  # the refused request, then the samples; nothing retried blindly
+        ask(llm, params={"seed": 2, "samples": 3})
+        assert len(srv.requests) == 1 + 3 + 3 and len(llm.adaptations) == 1
+
+
+def test_models_without_logprobs_sample_from_the_start(server: ProviderServer) -> None:
+    """The capability record is per model: gpt-5.5, gemini-3.8-flash and gemini-2.5-flash have no logprobs."""
+    server.responder = lambda m, s: {"answer": "A"}
+    for provider, model in (("openai", "gpt-5.5"), ("gemini", "gemini-3.8-flash"), ("gemini", "gemini-2.5-flash")):
+        before = len(server.requests)
+        llm = load_llm(f"{provider}:{model}", base_url=server.url(provider), api_key="k", retry=FAST, timeout=5.0)
+        res = ask(llm, params={"seed": 1, "samples": 2})
+        assert not llm.has_logprobs and res.method == "samples" and llm.adaptations == []
+        assert len(server.requests) == before + 2
 
 
 def test_anthropic_uses_the_sampling_fallback(server: ProviderServer) -> None:

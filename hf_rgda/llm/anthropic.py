@@ -5,6 +5,12 @@ Structured output is tool use: one tool whose ``input_schema`` is the stage's JS
 repeated stages read it from Anthropic's prompt cache (reported as cached tokens). The key is read from
 ``ANTHROPIC_API_KEY`` at the first call.
 
+What a request carries follows the model's :class:`~hf_rgda.llm.capabilities.Capabilities` record: the models
+after Claude Opus 4.6 take no ``temperature``/``top_p``/``top_k`` (it is not sent), and the ones that think by
+default (the Claude 5 generation) get ``thinking: {"type": "disabled"}``, since forced tool use is refused while
+thinking is on. A rejection the record did not predict is adapted to once (see
+:class:`~hf_rgda.llm.capabilities.Adaptive`).
+
 Example:
     >>> AnthropicLLM("claude-sonnet-5-5").identity()
     {'backend': 'anthropic', 'model': 'claude-sonnet-5-5'}
@@ -13,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +33,7 @@ from .._exceptions import (
     TimeoutError,
 )
 from .base import Completion, Usage
+from .capabilities import Adaptive
 from .remote import RemoteLLM, retry_after_of, status_error
 
 __all__ = ["AnthropicLLM"]
@@ -41,7 +49,7 @@ def _sdk() -> Any:
     return anthropic
 
 
-class AnthropicLLM(RemoteLLM):
+class AnthropicLLM(Adaptive, RemoteLLM):
     """Claude models with tool-use structured output and prompt caching of the system prompt.
 
     Args:
@@ -49,7 +57,9 @@ class AnthropicLLM(RemoteLLM):
         cache_system: mark the system prompt ``cache_control: ephemeral``.
         send_temperature: send the stage's temperature (as a raw body field: the SDK no longer types it). The
             paper's Claude 3.7 Sonnet takes it; set False for models that reject sampling parameters (they then
-            sample at the API default, 1.0, and the judges lose their low temperature).
+            sample at the API default, 1.0, and the judges lose their low temperature). The model's capability
+            record decides first: current models never get it.
+        capabilities: overrides of the model's :class:`~hf_rgda.llm.capabilities.Capabilities` record.
         **options: see :class:`~hf_rgda.llm.remote.RemoteLLM`.
     """
 
@@ -57,11 +67,14 @@ class AnthropicLLM(RemoteLLM):
     key_env = ("ANTHROPIC_API_KEY",)
     keyless_with_base_url = False
     has_logprobs = False  # the Messages API returns none: option_probs samples (hf_rgda.llm.base.sample_option_probs)
+    live_fields = (*RemoteLLM.live_fields, *Adaptive.ADAPTIVE_LIVE)
 
-    def __init__(self, model: str, *, cache_system: bool = True, send_temperature: bool = True, **options: Any) -> None:
+    def __init__(self, model: str, *, cache_system: bool = True, send_temperature: bool = True,
+                 capabilities: Mapping[str, Any] | None = None, **options: Any) -> None:
         self.cache_system = cache_system
         self.send_temperature = send_temperature
         super().__init__(model, **options)
+        self._setup_capabilities(capabilities)
 
     def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
         return _sdk().AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0)
@@ -69,9 +82,10 @@ class AnthropicLLM(RemoteLLM):
     def _body(self, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
               params: Mapping[str, Any]) -> dict[str, Any]:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        caps = self.caps
         body: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": int(params.get("max_tokens", 768)),
+            "max_tokens": caps.cap(int(params.get("max_tokens", 768))),
             "messages": [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"],
         }
         if system:
@@ -79,8 +93,15 @@ class AnthropicLLM(RemoteLLM):
             if self.cache_system:
                 block["cache_control"] = {"type": "ephemeral"}
             body["system"] = [block]
-        if self.send_temperature:  # Anthropic's range is 0..1
-            body["extra_body"] = {"temperature": min(1.0, float(params.get("temperature", 1.0)))}
+        extra: dict[str, Any] = {}
+        if self.send_temperature and caps.temperature:  # Anthropic's range is 0..1 (a raw field: the SDK dropped it)
+            extra["temperature"] = min(1.0, float(params.get("temperature", 1.0)))
+        if caps.top_p and "top_p" in params:
+            extra["top_p"] = float(params["top_p"])
+        if extra:
+            body["extra_body"] = extra
+        if caps.thinking_off:
+            body["thinking"] = {"type": "disabled"}
         if schema is not None:
             body["tools"] = [{"name": _TOOL, "description": "Write the answer in the required structure.",
                               "input_schema": dict(schema)}]
@@ -91,7 +112,13 @@ class AnthropicLLM(RemoteLLM):
                        params: Mapping[str, Any]) -> Completion:
         anthropic = _sdk()
         try:
-            resp = await client.messages.create(**self._body(messages, schema, params))
+            try:
+                resp = await client.messages.create(**self._body(messages, schema, params))
+            except anthropic.APIStatusError as err:
+                param = _rejected_param(err.status_code, str(err.message))
+                if not (param and self._adapt(param, f"HTTP {err.status_code}: {err.message}")):
+                    raise
+                resp = await client.messages.create(**self._body(messages, schema, params))  # once, adapted
         except anthropic.APIStatusError as err:
             raise status_error({401: AuthenticationError, 403: AuthenticationError, 429: RateLimitError,
                                 529: ServerError}, err.status_code, f"{self.model}: HTTP {err.status_code}: {err.message}",
@@ -125,4 +152,20 @@ class AnthropicLLM(RemoteLLM):
         extra = {"cache_system": False} if not self.cache_system else {}
         if not self.send_temperature:
             extra["send_temperature"] = False
-        return {**super().identity(), **extra}
+        return {**super().identity(), **extra, **self._capability_identity()}
+
+
+_DEPRECATED = re.compile(r"`(temperature|top_p|top_k)` is deprecated")
+
+
+def _rejected_param(status: int, message: str) -> str | None:
+    """The parameter an HTTP 400 ``invalid_request_error`` rejects, by its message (Anthropic sends no ``param``)."""
+    if status != 400:
+        return None
+    if m := _DEPRECATED.search(message):
+        return m.group(1)
+    if "cannot both be specified" in message:
+        return "top_p"
+    if "Thinking may not be enabled when tool_choice forces tool use" in message:
+        return "thinking"
+    return None

@@ -4,6 +4,12 @@ Structured output is Gemini's response schema: ``response_mime_type="application
 schema as ``response_json_schema``. The system prompt goes in ``system_instruction``. The key is read from
 ``GEMINI_API_KEY`` (or ``GOOGLE_API_KEY``) at the first call.
 
+What a request carries follows the model's :class:`~hf_rgda.llm.capabilities.Capabilities` record: Gemini 3 and
+later get a ``thinking_level`` (not the older ``thinking_budget``), Google's recommended default temperature (the
+stage temperature is not sent) and room in ``max_output_tokens`` for thinking; models whose API answers
+"Logprobs is not enabled" read option probabilities by sampling. A rejection the record did not predict is
+adapted to once (see :class:`~hf_rgda.llm.capabilities.Adaptive`).
+
 Example:
     >>> GeminiLLM("gemini-3.8-flash").identity()
     {'backend': 'gemini', 'model': 'gemini-3.8-flash'}
@@ -24,6 +30,7 @@ from .._exceptions import (
     TimeoutError,
 )
 from .base import Completion, Usage
+from .capabilities import Adaptive, LogprobsUnavailable
 from .remote import RemoteLLM, retry_after_of, status_error
 
 __all__ = ["GeminiLLM"]
@@ -63,18 +70,27 @@ def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
     return tuple(timeouts), tuple(drops)
 
 
-class GeminiLLM(RemoteLLM):
+class GeminiLLM(Adaptive, RemoteLLM):
     """Gemini models with a provider-enforced response schema.
 
     Args:
         model: e.g. ``gemini-3.8-flash``.
+        capabilities: overrides of the model's :class:`~hf_rgda.llm.capabilities.Capabilities` record, e.g.
+            ``{"reasoning_effort": "minimal"}`` (a ``thinking_level``).
         **options: see :class:`~hf_rgda.llm.remote.RemoteLLM`.
     """
 
     backend = "gemini"
     key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     keyless_with_base_url = False
-    has_logprobs = True
+    live_fields = (*RemoteLLM.live_fields, *Adaptive.ADAPTIVE_LIVE)
+
+    def __init__(self, model: str, *, capabilities: Mapping[str, Any] | None = None, **options: Any) -> None:
+        super().__init__(model, **options)
+        self._setup_capabilities(capabilities)
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), **self._capability_identity()}
 
     def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
         genai, types, _ = _sdk()
@@ -89,8 +105,15 @@ class GeminiLLM(RemoteLLM):
                 params: Mapping[str, Any]) -> Any:
         _, types, _ = _sdk()
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        kw: dict[str, Any] = {"temperature": float(params.get("temperature", 1.0)),
-                              "max_output_tokens": int(params.get("max_tokens", 768)), "seed": int(params.get("seed", 0))}
+        caps = self.caps
+        kw: dict[str, Any] = {"max_output_tokens": caps.cap(int(params.get("max_tokens", 768))),
+                              "seed": int(params.get("seed", 0))}
+        if caps.temperature:
+            kw["temperature"] = float(params.get("temperature", 1.0))
+        if caps.top_p and "top_p" in params:
+            kw["top_p"] = float(params["top_p"])
+        if caps.reasoning_effort:
+            kw["thinking_config"] = types.ThinkingConfig(thinking_level=caps.reasoning_effort.upper())
         if system:
             kw["system_instruction"] = system
         if schema is not None:
@@ -105,17 +128,28 @@ class GeminiLLM(RemoteLLM):
 
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
                        params: Mapping[str, Any]) -> Completion:
-        return self._completion(await self._generate(client, messages, self._config(messages, schema, params)))
+        try:
+            resp = await self._generate(client, messages, self._config(messages, schema, params), adapting=True)
+        except _Rejected:  # the record changed: once more, adapted
+            resp = await self._generate(client, messages, self._config(messages, schema, params))
+        return self._completion(resp)
 
     async def _top_logprobs(self, client: Any, messages: list[dict[str, str]], params: Mapping[str, Any],
                             n: int) -> tuple[list[tuple[str, float]], Usage]:
         """``response_logprobs`` with ``logprobs=n`` of one output token at temperature 0.
 
-        Models without logprobs answer HTTP 400 ("Logprobs is not enabled for models/..."): a BackendError.
+        Models without logprobs answer HTTP 400 ("Logprobs is not enabled for models/..."): the record learns it and
+        :class:`~hf_rgda.llm.capabilities.LogprobsUnavailable` sends the caller to sampling.
         """
         single = {"temperature": 0.0, "max_tokens": 1, "seed": params.get("seed", 0)}
-        config = self._config(messages, None, single).model_copy(update={"response_logprobs": True, "logprobs": n})
-        resp = await self._generate(client, messages, config)
+        update = {"response_logprobs": True, "logprobs": n, "max_output_tokens": 1}
+        try:
+            resp = await self._generate(client, messages, self._config(messages, None, single).model_copy(update=update),
+                                        adapting=True)
+        except _Rejected:
+            if not self.caps.logprobs:
+                raise LogprobsUnavailable("logprobs") from None
+            resp = await self._generate(client, messages, self._config(messages, None, single).model_copy(update=update))
         usage = self._completion(resp).usage
         result = getattr(resp.candidates[0], "logprobs_result", None)
         steps = getattr(result, "top_candidates", None) or []
@@ -128,8 +162,13 @@ class GeminiLLM(RemoteLLM):
             top.append((chosen[0].token or "", chosen[0].log_probability))
         return top, usage
 
-    async def _generate(self, client: Any, messages: list[dict[str, str]], config: Any) -> Any:
-        """One ``generate_content`` call, the SDK's errors mapped to the library's."""
+    async def _generate(self, client: Any, messages: list[dict[str, str]], config: Any, *,
+                        adapting: bool = False) -> Any:
+        """One ``generate_content`` call, the SDK's errors mapped to the library's.
+
+        Raises:
+            _Rejected: (``adapting`` only) the answer rejected a parameter and the record changed: ask again.
+        """
         _, _, errors = _sdk()
         timeouts, drops = _transport_errors()
         try:
@@ -137,6 +176,9 @@ class GeminiLLM(RemoteLLM):
                                                             config=config)
         except errors.APIError as err:
             status = int(getattr(err, "code", 0) or 0)
+            param = _rejected_param(status, str(err.message or ""))
+            if adapting and param and self._adapt(param, f"HTTP {status}: {err.message}"):
+                raise _Rejected(param) from None
             raise status_error({400: _bad_key_or_request(err), 401: AuthenticationError, 403: AuthenticationError,
                                 429: RateLimitError}, status, f"{self.model}: HTTP {status}: {err.message or err.status}",
                                retry_after_of(getattr(err, "response", None))) from None
@@ -161,6 +203,21 @@ class GeminiLLM(RemoteLLM):
         usage = Usage(getattr(u, "prompt_token_count", 0) or 0, getattr(u, "candidates_token_count", 0) or 0,
                       getattr(u, "cached_content_token_count", 0) or 0) if u else Usage()
         return Completion(text=text, usage=usage)
+
+
+class _Rejected(Exception):  # internal: the request is asked again with the adapted record
+    pass
+
+
+def _rejected_param(status: int, message: str) -> str | None:
+    """The parameter a Gemini HTTP 400 rejects, by its message (the API names no ``param`` field)."""
+    if status != 400:
+        return None
+    if "Logprobs is not enabled" in message or "Logprobs is not supported" in message:
+        return "logprobs"
+    if "thinking_level is not supported" in message or "thinking level is not supported" in message.lower():
+        return "thinking_level"
+    return None
 
 
 def _name(value: Any) -> str:

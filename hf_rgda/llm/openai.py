@@ -1,6 +1,13 @@
 """OpenAI and OpenAI-compatible servers (vLLM, TGI, llama.cpp's server) through the official SDK.
 
-Structured output is OpenAI's strict JSON-schema response format. A server that rejects it (llama-cpp-python's
+Structured output is OpenAI's strict JSON-schema response format, on Chat Completions for every model (OpenAI
+recommends the Responses API for its reasoning models, and Chat Completions serves them structured outputs too:
+``docs/providers.md`` records the decision). What a request carries follows the model's
+:class:`~hf_rgda.llm.capabilities.Capabilities` record: the reasoning models (gpt-5 family, o-series) get
+``max_completion_tokens`` with room for hidden reasoning, a ``reasoning_effort``, no temperature and no logprobs
+(:meth:`option_probs` samples); other names, OpenAI-compatible servers included, keep ``max_tokens``, the
+stage temperature and logprobs. A rejection the record did not predict is adapted to once (see
+:class:`~hf_rgda.llm.capabilities.Adaptive`). A server that rejects it (llama-cpp-python's
 takes ``{"type": "json_object", "schema": ...}``) switches the backend to that form once, automatically; the switch
 is live state, like the HTTP clients: it is not pickled, so it never changes an augmenter's ``datasets`` fingerprint.
 The key is read from ``OPENAI_API_KEY`` at the first call; with a ``base_url`` and no key (a local server) a
@@ -28,6 +35,7 @@ from .._exceptions import (
     TimeoutError,
 )
 from .base import Completion, Usage
+from .capabilities import Adaptive, LogprobsUnavailable
 from .remote import RemoteLLM, retry_after_of, status_error
 
 __all__ = ["OpenAILLM"]
@@ -43,26 +51,32 @@ def _sdk() -> Any:
     return openai
 
 
-class OpenAILLM(RemoteLLM):
+class OpenAILLM(Adaptive, RemoteLLM):
     """Chat completions with a strict JSON-schema response format.
 
     Args:
         model: model name, e.g. ``gpt-5.5``.
         schema_mode: ``"json_schema"`` (strict structured output) or ``"json_object"`` (llama.cpp's server form).
+        capabilities: overrides of the model's :class:`~hf_rgda.llm.capabilities.Capabilities` record, e.g.
+            ``{"reasoning_effort": "medium"}`` or ``{"logprobs": False}``.
         **options: see :class:`~hf_rgda.llm.remote.RemoteLLM` (``base_url``, ``timeout``, ``max_concurrency``,
             ``rpm``, ``tpm``, ``retry``, ``api_key``).
     """
 
     backend = "openai"
     key_env = ("OPENAI_API_KEY",)
-    has_logprobs = True
-    live_fields = (*RemoteLLM.live_fields, "_json_object")
+    live_fields = (*RemoteLLM.live_fields, *Adaptive.ADAPTIVE_LIVE, "_json_object")
 
-    def __init__(self, model: str, *, schema_mode: str = "json_schema", **options: Any) -> None:
+    def __init__(self, model: str, *, schema_mode: str = "json_schema", capabilities: Mapping[str, Any] | None = None,
+                 **options: Any) -> None:
         if schema_mode not in SCHEMA_MODES:
             raise ConfigError(f"schema_mode={schema_mode!r}; choose one of {', '.join(SCHEMA_MODES)}")
         self.schema_mode = schema_mode
         super().__init__(model, **options)
+        self._setup_capabilities(capabilities)
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), **self._capability_identity()}
 
     def _init_live(self) -> None:
         super()._init_live()
@@ -74,22 +88,23 @@ class OpenAILLM(RemoteLLM):
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
                        params: Mapping[str, Any]) -> Completion:
         openai = _sdk()
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": float(params.get("temperature", 1.0)),
-            "max_tokens": int(params.get("max_tokens", 768)),
-            "seed": int(params.get("seed", 0)),
-        }
-        with self._sdk_errors():
+        for _ in range(len(_ADAPTABLE) + 2):  # each retry follows a change of the record or the format: bounded
+            kwargs = self._kwargs(messages, params)
             try:
-                resp = await client.chat.completions.create(**kwargs, **self._format(schema))
+                with self._sdk_errors(passthrough=True):
+                    resp = await client.chat.completions.create(**kwargs, **self._format(schema))
+                break
             except openai.APIStatusError as err:
+                param = _rejected_param(err)
+                if param and self._adapt(param, f"HTTP {err.status_code}: {err.message}"):
+                    continue
                 if (self._json_object or schema is None or err.status_code == 429
                         or "json_schema" not in str(err.message)):
-                    raise
+                    with self._sdk_errors():
+                        raise
                 self._json_object = True  # the server speaks the older form
-                resp = await client.chat.completions.create(**kwargs, **self._format(schema))
+        else:  # pragma: no cover - every branch above either breaks, continues a bounded number of times or raises
+            raise BackendError(f"{self.model}: the request could not be adapted")
         if not resp.choices:
             raise BackendError(f"{self.model}: the answer has no choices")
         choice = resp.choices[0]
@@ -101,11 +116,29 @@ class OpenAILLM(RemoteLLM):
 
     async def _top_logprobs(self, client: Any, messages: list[dict[str, str]], params: Mapping[str, Any],
                             n: int) -> tuple[list[tuple[str, float]], Usage]:
-        """``logprobs``/``top_logprobs`` of one output token at temperature 0 (llama.cpp's server returns them too)."""
-        with self._sdk_errors():
-            resp = await client.chat.completions.create(model=self.model, messages=messages, temperature=0.0,
-                                                        max_tokens=1, seed=int(params.get("seed", 0)),
-                                                        logprobs=True, top_logprobs=n)
+        """``logprobs``/``top_logprobs`` of one output token at temperature 0 (llama.cpp's server returns them too).
+
+        Raises:
+            LogprobsUnavailable: the model rejected the request's logprobs (or another parameter of it): the
+                caller samples instead.
+        """
+        openai = _sdk()
+        for _ in range(len(_ADAPTABLE)):  # each retry follows a change of the record: bounded
+            kwargs = self._kwargs(messages, {"temperature": 0.0, "max_tokens": 1, "seed": params.get("seed", 0)})
+            kwargs[self.caps.token_param] = 1  # one token: no room for reasoning is asked for here
+            try:
+                with self._sdk_errors(passthrough=True):
+                    resp = await client.chat.completions.create(**kwargs, logprobs=True, top_logprobs=n)
+                break
+            except openai.APIStatusError as err:
+                param = _rejected_param(err)
+                if not (param and self._adapt(param, f"HTTP {err.status_code}: {err.message}")):
+                    with self._sdk_errors():
+                        raise
+                if not self.caps.logprobs:
+                    raise LogprobsUnavailable(param) from None
+        else:  # pragma: no cover
+            raise BackendError(f"{self.model}: the request could not be adapted")
         content = getattr(resp.choices[0].logprobs, "content", None) if resp.choices else None
         if not content:
             raise BackendError(f"{self.model}: the answer carries no logprobs (the server does not return them)")
@@ -115,13 +148,29 @@ class OpenAILLM(RemoteLLM):
             top.append((first.token, first.logprob))
         return top, _usage(resp.usage)
 
+    def _kwargs(self, messages: list[dict[str, str]], params: Mapping[str, Any]) -> dict[str, Any]:
+        """The request's parameters as the model's capability record allows them."""
+        caps = self.caps
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages,
+                                  caps.token_param: caps.cap(int(params.get("max_tokens", 768))),
+                                  "seed": int(params.get("seed", 0))}
+        if caps.temperature:
+            kwargs["temperature"] = float(params.get("temperature", 1.0))
+        if caps.top_p and "top_p" in params:
+            kwargs["top_p"] = float(params["top_p"])
+        if caps.reasoning_effort:
+            kwargs["reasoning_effort"] = caps.reasoning_effort
+        return kwargs
+
     @contextlib.contextmanager
-    def _sdk_errors(self) -> Iterator[None]:
-        """Map the SDK's errors to the library's."""
+    def _sdk_errors(self, *, passthrough: bool = False) -> Iterator[None]:
+        """Map the SDK's errors to the library's (``passthrough``: let HTTP status errors through, for adapting)."""
         openai = _sdk()
         try:
             yield
         except openai.APIStatusError as err:
+            if passthrough:
+                raise
             raise status_error({401: AuthenticationError, 403: AuthenticationError, 429: RateLimitError},
                                err.status_code, f"{self.model}: HTTP {err.status_code}: {err.message}",
                                retry_after_of(err.response)) from None
@@ -139,6 +188,22 @@ class OpenAILLM(RemoteLLM):
             return {"response_format": {"type": "json_object", "schema": dict(schema)}}
         return {"response_format": {"type": "json_schema",
                                     "json_schema": {"name": "output", "schema": dict(schema), "strict": True}}}
+
+
+#: the parameters an ``unsupported_parameter``/``unsupported_value`` answer may name that the record can change
+_ADAPTABLE = ("max_tokens", "temperature", "top_p", "logprobs", "top_logprobs", "reasoning_effort")
+
+
+def _rejected_param(err: Any) -> str | None:
+    """The parameter an HTTP 400 rejects as unsupported (OpenAI's ``code``/``param`` fields), if any."""
+    if getattr(err, "status_code", 0) != 400:
+        return None
+    body = getattr(err, "body", None)
+    detail = body.get("error", body) if isinstance(body, dict) else {}
+    code, param = (detail.get("code"), detail.get("param")) if isinstance(detail, dict) else (None, None)
+    if code in ("unsupported_parameter", "unsupported_value") and param in _ADAPTABLE:
+        return str(param)
+    return None
 
 
 def _usage(u: Any) -> Usage:

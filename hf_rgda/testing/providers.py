@@ -11,6 +11,10 @@ A request for next-token log probabilities (OpenAI ``logprobs``/``top_logprobs``
 responder): its most likely token is the text, and the logprob fields are shaped as the providers send them. With
 no distribution the server acts as one without logprobs: OpenAI's ``"logprobs": null``, Gemini's HTTP 400.
 
+The server is strict: a request a provider would reject for its model (a parameter the model family does not take,
+logprobs where the model has none, a schema feature the provider refuses) is answered with that provider's own
+error, by the table in :mod:`hf_rgda.testing.constraints` (``docs/providers.md``).
+
 Example:
     >>> server = ProviderServer(lambda messages, schema: {"ok": True}).start()
     >>> server.push(Action.error(429, retry_after=1), Action.answer())
@@ -33,6 +37,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .constraints import violation
 
 __all__ = ["Action", "ProviderServer", "Request"]
 
@@ -189,6 +195,9 @@ class ProviderServer:
                                                 "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
                                                              "reason": "API_KEY_INVALID"}]}})
             return _send(h, 401, _error(provider, 401, f"Incorrect API key provided: {key}"))
+        bad = violation(provider, model or str(req.body.get("model", "")), req.body)
+        if bad is not None:
+            return _send(h, *bad)
         if action.kind == "drop":
             h.connection.shutdown(socket.SHUT_RDWR)
             h.close_connection = True
