@@ -238,6 +238,7 @@ class RGDAAugmenter:
         finally:
             await self.llm.aclose()
         self.summary.wall_seconds += time.perf_counter() - start
+        self.summary.note_backend(self.llm)  # the option reading and any adapted request parameters (remote backends)
         traces = [SeedTrace.of(r, self.config.method) for r in results]
         for r, trace in zip(results, traces):
             self.summary.add(trace)

@@ -35,6 +35,7 @@ class RunSummary:
     entity_probs: Counter[int] = field(default_factory=Counter)  # P(type) histogram, tenths: 0 is [0, 0.1)
     entity_prob_sum: float = 0.0
     verify_rejected_rows: int = 0  # rows the entity verifier rejected, or whose re-check after an untag failed
+    backend: dict[str, Any] = field(default_factory=dict)  # see note_backend: the option reading, adaptations
 
     def add(self, trace: SeedTrace) -> None:
         """Fold one seed's trace in."""
@@ -58,6 +59,19 @@ class RunSummary:
             if v.probability is not None:  # a known entity is asked nothing
                 self.entity_probs[min(9, int(v.probability * 10))] += 1
                 self.entity_prob_sum += v.probability
+
+    def note_backend(self, llm: Any) -> None:
+        """Record what the backend did this run: how option probabilities were read (the entity verifier's and the
+        probability judges' reading: ``"logprobs"``, or ``"samples"`` where the model has none) and the request
+        parameters it adapted after a provider rejected them (``llm.adaptations``, see
+        :mod:`hf_rgda.llm.capabilities`). Empty for backends with nothing to say, so older summaries read the same."""
+        adaptations = list(getattr(llm, "adaptations", None) or [])
+        caps = getattr(llm, "caps", None)
+        if caps is None and not adaptations:
+            return
+        self.backend = {"capability_family": getattr(caps, "family", None),
+                        "option_reading": "logprobs" if getattr(llm, "has_logprobs", False) else "samples",
+                        "adaptations": adaptations}
 
     @classmethod
     def from_traces(cls, traces: Iterable[str]) -> RunSummary:
@@ -89,6 +103,7 @@ class RunSummary:
             "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.rounds.items()},
             "judge_scores": dist,
             "entity_verification": self._verification(),
+            **({"backend": self.backend} if self.backend else {}),
         }
 
     def _verification(self) -> dict[str, Any]:
@@ -126,6 +141,10 @@ class RunSummary:
                          f"{ev['verified']} verified, {ev['untagged']} "
                          f"untagged, {ev['rejected']} rejected (mean P {ev['mean_probability']}); rows rejected: "
                          f"{ev['rows_rejected']}")
+        if d.get("backend"):
+            b = d["backend"]
+            lines.append(f"backend: {b['capability_family']} (option probabilities read by {b['option_reading']})"
+                         + ("; adapted: " + "; ".join(b["adaptations"]) if b["adaptations"] else ""))
         return "\n".join(lines)
 
 
