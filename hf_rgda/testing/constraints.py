@@ -160,6 +160,13 @@ def _gen(body: Body) -> Mapping[str, Any]:
     return body.get("generationConfig") or {}
 
 
+def _thinking(body: Body) -> tuple[Any, Any]:
+    """``(level, budget)`` of the thinking config; the API reads proto JSON, camelCase or snake_case (the SDK sends
+    the latter inside ``thinkingConfig``)."""
+    cfg = _gen(body).get("thinkingConfig") or {}
+    return cfg.get("thinkingLevel", cfg.get("thinking_level")), cfg.get("thinkingBudget", cfg.get("thinking_budget"))
+
+
 def _logprobs(body: Body, model: str) -> Any:
     if _gen(body).get("responseLogprobs"):
         return gemini_error(f"Logprobs is not enabled for models/{model}")
@@ -167,21 +174,21 @@ def _logprobs(body: Body, model: str) -> Any:
 
 
 def _thinking_level_before_3(body: Body, model: str) -> Any:
-    if (_gen(body).get("thinkingConfig") or {}).get("thinkingLevel"):
+    if _thinking(body)[0]:
         return gemini_error("thinking_level is not supported by this model.")
     return None
 
 
 def _level_and_budget(body: Body, model: str) -> Any:
-    cfg = _gen(body).get("thinkingConfig") or {}
-    if cfg.get("thinkingLevel") and cfg.get("thinkingBudget") is not None:
+    level, budget = _thinking(body)
+    if level and budget is not None:
         return gemini_error("You can only set one of thinking budget and thinking level.")
     return None
 
 
 def _budget_from_3_5(body: Body, model: str) -> Any:
-    cfg = _gen(body).get("thinkingConfig") or {}
-    if cfg.get("thinkingBudget") is not None and not cfg.get("thinkingLevel"):
+    level, budget = _thinking(body)
+    if budget is not None and not level:
         return gemini_error("thinking_budget is not supported by this model. Use thinking_level instead.")
     return None
 
