@@ -7,7 +7,9 @@ also per presented type), with every canary's score, the calls and tokens it too
 ``benchmarks/results/calibration_<llm>.json``. One command per backend (``--llm``), so a user calibrates their own
 API model; every call goes through a response cache (``--cache``), so a rerun is free.
 
-Scorers (``--scorers``), each a function from a canary to a score, built per dataset by :data:`SCORERS`:
+Scorers (``--scorers``), each a function from a canary to a score, are the package's (``hf_rgda.canaries.judges``,
+which ``hf-rgda calibrate`` runs on a user's data; this script adds the benchmark datasets' layout, the results file
+and the per-type figures):
 
 - ``ac``: the Augmentation Calibrator judge as the pipeline calls it, one sample at the judge temperature: the row is
   the one new sentence, its seed the original, the seed's guide (``build_guide``) the guide; total score / 100.
@@ -67,274 +69,63 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import functools
 import json
 import os
 import platform
+import random
 import re
 import statistics
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, RGDAAugmenter, RGDAError, load_llm
-from hf_rgda.checking import Checker
-from hf_rgda.pipeline import Pipeline, Stages
-from hf_rgda.records import Candidate, Judgement, Seed, SeedResult
-from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
-from hf_rgda.stages.debate import ReviewResult, run_review
-from hf_rgda.stages.rating import expected_total
-from hf_rgda.stages.verify import with_split
-from hf_rgda.tags import Span, label_names, tags_to_spans
+from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, load_llm
+from hf_rgda.canaries import SCORERS, Judges, ScorerSpec
+from hf_rgda.canaries import score_cell as package_score_cell
+from hf_rgda.checking import SplitStats
 
 BENCH = Path(__file__).resolve().parent
 if str(BENCH) not in sys.path:  # the benchmarks are scripts: a sibling is imported by its module name
     sys.path.insert(0, str(BENCH))
-from canaries import (
-    THRESHOLD_RULE,
-    Canary,
-    Gold,
-    auroc,
-    build_canaries,
-    build_guide,
-    class_counts,
-    domain,
-    evaluate,
-    load_gold,
-)
+from canaries import THRESHOLD_RULE, Canary, Gold, auroc, build_canaries, class_counts, domain, load_gold
 from local_pipeline import TYPE_DESCRIPTIONS, _commit
 
-Scorer = Callable[[Canary], Awaitable[float]]
+
+def split_stats(data_dir: Path, gold: Gold, split_size: int | None = None, seed: int = 0) -> SplitStats:
+    """The statistics ``RGDAAugmenter.from_dataset`` computes from the train split (without the sentences the canaries
+    come from: FIN's dev is carved from train), or from ``split_size`` of its sentences drawn with ``seed``."""
+    from hf_rgda.recipe import load_source
+    from hf_rgda.tags import to_tag_names
+
+    train = load_source(str(data_dir / gold.name))["train"]
+    held = {tuple(t) for t, _ in gold.sentences}
+    keep = [i for i, t in enumerate(train["tokens"]) if tuple(t) not in held]
+    if split_size is not None and split_size < len(keep):
+        keep = sorted(random.Random(f"{seed}/{gold.name}/split").sample(keep, split_size))
+    part = train.select(keep)
+    return SplitStats.from_split(part["tokens"][:], to_tag_names(part))
 
 
-class Judges:
-    """The pipeline's judges for one dataset, each callable on one canary.
-
-    Each calls one of the pipeline's stages on its own (:meth:`hf_rgda.pipeline.Pipeline.stages`): the GR and AC
-    judges' first round, the debate agents' cached call and the entity verifier's question. Every call is the
-    pipeline's own: same prompts, schema, judge temperature, derived seed (from the canary id) and response cache.
-
-    Args:
-        llm: the backend under calibration.
-        gold: the dataset (its types and domain).
-        cache: the response cache, or None.
-        data_dir: the datasets' folder (the checker's train split).
-        descriptions: the pipeline's ``type_descriptions``.
-        overrides: ``AugmentConfig`` options that differ from the defaults (``--set``).
-    """
-
-    def __init__(self, llm: LLM, gold: Gold, cache: ResponseCache | None, data_dir: Path | None = None,
-                 descriptions: dict[str, str] | None = None, overrides: dict[str, Any] | None = None,
-                 split_size: int | None = None, seed: int = 0) -> None:
-        self.gold, self.data_dir, self.llm = gold, data_dir, llm
-        self.split_size, self.seed = split_size, seed
-        self.config = AugmentConfig(method="rgda", domain=domain(gold.name), **(overrides or {}))
-        checker = RGDAAugmenter(llm, label_names=label_names(gold.types), cache=False, config=self.config).checker()
-        kw = {"cache": cache, "type_descriptions": descriptions}
-        self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, checker, **kw)
-        self.stages = self.pipeline.stages()
-        self.prob_stages = Pipeline(dataclasses.replace(self.config, judge_reading="probability"), llm, checker,
-                                    **kw).stages()
-        self.spent: list[SeedResult] = []  # every canary's calls, for the cost figures
-        self.details: dict[str, dict[str, Any]] = {}  # canary id -> what a scorer read beside its score
-
-    def _result(self, canary: Canary, tokens: Sequence[str], tags: Sequence[str]) -> SeedResult:
-        r = SeedResult(Seed(canary.id, tuple(tokens), tuple(tags)))
-        self.spent.append(r)
-        return r
-
-    def _row(self, canary: Canary) -> Candidate:
-        item = Seed(canary.id, canary.tokens, canary.tags).as_item(self.config.representation)
-        return Candidate(raw=item, tokens=list(canary.tokens), tags=list(canary.tags))
-
-    async def _ac(self, canary: Canary, stages: Stages) -> Judgement:
-        """The AC judge's first verdict on the row as the one new sentence written from its seed."""
-        r = self._result(canary, canary.seed_tokens, canary.seed_tags)
-        r.guidance = build_guide(canary.seed_tokens, canary.seed_tags, self.config.domain)
-        r.accepted = [self._row(canary)]
-        await stages.composer.loop().judge(r, 1)
-        return r.judgements["ac"][-1]
-
-    async def _gr(self, canary: Canary, stages: Stages) -> Judgement:
-        """The GR judge's first verdict on the guide canary of its sentence."""
-        r = self._result(canary, canary.tokens, canary.tags)
-        r.guidance = canary.guide
-        await stages.guidance.loop().judge(r, 1)
-        return r.judgements["gr"][-1]
-
-    async def ac(self, canary: Canary) -> float:
-        """The AC judge's total / 100, one sampled verdict."""
-        return (await self._ac(canary, self.stages)).score / 100
-
-    async def gr(self, canary: Canary) -> float:
-        """The GR judge's total / 100, one sampled verdict."""
-        return (await self._gr(canary, self.stages)).score / 100
-
-    async def ac_prob(self, canary: Canary) -> float:
-        """The AC judge read by probability: its weighted total before rounding / 100."""
-        return expected_total(await self._ac(canary, self.prob_stages), AC_RUBRIC) / 100
-
-    async def gr_prob(self, canary: Canary) -> float:
-        """The GR judge read by probability: its weighted total before rounding / 100."""
-        return expected_total(await self._gr(canary, self.prob_stages), GR_RUBRIC) / 100
-
-    async def _review(self, canary: Canary, stages: Stages) -> ReviewResult[Candidate]:
-        """The review panel's first round on the row (no revision), as the pipeline's ``debate_review`` runs it."""
-        r = self._result(canary, canary.seed_tokens, canary.seed_tags)
-        which = stages.which
-        return await run_review(which.ask(r), r.seed.as_item(self.config.representation), [self._row(canary)],
-                                dataclasses.replace(which.config, max_rounds=1), show=lambda c: c.raw,
-                                revise=_no_revision, domain=self.config.domain, types=self.pipeline.checker.types,
-                                choose=which.choose(r))
-
-    async def debate(self, canary: Canary) -> float:
-        """The review panel's mean reviewer total / 100 for the row, after one round, each verdict sampled."""
-        result = await self._review(canary, self.stages)
-        ((_, history),) = result.accepted + result.rejected
-        return statistics.fmean(history[-1]) / 100
-
-    async def debate_prob(self, canary: Canary) -> float:
-        """The review panel read by probability: the mean of the reviewers' weighted totals before rounding / 100."""
-        result = await self._review(canary, self.prob_stages)
-        verdicts = [Judgement(0, {}, {}, "probability", e["content"]["distributions"]) for e in result.transcript]
-        return statistics.fmean(expected_total(v, DEBATE_RUBRIC) for v in verdicts) / 100
-
-    async def checker(self, canary: Canary) -> float:
-        """The checker as the pipeline runs it (repairs on), on the row written from its seed: 1 passed unchanged,
-        0.5 passed after a repair, 0 rejected. No LLM call. Seed entities may be reused (``forbid_seed_entities``
-        off: neighbouring gold sentences share their mentions), so what is measured is the tagging rules."""
-        row = self._row(canary)
-        self.split_checker.check(row, Seed(canary.id, canary.seed_tokens, canary.seed_tags), [],
-                                    forbid_seed_entities=False)
-        return 0.0 if not row.ok else 0.5 if row.salvaged else 1.0
-
-    async def split(self, canary: Canary) -> float:
-        """The split's statistics alone: ``SplitStats.head_share`` of the span under test. No LLM call."""
-        assert canary.span is not None
-        _, end, label = canary.span
-        return self.split_checker.stats.head_share(canary.tokens[end - 1], label, self.gold.types)
-
-    @functools.cached_property
-    def split_checker(self) -> Checker:
-        """The checker ``RGDAAugmenter.from_dataset`` builds from the train split (without the sentences the canaries
-        come from: FIN's dev is carved from train), or from ``split_size`` of its sentences drawn with ``seed``."""
-        import random
-
-        from hf_rgda.recipe import load_source
-
-        assert self.data_dir is not None, "the checker scorer needs --data-dir"
-        train = load_source(str(self.data_dir / self.gold.name))["train"]
-        held = {tuple(t) for t, _ in self.gold.sentences}
-        keep = [i for i, t in enumerate(train["tokens"]) if tuple(t) not in held]
-        if self.split_size is not None and self.split_size < len(keep):
-            keep = sorted(random.Random(f"{self.seed}/{self.gold.name}/split").sample(keep, self.split_size))
-        return RGDAAugmenter.from_dataset(train.select(keep), llm=self.llm, cache=False, config=self.config).checker()
-
-    async def entity(self, canary: Canary) -> float:
-        """The entity verifier's probability of the presented type for the canary's span under test (the question's
-        whole distribution, with each option's kind, is kept in ``details`` for the results)."""
-        assert canary.span is not None  # an entity canary
-        start, end, label = canary.span
-        r = self._result(canary, canary.tokens, canary.tags)
-        verify = self.stages.verify
-        q = verify.question(canary.tokens, Span(start, end, label))
-        probs = await verify.probabilities(r, canary.tokens, q)
-        self.details[canary.id] = {"options": [[letter, o.kind, round(probs[letter], 4)]
-                                               for letter, o in zip(q.letters, q.options)]}
-        return probs[q.letters[0]]
-
-    async def verification(self, canary: Canary) -> float:
-        """The checker, then the entity verifier: 0 when the checker rejects the canary's row or changes the tags of
-        its span under test (a repair: what was presented does not reach the output), 1 for an entity the split
-        tags as its type consistently (``verify_known``: kept without a question), else ``entity``."""
-        assert canary.span is not None
-        start, end, label = canary.span
-        if label in self.gold.types:
-            before = [i for i in range(max(canary.source, 0)) if any(t != "O" for t in self.gold.sentences[i][1])]
-            tokens, tags = self.gold.sentences[before[-1]] if before else ((), ())
-            row = self._row(canary)
-            self.split_checker.check(row, Seed(canary.id, tuple(tokens), tuple(tags)), [], forbid_seed_entities=False)
-            if not row.ok or Span(start, end, label) not in tags_to_spans(row.tags):
-                self.details[canary.id] = {"checker": row.reason if not row.ok else "; ".join(row.salvaged)}
-                return 0.0
-            if self.config.verify_known and self.split_checker.stats.lexicon.get(
-                    " ".join(t.lower() for t in canary.tokens[start:end])) == label:
-                self.details[canary.id] = {"known": True}
-                return 1.0
-        p = await self.entity(canary)
-        if self.config.verify_split:  # as the stage scores it, with the split the checker was built from
-            return with_split(p, self.split_checker.stats, canary.tokens, Span(start, end, label), self.gold.types)
-        return p
-
-
-async def _no_revision(feedback: list[tuple[Candidate, dict[str, Any]]], rnd: int) -> list[Candidate]:
-    raise AssertionError("a one-round review never revises")
-
-
-@dataclass(frozen=True)
-class ScorerSpec:
-    """A scorer: the canary level it reads, how it is built for a dataset, and the product's own threshold.
-
-    Attributes:
-        level: ``entity``, ``row`` or ``guide``.
-        build: the scorer of a dataset's judges.
-        threshold: the threshold the product applies to this score, from the run configuration.
-    """
-
-    level: str
-    build: Callable[[Judges], Scorer]
-    threshold: Callable[[AugmentConfig], float]
-
-    def bind(self, judges: Judges) -> Scorer:
-        """The scorer for ``judges``' dataset."""
-        return self.build(judges)
-
-
-SCORERS: dict[str, ScorerSpec] = {
-    "ac": ScorerSpec("row", lambda j: j.ac, lambda cfg: cfg.threshold / 100),
-    "gr": ScorerSpec("guide", lambda j: j.gr, lambda cfg: cfg.threshold / 100),
-    "debate": ScorerSpec("row", lambda j: j.debate, lambda cfg: cfg.debate_sigma / 100),
-    "entity": ScorerSpec("entity", lambda j: j.entity, lambda cfg: cfg.verify_threshold),
-    "checker": ScorerSpec("row", lambda j: j.checker, lambda cfg: 0.5),
-    "ac-prob": ScorerSpec("row", lambda j: j.ac_prob, lambda cfg: cfg.probability_threshold / 100),
-    "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, lambda cfg: cfg.probability_threshold / 100),
-    "verification": ScorerSpec("entity", lambda j: j.verification, lambda cfg: cfg.verify_threshold),
-    "debate-prob": ScorerSpec("row", lambda j: j.debate_prob, lambda cfg: cfg.probability_threshold / 100),
-    "split": ScorerSpec("entity", lambda j: j.split, lambda cfg: 0.5),
-}
+def make_judges(llm: LLM, gold: Gold, cache: ResponseCache | None, data_dir: Path | None = None,
+                descriptions: dict[str, str] | None = None, overrides: dict[str, Any] | None = None,
+                split_size: int | None = None, seed: int = 0) -> Judges:
+    """The package's judges for one benchmark dataset: the rgda configuration with ``overrides`` (``--set``), the
+    dataset's domain, and the train split's statistics (none without ``data_dir``)."""
+    config = AugmentConfig(method="rgda", domain=domain(gold.name), **(overrides or {}))
+    stats = split_stats(data_dir, gold, split_size, seed) if data_dir is not None else None
+    return Judges(llm, gold, config, stats, cache, descriptions)
 
 
 async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary]) -> dict[str, Any]:
-    """Score every canary of the scorer's level (concurrently, within the backend's limit), evaluate the scores and
-    sum the calls they took."""
-    scorer = spec.bind(judges)
-    judges.spent = []
-
-    async def one(c: Canary) -> dict[str, Any]:
-        try:
-            score = round(await scorer(c), 4)
-            typed = {"type": c.span[2]} if c.span is not None else {}
-            return {"id": c.id, "label": c.label, **typed, "score": score, **judges.details.pop(c.id, {})}
-        except RGDAError as err:  # an unreadable answer fails its canary, never the cell
-            return {"id": c.id, "label": c.label, "score": None, "error": f"{type(err).__name__}: {err}"[:300]}
-
-    rows = await asyncio.gather(*(one(c) for c in canaries if c.level == spec.level))
-    scored = [x for x in rows if x["score"] is not None]
-    seconds = sum(r.accounting.llm_seconds for r in judges.spent)
-    metrics = evaluate([x["label"] for x in scored], [x["score"] for x in scored], spec.threshold(judges.config))
+    """The package's cell (:func:`hf_rgda.canaries.score_cell`), with the per-type figures of an entity scorer."""
+    cell = await package_score_cell(spec, judges, canaries)
     if spec.level == "entity":
-        metrics["per_type"] = per_type(scored)
+        scored = [x for x in cell["scores"] if x["score"] is not None]
+        cell["metrics"]["per_type"] = per_type(scored)
         if spec is SCORERS["entity"]:  # a probability: the verification scorer mixes in the checker's 0 and 1
-            metrics["auroc_type_rescaled"] = type_rescaled_auroc(scored)
-    return {"canaries": len(rows), "failed": len(rows) - len(scored), "metrics": metrics,
-            "calls": sum(r.accounting.calls for r in judges.spent),
-            "cached_calls": sum(r.accounting.cached_calls for r in judges.spent),
-            "prompt_tokens": sum(r.accounting.prompt_tokens for r in judges.spent),
-            "completion_tokens": sum(r.accounting.completion_tokens for r in judges.spent),
-            "llm_seconds": round(seconds, 1),
-            "seconds_per_canary": round(seconds / len(rows), 2) if rows else None, "scores": rows}
+            cell["metrics"]["auroc_type_rescaled"] = type_rescaled_auroc(scored)
+    return cell
 
 
 def per_type(scored: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -447,7 +238,7 @@ async def run_dataset(llm: LLM, gold: Gold, canaries: Sequence[Canary], scorers:
                       overrides: dict[str, Any] | None = None, split_size: int | None = None,
                       seed: int = 0) -> dict[str, Any]:
     """Every chosen scorer's cell for one dataset."""
-    judges = Judges(llm, gold, cache, data_dir, descriptions, overrides, split_size, seed)
+    judges = make_judges(llm, gold, cache, data_dir, descriptions, overrides, split_size, seed)
     try:
         return {name: await score_cell(SCORERS[name], judges, canaries) for name in scorers}
     finally:

@@ -25,6 +25,8 @@ from ._exceptions import (
 from ._version import __version__
 from .augmenter import RGDAAugmenter
 from .cache import ResponseCache
+from .calibration import calibrate
+from .canaries.thresholds import Calibration, load_calibration
 from .checking import entity_length_limits
 from .config import DEFAULT_LLM, METHODS, AugmentConfig
 from .llm import LLM, Completion, ScriptedLLM, Usage, load_llm
@@ -39,6 +41,7 @@ __all__ = [
     "AugmentConfig",
     "AuthenticationError",
     "BackendError",
+    "Calibration",
     "Completion",
     "ConfigError",
     "ConnectionError",
@@ -58,6 +61,8 @@ __all__ = [
     "TimeoutError",
     "Usage",
     "__version__",
+    "calibrate",
     "entity_length_limits",
+    "load_calibration",
     "load_llm",
 ]

@@ -90,7 +90,7 @@ class AugmentConfig:
     probability_threshold: int = _f(50, "judge score (0-100) at which a refine loop stops, and the debate's sigma, "
                                     "for verdicts read by probability: the middle of the 1-5 scale (their scores are expected values; with "
                                     "the local 1.5B model they barely move, see benchmarks/README.md; calibrate your "
-                                    "own model with benchmarks/calibration.py --scorers ac-prob gr-prob debate-prob)")
+                                    "own model with hf-rgda calibrate)")
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
     max_repairs: int = _f(1, "targeted re-asks for sentences that fail the deterministic checks")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content")
@@ -113,7 +113,7 @@ class AugmentConfig:
     verify_threshold: float = _f(0.25, "entity verification: the probability of its type an entity needs to stay "
                                  "tagged, at most (see verify_relative; 0.25: measured on NCBI-disease canaries with "
                                  "the local 1.5B model, see benchmarks/README.md; calibrate your own model with "
-                                 "benchmarks/calibration.py)")
+                                 "hf-rgda calibrate)")
     verify_relative: float = _f(0.5, "entity verification relative to the seed: the model's P(type) for the seed's "
                                 "own (gold) entities is read once per seed (one question each), and an entity needs "
                                 "min(verify_threshold, verify_relative x that mean) to stay tagged; the P a model gives "

@@ -1,6 +1,7 @@
-"""The calibration canaries (benchmarks/canaries.py, defects.py) and the calibration runner (calibration.py): canaries
-are deterministic and each carries exactly its defect, the scores are right on hand-made cases, and the runner goes
-end to end with a scripted judge on tiny datasets written here (the tests never read ../shared/data)."""
+"""The calibration canaries (hf_rgda.canaries, read through benchmarks/canaries.py) and the benchmarks' calibration
+runner (calibration.py): canaries are deterministic and each carries exactly its defect, the scores are right on
+hand-made cases, and the runner goes end to end with a scripted judge on tiny datasets written here (the tests never
+read ../shared/data)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 import calibration
 import canaries as cn
-import defects
+
+from hf_rgda.canaries import defects
 
 BIO = [  # one type; a dev split
     "Germline mutations in BRCA1 cause [hereditary breast cancer](Disease) in many families studied here .",

@@ -4,9 +4,9 @@ import hf_rgda
 
 EXPECTED = [
     "DEFAULT_LLM", "LLM", "META_COLUMNS", "METHODS", "AugmentConfig", "AuthenticationError", "BackendError",
-    "Completion", "ConfigError", "ConnectionError", "HubError", "InputError", "ParseError", "ProvisionError", "RGDAAugmenter",
+    "Calibration", "Completion", "ConfigError", "ConnectionError", "HubError", "InputError", "ParseError", "ProvisionError", "RGDAAugmenter",
     "RGDAError", "RateLimitError", "RefusalError", "ResponseCache", "RunSummary", "SchemaError", "ScriptedLLM",
-    "ServerError", "TimeoutError", "Usage", "__version__", "entity_length_limits", "load_llm",
+    "ServerError", "TimeoutError", "Usage", "__version__", "calibrate", "entity_length_limits", "load_calibration", "load_llm",
 ]
 
 

@@ -1,4 +1,4 @@
-"""The defect classes of the calibration canaries and how each is made from one gold sentence (see canaries.py).
+"""The defect classes of the calibration canaries and how each is made from one gold sentence (see :mod:`.build`).
 
 Wrong type in a one-type dataset (NCBI-disease): the row schema's ``enum`` holds only ``Disease`` and the decoder
 rejects any other type before a judge sees the row, so a row-level ``wrong_type`` cannot occur and is not built; the
@@ -15,8 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hf_rgda.stages.base import squeeze
-from hf_rgda.tags import Span, detokenize, spans_to_tags, tags_to_spans
+from ..stages.base import squeeze
+from ..tags import Span, detokenize, spans_to_tags, tags_to_spans
+
+__all__ = ["BUILDERS", "CONFUSERS", "LEVELS", "Context", "Sentence", "build_guide", "fits", "guide_defect"]
 
 ENTITY_DEFECTS = ("wrong_type", "ordinary_phrase", "name_like", "boundary_cut", "boundary_extended")
 ROW_DEFECTS = (*ENTITY_DEFECTS, "mention_untagged", "seed_copy", "looped", "garbled", "truncated", "off_domain")
@@ -75,6 +77,7 @@ class Context:
         sentences: the dataset's gold sentences (guide defects draw other mentions from them).
         level: ``entity``, ``row`` or ``guide``.
         others: the other datasets' gold sentences (``off_domain``).
+        domain: the data's domain, the context of a guide.
     """
 
     name: str
@@ -83,6 +86,7 @@ class Context:
     sentences: Sequence[Sentence]
     level: str
     others: Sequence[Sentence]
+    domain: str = ""
 
     def wrong_types(self, label: str) -> list[str]:
         """The types ``wrong_type`` may present a ``label`` mention as (see the module docstring)."""
