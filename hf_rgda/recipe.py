@@ -170,6 +170,7 @@ def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | 
     if "rgda_trace" in rows.column_names:
         summary = RunSummary.from_traces(rows["rgda_trace"])
         summary.wall_seconds = wall
+        summary.note_backend(getattr(augmenter, "llm", None))  # option reading, adaptations (not in the traces)
         accepted = sum(s == "accepted" for s in rows["rgda_status"])
         if summary.accepted != accepted:
             raise RuntimeError(f"{desc or 'augment'}: {accepted} accepted rows but the traces count {summary.accepted}")
