@@ -80,8 +80,9 @@ def rows(results: Path = RESULTS) -> list[dict[str, str]]:
 
 def table(results: Path = RESULTS) -> str:
     """The Markdown table."""
-    lines = ["| dataset | seeds | optimizer steps | what the seeds are trained with | rows added | F1 mean ± sd "
-             "| encoder | machine | results file |", "|---|---|---|---|---|---|---|---|---|"]
+    header = ("| dataset | seeds | optimizer steps | what the seeds are trained with | rows added | F1 mean ± sd "
+              "| encoder | machine | results file |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for r in rows(results):
         lines.append(f"| {r['dataset']} | {r['seeds']} | {r['steps']} | {r['arm']} | {r['added']} | {r['f1']} "
                      f"| {r['encoder']} | {r['machine']} | {r['source']} |")

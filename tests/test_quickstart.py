@@ -32,7 +32,7 @@ def quickstart() -> str:
     """The first Python block of the README's Quickstart section."""
     text = (ROOT / "README.md").read_text()
     section = text.split("\n## Quickstart\n", 1)[1].split("\n## ", 1)[0]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert match, "README.md's Quickstart has no python block"
     return match.group(1)
 
@@ -94,11 +94,11 @@ except Exception as e:  # noqa: BLE001
 
 LLM = ScriptedLLM(stateless_answer, name="quickstart")
 {code}
-print("RESULT " + json.dumps({{
+print("RESULT " + json.dumps({
     "script_refused": script_refused, "train": len(train), "seeds": len(seeds),
-    "status": augmented["rgda_status"], "columns": augmented.column_names,
+    "status": list(augmented["rgda_status"]), "columns": augmented.column_names,
     "tag_feature": type(augmented.features[aug.tags_column].feature).__name__,
-}}))
+}))
 '''
 
 
@@ -123,7 +123,7 @@ def test_readme_quickstart_runs_offline_against_the_hub_id_it_names(hub: HubServ
     assert published.returncode == 0, published.stderr[-3000:]
     assert not [f for f in hub.files("dataset", repo_id) if f.endswith(".py")]  # parquet only, as on the Hub
 
-    done = _run(hub, tmp_path, "-c", RUN.format(code=code))
+    done = _run(hub, tmp_path, "-c", RUN.replace("{code}", code))
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.split("RESULT ", 1)[1])
     assert "Dataset scripts are no longer supported" in result["script_refused"]
