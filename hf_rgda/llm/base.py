@@ -4,9 +4,10 @@ A backend turns chat messages plus a JSON schema into a :class:`Completion`. Cac
 parsing and accounting live outside the backends (see :mod:`hf_rgda.cache` and :mod:`hf_rgda.calls`).
 
 :meth:`LLM.option_probs` asks a question with a fixed set of short answers and returns how likely each is
-(:class:`OptionProbs`): read from next-token logprobs where the backend has them (local llama.cpp, OpenAI and
-compatible servers, Gemini), else by the sampling fallback defined here (Anthropic). The matching rule is in
-:mod:`hf_rgda.llm.options`.
+(:class:`OptionProbs`): read from next-token logprobs where the model has them (local llama.cpp, OpenAI's chat models
+and compatible servers, Gemini 2.0), else by the sampling fallback defined here (Anthropic, OpenAI's reasoning
+models, Gemini 2.5 and 3: ``has_logprobs`` is per model, see :mod:`hf_rgda.llm.capabilities`). The matching rule is
+in :mod:`hf_rgda.llm.options`.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ class LLM(abc.ABC):
 
     #: how many calls the pipeline may have in flight at once for this backend
     max_concurrency: int = 1
-    #: whether :meth:`option_probs` reads next-token logprobs (else it is the sampling fallback, several calls)
+    #: whether :meth:`option_probs` reads next-token logprobs (else it is the sampling fallback, several calls); the
+    #: remote backends answer per model (a property over their capability record)
     has_logprobs: bool = False
 
     @abc.abstractmethod
