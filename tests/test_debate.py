@@ -111,6 +111,8 @@ def test_biorda_in_the_pipeline_records_transcript_and_failures() -> None:
             n = props["proposals"]["minItems"]
             pos = props["proposals"]["items"]["properties"]["replacements"]["items"]["properties"]["position"]["enum"]
             return {"proposals": [{"replacements": [{"position": p, "new": f"w{k}{p}"} for p in pos]} for k in range(n)]}
+        if "answer" in props:  # the entity verifier's question (before issue 31, its failure went unnoticed: the
+            return {"A": 1.0}  # seed failed at entity_verify, yet its unverified rows came out accepted)
         return {"reviews": [review(100) for _ in range(props["reviews"]["minItems"])]}
 
     cfg = AugmentConfig(method="biorda", num_augmented=2, debate_agents=3, judge_reading="sample")
@@ -310,3 +312,63 @@ def test_debate_read_by_probability_asks_remarks_only_for_what_is_revised() -> N
         ["reflect (read by probability)"] * 2
     with pytest.raises(ValueError, match="choose"):
         debate(agents, cfg)
+
+
+# ---------------------------------------------------------------- issue 31: a bad proposal rejects only itself
+@pytest.mark.parametrize(("bad", "why"), [({"position": 6, "new": "  "}, "blank text"),
+                                          ({"position": 4, "new": "among"}, "position 4 is not a chosen one")])
+def test_a_blank_or_off_position_proposal_rejects_only_itself(bad: dict, why: str) -> None:
+    """On 8ae9ee0 one proposal with blank replacement text (or for a position WHERE did not choose) raised
+    ParseError "is not for a chosen position", failing the whole seed; now it is rejected alone (bad_replacement,
+    never reviewed) and the other proposals go through the debate, in the advise step and in a revision."""
+    from hf_rgda.stages.debate import parse_proposals
+
+    good = {"replacements": [{"position": 1, "new": "found"}, {"position": 6, "new": "adults"}]}
+    faulty = {"replacements": [{"position": 1, "new": "showed"}, bad]}
+    first, second = parse_proposals({"proposals": [faulty, good]}, TOKENS, POSITIONS, 2)
+    assert first.reason == "bad_replacement" and why in first.detail and first.replacements == {1: "showed"}
+    assert second.reason == "" and second.replacements == {1: "found", 6: "adults"}
+
+    class Faulty(Agents):
+        async def __call__(self, agent, stage, messages, schema, rnd):
+            data = await super().__call__(agent, stage, messages, schema, rnd)
+            if stage in ("debate_advise", "debate_revise"):
+                data["proposals"][0] = faulty
+            return data
+
+    res = debate(Faulty([100]), DebateConfig(agents=3, sigma=80, max_rounds=3))
+    assert [p.reason for p in res.rejected] == ["bad_replacement"] and len(res.accepted) == 1
+    res = debate(Faulty([40, 100]), DebateConfig(agents=2, sigma=80, max_rounds=3), n=3)
+    assert [p.reason for p in res.rejected] == ["bad_replacement", "bad_replacement"]
+    assert [p.replacements for p in res.accepted] == [{1: "identified", 6: "women"}] and res.rounds == 2
+
+
+def test_biorda_seed_survives_a_blank_replacement() -> None:
+    """Through the pipeline: the seed is not failed, the faulty proposal is recorded as a debate rejection."""
+    from hf_rgda import ScriptedLLM
+    from hf_rgda.attribution import WordAttribution
+    from hf_rgda.checking import Checker
+    from hf_rgda.config import AugmentConfig
+    from hf_rgda.pipeline import Pipeline
+    from hf_rgda.records import Seed
+
+    class FixedWhere:
+        def attribute(self, tokens, tags):
+            return WordAttribution(list(tokens), [0.0] * len(tokens), [0.0] * len(tokens), [0.0] * len(tokens), [1])
+
+    def handler(messages, schema, params):
+        props = schema["properties"]
+        if "proposals" in props:  # the first proposal's text is blank
+            n = props["proposals"]["minItems"]
+            return {"proposals": [{"replacements": [{"position": 1, "new": ["", "found", "saw"][k]}]}
+                                  for k in range(n)]}
+        if "answer" in props:
+            return {"A": 1.0} if "A" in props["answer"]["enum"] else {"5": 1.0}
+        return {"reviews": [review(100) for _ in range(props["reviews"]["minItems"])]}
+
+    cfg = AugmentConfig(method="biorda", num_augmented=3, debate_agents=2)
+    pipe = Pipeline(cfg, ScriptedLLM(handler), Checker(("Disease",)), attribution=FixedWhere())
+    [r] = asyncio.run(pipe.run([Seed("a", tuple(TOKENS), tuple(TAGS))]))
+    assert not r.failure and [c.tokens[1] for c in r.accepted] == ["found", "saw"]
+    assert [(s, c.reason) for s, c in r.rejected] == [("debate", "bad_replacement")]
+    assert "blank text" in r.rejected[0][1].detail

@@ -47,13 +47,16 @@ class Proposal:
     """One set of replacements: ``{position: new text}``; ``scores`` are the reviewers' totals, round by round.
 
     Attributes:
-        reason: why it was rejected: ``"no_change"`` (every new text repeats its word: never reviewed) or
-            ``"below_sigma"`` (the reviewers' mean stayed below sigma); ``""`` otherwise.
+        reason: why it was rejected: ``"no_change"`` (every new text repeats its word: never reviewed),
+            ``"bad_replacement"`` (a replacement with blank text, not for a chosen position, or not an object: never
+            reviewed) or ``"below_sigma"`` (the reviewers' mean stayed below sigma); ``""`` otherwise.
+        detail: for ``"bad_replacement"``, the replacement at fault.
     """
 
     replacements: dict[int, str]
     scores: list[list[int]] = field(default_factory=list)
     reason: str = ""
+    detail: str = ""
 
     @property
     def rounds(self) -> int:
@@ -105,28 +108,36 @@ class ReviewResult(Generic[T]):
 
 def parse_proposals(data: Any, tokens: Sequence[str], positions: Sequence[int], n: int) -> list[Proposal]:
     """Proposals from an advise/revise answer; one that changes no word comes back with ``reason="no_change"``
-    and every new text it proposed.
+    and every new text it proposed, one with a replacement that is blank, not for a chosen position or not an object
+    with ``reason="bad_replacement"`` (its valid replacements, the fault in ``detail``): each rejects itself alone.
 
     Raises:
-        ParseError: not the expected structure, or a position outside the chosen ones.
+        ParseError: the answer has no ``proposals`` list of at least ``n`` items.
     """
     items = data.get("proposals") if isinstance(data, dict) else None
     if not isinstance(items, list) or len(items) < n:
         raise ParseError(f"expected {n} proposals", raw=json.dumps(data)[:2000])
-    out = []
-    for item in items[:n]:
-        reps = item.get("replacements") if isinstance(item, dict) else None
-        if not isinstance(reps, list):
-            raise ParseError("a proposal has no 'replacements' list", raw=json.dumps(data)[:2000])
-        proposed: dict[int, str] = {}
-        for r in reps:
-            pos, new = (r.get("position"), r.get("new")) if isinstance(r, dict) else (None, None)
-            if pos not in positions or not isinstance(new, str) or not new.strip():
-                raise ParseError(f"replacement {r!r} is not for a chosen position", raw=json.dumps(data)[:2000])
-            proposed[int(pos)] = new.strip()
-        changed = {pos: new for pos, new in proposed.items() if new.lower() != tokens[pos].lower()}
-        out.append(Proposal(changed) if changed else Proposal(proposed, reason="no_change"))
-    return out
+    return [_proposal(item, tokens, positions) for item in items[:n]]
+
+
+def _proposal(item: Any, tokens: Sequence[str], positions: Sequence[int]) -> Proposal:
+    """One proposal of an advise/revise answer (see :func:`parse_proposals`)."""
+    reps = item.get("replacements") if isinstance(item, dict) else None
+    if not isinstance(reps, list):
+        return Proposal({}, reason="bad_replacement", detail=f"no 'replacements' list in {item!r}"[:300])
+    proposed: dict[int, str] = {}
+    faults: list[str] = []
+    for r in reps:
+        pos, new = (r.get("position"), r.get("new")) if isinstance(r, dict) else (None, None)
+        if pos not in positions or not isinstance(new, str) or not new.strip():
+            why = "blank text" if pos in positions else f"position {pos!r} is not a chosen one {list(positions)}"
+            faults.append(f"replacement {r!r}: {why}"[:300])
+            continue
+        proposed[int(pos)] = new.strip()
+    if faults:
+        return Proposal(proposed, reason="bad_replacement", detail="; ".join(faults))
+    changed = {pos: new for pos, new in proposed.items() if new.lower() != tokens[pos].lower()}
+    return Proposal(changed) if changed else Proposal(proposed, reason="no_change")
 
 
 def _view(tokens: Sequence[str], positions: Sequence[int]) -> str:
@@ -179,7 +190,8 @@ async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], posit
 
 
 def _unless_unchanged(proposals: list[Proposal], result: DebateResult) -> list[Proposal]:
-    """The proposals that change a word; the others are rejected (one bad proposal never sinks the debate)."""
+    """The proposals that change a word and are well formed; the others are rejected (one bad proposal never sinks
+    the debate)."""
     result.rejected += [p for p in proposals if p.reason]
     return [p for p in proposals if not p.reason]
 
@@ -295,6 +307,8 @@ class Which:
         if p.reason == "no_change":
             return Candidate(raw={"replacements": p.replacements}).reject(
                 "no_change", "every new text repeats the word it replaces")
+        if p.reason == "bad_replacement":
+            return Candidate(raw={"replacements": p.replacements}).reject("bad_replacement", p.detail)
         return self._candidate(r, p).reject("below_sigma", f"mean reviewer score {p.mean:.1f} < {self.config.threshold}")
 
 
