@@ -83,12 +83,20 @@ class Pipeline:
         self.systems = system_prompts(config, checker.types, notes)
 
     async def run(self, seeds: Sequence[Seed], examples: Sequence[Seed] = ()) -> list[SeedResult]:
-        """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds)."""
+        """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds).
+
+        A failed seed keeps no accepted sentence: what it had when its stage failed has not passed every stage (an
+        entity verification or a debate review that raised, say), so it is withheld, and a note says how many.
+        """
         results = [SeedResult(s, skipped=self.cfg.skip_entityless and not s.spans) for s in seeds]
         todo = [r for r in results if not r.skipped]
         stages = self.stages(examples or seeds)
         for group in [todo] if self.cfg.schedule == "stage" else [[r] for r in todo]:
             await self._run_group(group, stages)
+        for r in todo:
+            if r.failure and r.accepted:
+                r.notes.append(f"{len(r.accepted)} sentences withheld: the seed failed before they passed every stage")
+                r.accepted = []
         return results
 
     def stages(self, examples: Sequence[Seed] = ()) -> Stages:
@@ -134,7 +142,8 @@ class Pipeline:
             await self.each(rs, Step("debate_review", "review", s.review))
             await self._maybe(rs, verify)
         for r in rs:
-            s.composer.finish(r)
+            if r.alive:
+                s.composer.finish(r)
 
     async def _maybe(self, rs: Sequence[SeedResult], step: Step | None) -> None:
         """Run ``step`` unless it is switched off (None)."""

@@ -166,6 +166,8 @@ def test_salvaged_rows_carry_their_repairs_and_are_counted() -> None:
     import json
 
     def handler(messages, schema, params):
+        if "answer" in schema["properties"]:  # the entity verifier's question (before issue 31 it failed the seed
+            return {"A": 1.0}  # unnoticed: the unverified row still came out accepted)
         answer = {"text": "Germline BRCA1 mutations predispose women to ovarian cancer early .",
                   "entities": [{"text": "BRCA1", "type": "Disease"}, {"text": "ovarian cancer", "type": "Disease"}]}
         return {"sentences": [answer]}

@@ -93,6 +93,29 @@ def test_garbage_output_fails_that_seed_only() -> None:
     assert all(not r.accepted for r in results)
 
 
+@pytest.mark.parametrize(("stage", "cfg"), [("entity_verify", {}), ("entity_verify", {"method": "naive"}),
+                                            ("debate_review", {"debate_review": True})])
+def test_a_seed_whose_verification_or_review_raises_keeps_no_accepted_row(stage: str, cfg: dict) -> None:
+    """Issue 31: on 8ae9ee0 a seed whose entity verification or debate review raised was counted failed, yet the
+    sentences it held (never verified, never reviewed) came out accepted (composer.finish ran for failed seeds). A
+    failed seed now keeps no accepted sentence, with a note saying how many were withheld."""
+    from hf_rgda import ServerError
+
+    world = FakeWorld()
+
+    def handler(messages, schema, params):
+        if stage_of(list(messages)) == stage and "cystic fibrosis" in messages[-1]["content"]:
+            return ServerError("HTTP 503: overloaded")
+        return world(messages, schema, params)
+
+    pipe = Pipeline(AugmentConfig(**cfg), ScriptedLLM(handler), Checker(("Disease",)))
+    results = asyncio.run(pipe.run(SEEDS))
+    [bad] = [r for r in results if r.failure]
+    assert bad.seed.key == "s1" and bad.failure.startswith(f"{stage}: ServerError")
+    assert bad.accepted == [] and any("withheld" in n for n in bad.notes)
+    assert all(r.accepted for r in results if r is not bad)
+
+
 def test_an_unexpected_error_fails_its_seed_only(caplog: pytest.LogCaptureFixture) -> None:
     """A bug-shaped exception (not an LLM answer) in one seed's call is that seed's failure, named and logged with
     key-shaped text redacted; the other seeds finish."""
