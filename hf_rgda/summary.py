@@ -2,6 +2,13 @@
 
 The same :class:`RunSummary` is filled in-process by the augmenter and rebuilt from a written dataset's
 ``rgda_trace`` column (which works whatever ``num_proc`` was): both fold the same traces.
+
+What each counts: ``RGDAAugmenter.summary`` folds the batches that augmenter object computed in this process, so it
+reads ``seeds in: 0`` when ``datasets`` served the map from its cache and misses the batches of ``num_proc`` workers;
+:meth:`RunSummary.from_dataset` folds the traces in the rows a map returned, right however the map ran (computed,
+cached, in workers). Every seed's trace rides on its first row (its ``original`` row with ``keep_originals``, the
+default; else its first accepted or failed row), so ``from_dataset`` counts every seed with ``keep_originals`` and,
+without it, the seeds that emitted an accepted or failed row.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._exceptions import InputError
 from .records import Accounting, SeedTrace
 
 __all__ = ["RunSummary"]
@@ -82,6 +90,20 @@ class RunSummary:
             if trace is not None:
                 summary.add(trace)
         return summary
+
+    @classmethod
+    def from_dataset(cls, rows: Any) -> RunSummary:
+        """The summary of a map's output ``rows`` (a ``datasets.Dataset`` or a dict of columns with ``rgda_trace``),
+        whether ``datasets`` computed the map, served it from its cache, or ran it in ``num_proc`` workers (see the
+        module docstring for which seeds it counts); ``wall_seconds`` stays 0: rows do not record the wall time.
+
+        Raises:
+            InputError: ``rows`` has no ``rgda_trace`` column (not an augmenter's output).
+        """
+        names = rows.column_names if hasattr(rows, "column_names") else list(rows)
+        if "rgda_trace" not in names:
+            raise InputError(f"no rgda_trace column among {sorted(names)}: not the rows of an RGDAAugmenter map")
+        return cls.from_traces(rows["rgda_trace"])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready figures, including score distributions per stage and round."""
