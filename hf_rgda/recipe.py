@@ -7,6 +7,13 @@ Example:
     >>> seeds = sample_seeds(split, 50)  # doctest: +SKIP
     >>> run = augment(seeds, RGDAAugmenter.from_dataset(split, llm="openai:gpt-5.5"))  # doctest: +SKIP
     >>> run.save("out/ncbi-rgda", source="ncbi_disease", split="train")  # doctest: +SKIP
+    >>> run.too_many_failed(DEFAULT_MAX_FAILED)  # "" or the line to print before exiting 3  # doctest: +SKIP
+
+Failures and reruns: a seed that failed (a provider outage, an unreadable answer) is recorded in the rows
+(``rgda_status="failed"``) and never cached as ``datasets``' final answer (:mod:`hf_rgda.failures`): running the same
+recipe again retries exactly the failed seeds, the response cache serving every call already answered.
+:meth:`Run.too_many_failed` is the CLI's exit-status policy (exit 3): every seed failed, or more than ``max_failed``
+(a count, or a fraction of the seeds) did.
 """
 
 from __future__ import annotations
@@ -18,11 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import ConfigError
+from ._exceptions import ConfigError, InputError
+from .inputs import check_data_file, check_json_lines, looks_like_path
 from .pricing import PriceTable, cost_report
 from .summary import RunSummary
 
-__all__ = ["Run", "augment", "load_source", "load_split", "sample_seeds"]
+__all__ = ["DEFAULT_MAX_FAILED", "Run", "augment", "load_source", "load_split", "max_failed", "sample_seeds"]
+
+#: failed seeds tolerated by default (``--max-failed``): a tenth of the seeds, so that an outage or a backend that
+#: cannot answer shows in the exit status while a stray unreadable answer in a large run does not
+DEFAULT_MAX_FAILED = 0.1
 
 _EXTS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
@@ -35,6 +47,10 @@ def load_source(source: str | Sequence[str], *, cache_dir: str | None = None) ->
             (``{train,dev,test}.jsonl``, ``.json``, ``.parquet`` or ``.csv``, one type); data files of one type
             (each file a split named by its stem); or a Hub dataset id.
         cache_dir: ``datasets`` cache folder for ``load_dataset``.
+
+    Raises:
+        ConfigError: a path that does not exist (and is no Hub dataset), or files of mixed or unknown types.
+        InputError: an empty data file, or a line of a JSON file that is not JSON (named by its row and line).
     """
     from datasets import load_dataset, load_from_disk
 
@@ -46,15 +62,39 @@ def load_source(source: str | Sequence[str], *, cache_dir: str | None = None) ->
                 return load_from_disk(str(folder))
     if len(paths) == 1 and paths[0].is_dir():
         builder, data_files = _folder_files(paths[0])
-        return load_dataset(builder, data_files=data_files, cache_dir=cache_dir)
+        return _load_files(builder, data_files, cache_dir)
     if all(p.is_file() for p in paths):
         kinds = {_EXTS.get(p.suffix) for p in paths}
         if None in kinds or len(kinds) > 1:
             raise ConfigError(f"{files}: give files of one type among {', '.join(_EXTS)}")
-        return load_dataset(kinds.pop(), data_files={p.stem: str(p) for p in paths}, cache_dir=cache_dir)
-    if len(files) == 1 and not paths[0].exists():
-        return load_dataset(files[0], cache_dir=cache_dir)
+        return _load_files(kinds.pop(), {p.stem: str(p) for p in paths}, cache_dir)
+    if len(files) == 1 and not paths[0].exists() and not looks_like_path(files[0]):
+        try:
+            return load_dataset(files[0], cache_dir=cache_dir)
+        except (ConnectionError, FileNotFoundError) as err:  # the Hub's "not found", or no Hub to ask
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ConfigError(f"{files[0]}: no such file or folder, nor a Hub dataset ({first})") from None
+    missing = [f for f, p in zip(files, paths) if not p.exists()]
+    if missing:
+        raise ConfigError(f"{missing[0]}: no such file or folder")
     raise ConfigError(f"{files}: not a folder, existing files, or a Hub dataset id")
+
+
+def _load_files(builder: str, data_files: dict[str, str], cache_dir: str | None) -> Any:
+    """``load_dataset(builder, data_files=...)``, with an empty file or a corrupt JSON line named (one line)."""
+    from datasets import load_dataset
+    from datasets.exceptions import DatasetGenerationError
+
+    for path in data_files.values():
+        check_data_file(path)
+    try:
+        return load_dataset(builder, data_files=data_files, cache_dir=cache_dir)
+    except DatasetGenerationError as err:
+        if builder == "json":
+            for path in data_files.values():
+                check_json_lines(path)
+        cause = str(err.__cause__ or err).strip().splitlines() or [type(err).__name__]
+        raise InputError(f"{', '.join(data_files.values())}: could not be read: {cause[0]}") from None
 
 
 def _folder_files(folder: Path) -> tuple[str, dict[str, str]]:
@@ -90,6 +130,27 @@ def sample_seeds(split: Any, num_seeds: int | None = None, *, sample_seed: int =
     return split.shuffle(seed=sample_seed).select(range(num_seeds))
 
 
+def max_failed(text: str) -> float | int:
+    """``--max-failed``'s value: a count of seeds (``"0"``, ``"5"``), or a fraction of them (``"0.1"``, ``"10%"``).
+
+    Raises:
+        ValueError: neither (argparse reports it as an invalid value).
+    """
+    value = text.strip()
+    if value.endswith("%"):
+        fraction = float(value[:-1]) / 100
+    elif "." in value:
+        fraction = float(value)
+    else:
+        count = int(value)
+        if count < 0:
+            raise ValueError(f"negative count {text!r}")
+        return count
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"fraction {text!r} outside 0..1")
+    return fraction
+
+
 def _entities(tags: list[Any]) -> int:
     return sum(1 for t in tags if (isinstance(t, str) and t[:2] in ("B-", "S-", "U-")) or (not isinstance(t, str) and t))
 
@@ -112,6 +173,19 @@ class Run:
     seeds: int
     load_from_cache_file: bool | None = None
 
+    def too_many_failed(self, limit: float = DEFAULT_MAX_FAILED) -> str:
+        """``""``, or the line saying that every seed failed or more than ``limit`` did (an ``int``: a count; a
+        ``float``: a fraction of the seeds, as :func:`max_failed` returns them) and that a rerun retries them."""
+        summary = self.summary or RunSummary()
+        failed, seeds = summary.failed_seeds, summary.seeds
+        allowed = limit * seeds if isinstance(limit, float) else limit
+        if not failed or (failed < seeds and failed <= allowed):
+            return ""
+        why = "every seed failed" if failed == seeds else f"more than --max-failed {limit}"
+        return (f"{failed} of {seeds} seeds failed ({why}; by stage: "
+                + ", ".join(f"{k} {v}" for k, v in summary.failures.items())
+                + "); rerun the same command to retry the failed seeds: the accepted ones are kept")
+
     def with_status(self, *statuses: str) -> Any:
         """The rows whose ``rgda_status`` is one of ``statuses``."""
         return self.rows.filter(lambda s: s in statuses, input_columns="rgda_status",
@@ -127,8 +201,9 @@ class Run:
         """The run's ``summary.json``: configuration, backend, source, seed count, figures and cost by stage."""
         figures = (self.summary or RunSummary()).to_dict()
         identity = self.augmenter.llm.identity()
+        calibration = getattr(self.augmenter, "calibration", None)  # the thresholds a calibration file set
         return {"config": self.augmenter.config.to_dict(), "llm": identity, "source": source, "split": split,
-                "num_seeds": self.seeds, "summary": figures,
+                **({"calibration": calibration} if calibration else {}), "num_seeds": self.seeds, "summary": figures,
                 "cost": cost_report(figures["usage_by_stage"], identity, prices)}
 
     def save(self, out: str | Path, *, source: Any, split: str, prices: PriceTable | None = None) -> tuple[Any, dict]:
