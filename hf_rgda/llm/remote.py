@@ -4,12 +4,29 @@ A provider module implements :meth:`RemoteLLM._request` (one attempt, SDK errors
 :class:`~hf_rgda.BackendError` subclasses, ``retry_after`` filled from the response) and :meth:`RemoteLLM._new_client`;
 one whose API returns logprobs also sets ``has_logprobs`` and implements ``_top_logprobs`` (checked when the
 class is created).
-This class adds, per running event loop: a semaphore (``max_concurrency``), a requests- and tokens-per-minute
-limiter, and bounded retries with exponential backoff and full jitter that honour ``Retry-After``. SDK-level
-retries are switched off so that there is one retry policy, visible in the config.
+This class adds a semaphore per running event loop (``max_concurrency``), a requests- and tokens-per-minute
+limiter shared by every event loop and thread of the process, and bounded retries with exponential backoff and full
+jitter that honour ``Retry-After``. SDK-level retries are switched off so that there is one retry policy, visible in
+the config.
 
-Secrets: keys are read from the environment at the first call, kept out of ``identity()``, ``repr``,
-``__getstate__`` and every message the library raises or logs (:func:`redact`).
+Limits and ``datasets.map``: each map batch runs in an event loop of its own, one batch after another; the
+``rpm``/``tpm`` limiter is one per process for each backend identity (backend, model, base URLs) and limits, so it
+holds across batches. Under ``num_proc=N`` every worker process has its own limiter: the provider sees up to N times
+the limits (divide them by N). The seeds of one batch run concurrently, so the requests in flight are at most
+``max_concurrency`` and, in practice, about ``batch_size`` times the calls one seed makes at once: raise
+``batch_size`` along with ``max_concurrency`` (e.g. for several servers).
+
+Secrets: keys are read from the environment at the first call. A key given in code (``api_key``) and the credentials
+of a ``base_url`` (``http://user:password@host/v1``) are held in the process's secret registry
+(:mod:`hf_rgda._secrets`) under an id derived from the backend's public identity: the pickled state (what ``datasets``
+hashes into its fingerprint and sends to ``num_proc`` workers) has the id only, so the fingerprint does not depend on
+the key, and the workers find the secret in the memory they inherit (fork) or in the ``HF_RGDA_SECRET_<id>``
+variable (spawn, forkserver); a worker that finds neither stops with an :class:`~hf_rgda.AuthenticationError` that
+says so (never a silent fallback to another key). The base URLs kept and shown are without their user info; the
+credentials are put back only in the URL handed to the SDK, and a filter on the HTTP stack's loggers
+(:func:`~hf_rgda._secrets.install_log_redaction`) scrubs user info and every known key from their records at every
+level. Secrets are kept out of ``identity()``, ``repr``, ``__getstate__`` and every message the library raises or logs
+(:func:`redact`).
 """
 
 from __future__ import annotations
@@ -17,9 +34,11 @@ from __future__ import annotations
 import abc
 import asyncio
 import collections
+import json
 import logging
 import os
 import random
+import threading
 import time
 import urllib.parse
 import weakref
@@ -28,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .._exceptions import AuthenticationError, BackendError, ConfigError
-from .._secrets import redact
+from .._secrets import install_log_redaction, redact, register_secret, registered_secret, secret_id
 from .base import LLM, Completion, Message, OptionProbs
 from .options import check_options, top_logprobs_of
 
@@ -61,19 +80,23 @@ class RetryPolicy:
 
 
 class RateLimiter:
-    """Requests-per-minute and tokens-per-minute limits over a sliding 60-second window (one per event loop)."""
+    """Requests-per-minute and tokens-per-minute limits over a sliding window (60 seconds by default).
+
+    Usable from any event loop and thread at once (its state is guarded by a thread lock, never held across an
+    ``await``): :func:`shared_limiter` gives the one limiter of a backend in this process.
+    """
 
     def __init__(self, rpm: int | None, tpm: int | None, *, window: float = 60.0) -> None:
         self.rpm, self.tpm, self.window = rpm, tpm, window
         self._events: collections.deque[tuple[float, int]] = collections.deque()
-        self._lock = asyncio.Lock()
+        self._lock = threading.Lock()
 
     async def acquire(self, tokens: int) -> None:
         """Wait until one more request of about ``tokens`` tokens fits in the window, then record it."""
         if not self.rpm and not self.tpm:
             return
-        async with self._lock:
-            while True:
+        while True:
+            with self._lock:
                 now = time.monotonic()
                 while self._events and now - self._events[0][0] >= self.window:
                     self._events.popleft()
@@ -83,7 +106,33 @@ class RateLimiter:
                 if fits_rpm and fits_tpm:
                     self._events.append((now, tokens))
                     return
-                await asyncio.sleep(max(0.01, self.window - (now - self._events[0][0])))
+                wait = max(0.01, self.window - (now - self._events[0][0]))
+            await asyncio.sleep(wait)
+
+
+_limiters: dict[tuple[Any, ...], RateLimiter] = {}
+_limiters_lock = threading.Lock()
+
+
+def shared_limiter(identity: Mapping[str, Any], rpm: int | None, tpm: int | None, window: float) -> RateLimiter:
+    """The process's one limiter for a backend identity and its limits (created at the first request)."""
+    key = (json.dumps(identity, sort_keys=True, default=str), rpm, tpm, window)
+    with _limiters_lock:
+        if key not in _limiters:
+            _limiters[key] = RateLimiter(rpm, tpm, window=window)
+        return _limiters[key]
+
+
+def _after_fork_in_child() -> None:
+    """A forked worker keeps the limiters' history (the parent's recent requests still count) with fresh locks."""
+    global _limiters_lock
+    _limiters_lock = threading.Lock()
+    for limiter in _limiters.values():
+        limiter._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def estimate_tokens(messages: Sequence[Message], max_tokens: int) -> int:
@@ -98,10 +147,12 @@ class RemoteLLM(LLM):
         model: the provider's model name.
         base_url: API root; a list of roots is used round-robin (one model served by several servers).
         timeout: seconds per request.
-        max_concurrency: requests in flight at once (per event loop).
-        rpm, tpm: requests / tokens per minute (None: unlimited).
+        max_concurrency: requests in flight at once (per event loop, i.e. per map batch).
+        rpm, tpm: requests / tokens per minute (None: unlimited), held by one limiter per process for this backend
+            identity (see the module's docstring for ``num_proc``).
         retry: the retry policy.
-        api_key: a key given in code (else the provider's environment variable is read at the first call).
+        api_key: a key given in code (else the provider's environment variable is read at the first call); it
+            reaches ``num_proc`` workers through the process's secret registry, never through the pickled state.
     """
 
     #: provider name used in identities and price lookups
@@ -113,8 +164,13 @@ class RemoteLLM(LLM):
     #: whether the API returns next-token logprobs (else :meth:`option_probs` is the sampling fallback)
     has_logprobs: bool = False
     extra: str = ""
-    #: attributes holding live state (set by :meth:`_init_live`): never pickled, so never part of a fingerprint
-    live_fields: tuple[str, ...] = ("_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key")
+    #: attributes holding live state (set by :meth:`_init_live`) or secrets: never pickled, so never part of a
+    #: fingerprint
+    live_fields: tuple[str, ...] = ("_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key", "_url_auth")
+    #: seconds of the ``rpm``/``tpm`` sliding window (a test may shorten it on an instance)
+    rate_window: float = 60.0
+    #: the secret registry id of the secrets given in code; set (and pickled) only when there are some
+    _secret_id: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A provider that claims logprobs must implement ``_top_logprobs(client, messages, params, n)``: one attempt
@@ -132,12 +188,21 @@ class RemoteLLM(LLM):
             raise ConfigError(f"max_concurrency={max_concurrency} must be at least 1")
         self.model = model
         urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
-        self.base_urls: list[str] = [u.rstrip("/") for u in urls]
+        self.base_urls: list[str] = []
+        self._url_auth: dict[str, str] = {}  # base URL (as kept) -> its user info
+        for u in urls:
+            public, userinfo = _split_userinfo(u.rstrip("/"))
+            self.base_urls.append(public)
+            if userinfo:
+                self._url_auth[public] = userinfo
         self.timeout = float(timeout)
         self.max_concurrency = max_concurrency
         self.rpm, self.tpm = rpm, tpm
         self.retry = retry or RetryPolicy(**({"max_attempts": max_retries + 1} if max_retries is not None else {}))
         self._api_key = api_key
+        if api_key or self._url_auth:
+            self._secret_id = secret_id({"backend": self.backend, "model": self.model, "base_urls": self.base_urls})
+            self._register_secrets()
         self._init_live()
 
     def _init_live(self) -> None:
@@ -149,7 +214,25 @@ class RemoteLLM(LLM):
         self.retries = 0  # attempts beyond the first, over this object's life (for reports and tests)
 
     # ---------------------------------------------------------------- secrets and identity
+    def _register_secrets(self) -> None:
+        if self._secret_id and (self._api_key or self._url_auth):
+            register_secret(self._secret_id, json.dumps({"api_key": self._api_key, "url_auth": self._url_auth}))
+
+    def _given_secrets(self) -> None:
+        """In a copy made by unpickling (a ``num_proc`` worker): fetch the secrets given in code from the registry."""
+        if not self._secret_id or self._api_key or self._url_auth:
+            return
+        raw = registered_secret(self._secret_id)
+        if raw is None:
+            raise AuthenticationError(
+                f"{self.backend}: the api_key or base_url credentials given in code did not reach this process (it "
+                "started before they were registered, or outside the process that made the backend); set "
+                f"{' or '.join(self.key_env) or 'the key'} in the environment instead")
+        given = json.loads(raw)
+        self._api_key, self._url_auth = given.get("api_key"), dict(given.get("url_auth") or {})
+
     def _key(self) -> str | None:
+        self._given_secrets()
         if self._api_key:
             return self._api_key
         for name in self.key_env:
@@ -160,8 +243,20 @@ class RemoteLLM(LLM):
         raise AuthenticationError(f"{self.backend}: no API key: set {' or '.join(self.key_env)}")
 
     def _secrets(self) -> list[str]:
-        found = [self._api_key or ""] + [os.environ.get(n, "") for n in self.key_env]
-        return [s for s in found if s and s != "not-needed"]
+        userinfo = [part for u in self._url_auth.values() for part in (u, u.split(":", 1)[-1])]  # not the user name
+        found = [self._api_key or "", *userinfo] + [os.environ.get(n, "") for n in self.key_env]
+        return sorted({s for s in found if s and s != "not-needed"}, key=len, reverse=True)
+
+    def _full_url(self, base_url: str | None) -> str | None:
+        """The URL for the SDK: ``base_url`` with its user info put back."""
+        if base_url is None:
+            return None
+        self._given_secrets()
+        userinfo = self._url_auth.get(base_url)
+        if not userinfo:
+            return base_url
+        scheme, rest = base_url.split("://", 1)
+        return f"{scheme}://{userinfo}@{rest}"
 
     def identity(self) -> dict[str, Any]:
         ident: dict[str, Any] = {"backend": self.backend, "model": self.model}
@@ -171,11 +266,13 @@ class RemoteLLM(LLM):
         return ident
 
     def __getstate__(self) -> dict[str, Any]:
+        self._register_secrets()  # the object pickled last (hashed, sent to workers) is the one its copies find
         return {k: v for k, v in self.__dict__.items() if k not in self.live_fields}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._api_key = None
+        self._url_auth = {}
         self._init_live()
 
     # ---------------------------------------------------------------- live state, per event loop
@@ -183,7 +280,8 @@ class RemoteLLM(LLM):
         loop = asyncio.get_running_loop()  # SDK clients hold an httpx client bound to the loop that made it
         per_loop = self._clients.setdefault(loop, {})
         if base_url not in per_loop:
-            per_loop[base_url] = self._new_client(self._key(), base_url)
+            per_loop[base_url] = self._new_client(self._key(), self._full_url(base_url))
+            install_log_redaction()  # after the SDK's import, so its loggers exist
         return per_loop[base_url]
 
     async def aclose(self) -> None:
@@ -194,9 +292,11 @@ class RemoteLLM(LLM):
         await client.close()
 
     def _state(self) -> tuple[asyncio.Semaphore, RateLimiter]:
+        """This event loop's semaphore and the process's limiter of this backend."""
         loop = asyncio.get_running_loop()
         if loop not in self._loop_state:
-            self._loop_state[loop] = (asyncio.Semaphore(self.max_concurrency), RateLimiter(self.rpm, self.tpm))
+            limiter = shared_limiter(self.identity(), self.rpm, self.tpm, self.rate_window)
+            self._loop_state[loop] = (asyncio.Semaphore(self.max_concurrency), limiter)
         return self._loop_state[loop]
 
     def _pick_url(self) -> str | None:
@@ -294,6 +394,15 @@ def status_error(cls_by_status: Mapping[int, type[BackendError]], status: int, m
 
     cls = cls_by_status.get(status) or (ServerError if status >= 500 else BackendError)
     return cls(message[:500], status=status, retry_after=retry_after)
+
+
+def _split_userinfo(url: str) -> tuple[str, str]:
+    """``url`` without its user info, and the user info (``user:password``; "" when none)."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if not at:
+        return url, ""
+    return urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment)), userinfo
 
 
 def _public_url(url: str) -> str:
