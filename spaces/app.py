@@ -6,13 +6,16 @@ the ``where`` and ``debate_review`` switches of ``AugmentConfig``, ``RGDAAugment
 pipeline's per-stage progress bars show in the page (``gr.Progress(track_tqdm=True)``).
 
 Run locally: ``python spaces/app.py`` (127.0.0.1:7860). ``HF_RGDA_SPACE_LLM`` replaces the default local model
-(the tests use the tiny one). API keys typed in are passed to that one request's backend and dropped with it:
-never stored, cached, logged or shown.
+(the tests use the tiny one). The backend selected at first is the local one where llama.cpp is installed, else
+OpenAI (a Space built by ``scripts/build_space.sh`` without ``--local``); ``HF_RGDA_SPACE_BACKEND`` chooses another.
+API keys typed in are passed to that one request's backend and dropped with it: never stored, cached, logged or
+shown (a Space secret such as ``OPENAI_API_KEY`` serves requests that type none).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import tempfile
@@ -28,6 +31,8 @@ from hf_rgda.records import SeedTrace
 from hf_rgda.tags import parse_inline, tags_to_spans
 
 LOCAL_LLM = os.environ.get("HF_RGDA_SPACE_LLM", DEFAULT_LLM)
+# the local backend needs llama.cpp (hf_rgda[local], compiled at install); without it an API backend comes first
+BACKEND = os.environ.get("HF_RGDA_SPACE_BACKEND") or ("local" if importlib.util.find_spec("llama_cpp") else "openai")
 # written for this Space: one sentence in the style of each benchmark dataset, with that dataset's entity types
 EXAMPLES = [
     ["Carriers of the mutation had a higher risk of [ovarian cancer](Disease) .", "Disease",
@@ -117,7 +122,7 @@ def augment(sentence: str, types_text: str, domain: str, method: str, where: boo
                          domain, attribution_model)
         run = run_recipe(Dataset.from_dict({"tokens": [tokens], "ner_tags": [tags]}), aug, batch_size=1,
                          desc=f"{method} augmentation")
-    except RGDAError as err:
+    except (RGDAError, ImportError) as err:  # ImportError: a backend whose SDK or llama.cpp is not installed
         raise gr.Error(str(err)) from None
     rows = run.rows.to_list()
     stages, s = _stages(rows), run.summary.to_dict()
@@ -157,11 +162,11 @@ def _inputs() -> list[Any]:
             method = gr.Dropdown(list(METHODS), value="rgda", label="Method", elem_id="method", info=HELP["method"])
             where = gr.Checkbox(label="where", info=HELP["where"], elem_id="where")
             debate = gr.Checkbox(label="debate_review", info=HELP["debate_review"], elem_id="debate_review")
-            backend = gr.Dropdown(list(BACKENDS), value="local", label="Backend", elem_id="backend")
-            model = gr.Textbox(label="Model (blank: the local default)", value="",
+            backend = gr.Dropdown(list(BACKENDS), value=BACKEND, label="Backend", elem_id="backend")
+            model = gr.Textbox(label="Model (blank: the local default)", value="", elem_id="model",
                                placeholder=", ".join(f"{b}: {m}" for b, m in EXAMPLE_MODELS.items()))
             api_key = gr.Textbox(label="API key (this request only)", type="password")
-            base_url = gr.Textbox(label="Base URL (OpenAI-compatible servers)", value="")
+            base_url = gr.Textbox(label="Base URL (OpenAI-compatible servers)", value="", elem_id="base_url")
             num = gr.Slider(1, 5, value=3, step=1, label="New sentences per seed", elem_id="num")
             where_model = gr.Textbox(label="Attribution model folder or Hub id (biorda, where)",
                                      value=os.environ.get("HF_RGDA_SPACE_WHERE", ""))
