@@ -177,9 +177,9 @@ def _inputs() -> list[Any]:
 def build() -> gr.Blocks:
     with gr.Blocks(title="hf_rgda: LLM data augmentation for NER") as demo:
         gr.Markdown("# hf_rgda\nWrite a tagged sentence (entities as `[text](Type)`), pick a method and a backend, and "
-                    "watch the guidance, every judge round and the new sentences. The local model runs on this "
-                    "machine (minutes per sentence on a CPU: the progress bar shows the stage it is in); API keys are "
-                    "used for this request only.")
+                    "watch the guidance, every judge round and the new sentences. The local model, where installed, runs "
+                    "on this machine (minutes per sentence on a CPU: the progress bar shows the stage it is in); API "
+                    "keys are used for this request only.")
         inputs = _inputs()
         run = gr.Button("Augment", variant="primary", elem_id="run")
         status = gr.Markdown(elem_id="status")

@@ -39,16 +39,17 @@ SCHEMA = {"type": "object", "properties": {"disease": {"type": "string"}}, "requ
           "additionalProperties": False}
 MSGS = [{"role": "user", "content": "Name one disease."}]
 PARAMS = {"temperature": 0.0, "max_tokens": 16, "seed": 1}
+PREFIX = "HF_RGDA_SECRET_"  # hf_rgda._secrets.SECRET_ENV_PREFIX
 
 
 @pytest.fixture(autouse=True)
 def _own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with an empty secret registry, and its registrations (memory, environment) go with it."""
-    monkeypatch.setattr(_secrets, "_registry", {})
-    for name in [k for k in os.environ if k.startswith(_secrets.SECRET_ENV_PREFIX)]:
+    monkeypatch.setattr(_secrets, "_registry", {}, raising=False)  # raising=False: the test also runs on 8ae9ee0
+    for name in [k for k in os.environ if k.startswith(PREFIX)]:
         monkeypatch.delenv(name)
     yield
-    for name in [k for k in os.environ if k.startswith(_secrets.SECRET_ENV_PREFIX)]:
+    for name in [k for k in os.environ if k.startswith(PREFIX)]:
         os.environ.pop(name, None)
 
 
@@ -152,7 +153,7 @@ def test_a_worker_reads_the_key_from_the_environment_or_says_it_has_none(server,
     blob = pickle.dumps(load_llm("openai:m", base_url=server.url("openai"), api_key=KEY))
     monkeypatch.setattr(_secrets, "_registry", {})
     assert pickle.loads(blob)._key() == KEY
-    for name in [k for k in os.environ if k.startswith(_secrets.SECRET_ENV_PREFIX)]:
+    for name in [k for k in os.environ if k.startswith(PREFIX)]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-some-other-key-1234")
     with pytest.raises(AuthenticationError, match="given in code did not reach this process"):
