@@ -4,7 +4,11 @@
 A call's parameters carry a seed derived from the run seed and the call's identity (:func:`derive_seed`), so answers
 never depend on scheduling; the response cache answers first when it can; an answer that is not JSON is re-asked once
 with the parse error; every call is counted on its seed's :class:`~hf_rgda.records.Accounting`. Building the messages
-(:func:`system_prompts`, :func:`build_messages`, :func:`reask_messages`) is pure.
+(:mod:`hf_rgda.messages`, :func:`reask_messages`) is pure.
+
+Every call carries its stage's name as metadata while it is in flight (:func:`call_of`): a scripted backend (the
+test world of :mod:`hf_rgda.testing`) answers by it, in this process or over the wire, instead of by the prompt's
+wording.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import functools
 import hashlib
 import json
 import logging
+import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NamedTuple, TypeVar
 
 from . import prompts
 from ._exceptions import ParseError
@@ -25,19 +31,50 @@ from .cache import ResponseCache, cache_key, option_probs_key
 from .checking import parse_json
 from .config import AugmentConfig
 from .llm.base import LLM, Completion, OptionProbs
+from .messages import Messages, follow_up
 from .records import SeedResult
 
-__all__ = ["Caller", "Messages", "add_section", "build_messages", "derive_seed", "reask_messages", "section",
-           "system_prompts"]
+__all__ = ["CallInfo", "Caller", "Messages", "call_of", "derive_seed", "reask_messages"]
 
 log = logging.getLogger(__name__)
 
-Messages = list[dict[str, str]]
 _Answer = TypeVar("_Answer", Completion, OptionProbs)
 
-#: the stages whose system prompt is rendered from the run's domain, types and output format
-_WRITERS = ("seed_generation", "guidance", "guidance_refine", "composer", "composition_refine")
-_JUDGES = ("guidance_judge", "composition_judge")
+
+class CallInfo(NamedTuple):
+    """A call's metadata: its stage's name and what tells it from the seed's other calls of that stage."""
+
+    stage: str
+    salt: str
+
+
+#: the calls in flight: (system prompt, last message) -> their metadata and how many such calls are in flight
+_IN_FLIGHT: dict[tuple[str, str], tuple[CallInfo, int]] = {}
+_LOCK = threading.Lock()
+
+
+def _flight_key(messages: Sequence[Any]) -> tuple[str, str]:
+    return messages[0]["content"], messages[-1]["content"]
+
+
+def call_of(messages: Sequence[Any]) -> CallInfo | None:
+    """The metadata of the call in flight with these messages (in this process), or None."""
+    got = _IN_FLIGHT.get(_flight_key(messages))
+    return got[0] if got else None
+
+
+@contextmanager
+def _in_flight(messages: Messages, info: CallInfo) -> Iterator[None]:
+    key = _flight_key(messages)
+    with _LOCK:
+        _IN_FLIGHT[key] = (info, _IN_FLIGHT.get(key, (info, 0))[1] + 1)
+    try:
+        yield
+    finally:
+        with _LOCK:
+            left = _IN_FLIGHT.pop(key)[1] - 1
+            if left:
+                _IN_FLIGHT[key] = (info, left)
 
 
 def derive_seed(base: int, *parts: object) -> int:
@@ -51,39 +88,9 @@ def _derived(base: int, parts: tuple[str, ...]) -> int:  # memoised: a seed's qu
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def system_prompts(config: AugmentConfig, types: Sequence[str], type_notes: str = "") -> dict[str, str]:
-    """The system prompt of every stage that writes, judges or verifies (the debate renders its own, one per
-    persona)."""
-    common = {"domain": config.domain or "the domain of the given sentence", "types": ", ".join(types),
-              "type_notes": type_notes, "output_format": prompts.template(f"{config.representation}_format")}
-    systems = {name: prompts.render(name, **common) for name in _WRITERS}
-    systems.update({name: prompts.render(name, types=common["types"]) for name in _JUDGES})
-    systems["entity_verify"] = prompts.render("entity_verify", domain=common["domain"])
-    return systems
-
-
-def section(name: str, value: Any) -> str:
-    """One titled section of a user message (``sentence`` becomes ``"Sentence:\\n..."``); a value that is not text
-    is written as JSON."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return f"{name.replace('_', ' ').capitalize()}:\n{text}"
-
-
-def build_messages(system: str, **sections: Any) -> Messages:
-    """The system prompt and one user message of titled sections (:func:`section`)."""
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": "\n\n".join(section(k, v) for k, v in sections.items())}]
-
-
-def add_section(messages: Messages, name: str, value: Any) -> Messages:
-    """``messages`` (not mutated) with one more section at the end of the last message."""
-    return [*messages[:-1], {**messages[-1], "content": f"{messages[-1]['content']}\n\n{section(name, value)}"}]
-
-
 def reask_messages(messages: Messages, answer: str, error: ParseError) -> Messages:
     """The conversation again, with the unreadable answer and the parse error, asking for JSON."""
-    return [*messages, {"role": "assistant", "content": answer[:4000]},
-            {"role": "user", "content": prompts.template("json_reask") + f"\n\nThe error: {error}"}]
+    return follow_up(messages, answer[:4000], prompts.template("json_reask") + f"\n\nThe error: {error}")
 
 
 class Caller:
@@ -115,12 +122,14 @@ class Caller:
         """
         rnd = rnd if rnd is not None else salt if isinstance(salt, int) else None
         llm = llm or self.llm
-        text = await self._complete(r, stage, messages, schema, self._params(r, stage, salt, judge), rnd, llm)
+        text = await self._complete(r, CallInfo(stage, str(salt)), messages, schema,
+                                    self._params(r, stage, salt, judge), rnd, llm)
         try:
             return parse_json(text), text
         except ParseError as err:
             params = self._params(r, stage, f"{salt}/json", judge)
-            text = await self._complete(r, stage, reask_messages(messages, text, err), schema, params, rnd, llm)
+            text = await self._complete(r, CallInfo(stage, f"{salt}/json"), reask_messages(messages, text, err), schema,
+                                        params, rnd, llm)
             return parse_json(text), text
 
     def _params(self, r: SeedResult, stage: str, salt: object, judge: bool) -> dict[str, Any]:
@@ -142,26 +151,29 @@ class Caller:
         """
         llm, params = llm or self.llm, {"seed": derive_seed(self.config.seed, r.seed.key, stage, salt)}
         key = option_probs_key(llm.identity(), messages, options, params) if self.cache is not None else ""
-        return await self._paid(r, stage, rnd, key, lambda c: c.get_option_probs(key), ResponseCache.put_option_probs,
+        return await self._paid(r, CallInfo(stage, str(salt)), messages, rnd, key, lambda c: c.get_option_probs(key),
+                                ResponseCache.put_option_probs,
                                 lambda: llm.option_probs(messages, options, params=params))
 
-    async def _complete(self, r: SeedResult, stage: str, messages: Messages, schema: dict[str, Any],
+    async def _complete(self, r: SeedResult, info: CallInfo, messages: Messages, schema: dict[str, Any],
                         params: dict[str, Any], rnd: int | None, llm: LLM) -> str:
         key = cache_key(llm.identity(), messages, schema, params) if self.cache is not None else ""
-        comp = await self._paid(r, stage, rnd, key, lambda c: c.get(key), ResponseCache.put,
+        comp = await self._paid(r, info, messages, rnd, key, lambda c: c.get(key), ResponseCache.put,
                                 lambda: llm.complete(messages, schema=schema, params=params))
         return comp.text
 
-    async def _paid(self, r: SeedResult, stage: str, rnd: int | None, key: str,
+    async def _paid(self, r: SeedResult, info: CallInfo, messages: Messages, rnd: int | None, key: str,
                     get: Callable[[ResponseCache], _Answer | None], put: Callable[[ResponseCache, str, _Answer], None],
                     call: Callable[[], Awaitable[_Answer]]) -> _Answer:
         """The cache's answer under ``key``, else ``call()`` within the backend's concurrency limit (timed when the
-        backend does not time it, then stored); counted on ``r`` either way."""
+        backend does not time it, in flight with its metadata ``info``, then stored); counted on ``r`` either way."""
         got = get(self.cache) if self.cache is not None else None
+        stage = info.stage
         if got is None:
             async with self._sem:
                 start = time.perf_counter()
-                got = await call()
+                with _in_flight(messages, info):
+                    got = await call()
             if not got.seconds:
                 got = dataclasses.replace(got, seconds=time.perf_counter() - start)
             if self.cache is not None:

@@ -20,12 +20,27 @@ from typing import Any
 from ._exceptions import AuthenticationError, ConfigError, ProvisionError, RGDAError
 from ._secrets import environment_secrets, redact
 from .cache import ResponseCache
-from .calls import Caller, system_prompts
+from .calls import Caller
 from .checking import Checker, entity_mentions
 from .config import AugmentConfig
 from .llm.base import LLM
 from .records import Seed, SeedResult
-from .stages import Composer, EntityPool, Guidance, Review, Run, SeedGeneration, Step, Verify, Where, Which
+from .stages import (
+    PLANS,
+    STAGES,
+    Composer,
+    EntityPool,
+    Guidance,
+    Review,
+    Run,
+    SeedGeneration,
+    Step,
+    Verify,
+    Where,
+    Which,
+    call_step,
+    system_prompts,
+)
 
 __all__ = ["STOPS_THE_RUN", "Pipeline", "Stages"]
 
@@ -38,7 +53,8 @@ STOPS_THE_RUN = (AuthenticationError, ConfigError, ProvisionError, ImportError)
 @dataclass(frozen=True)
 class Stages:
     """The stage objects of one run (they keep their per-seed working state for that run only); also the way to call
-    one stage on its own, e.g. a judge: ``await pipeline.stages().guidance.loop().judge(r, 1)``."""
+    one stage on its own, e.g. a judge: ``await pipeline.stages().guidance.loop().judge(r, 1)``; a declared stage's
+    pass is :meth:`step`."""
 
     where: Where
     which: Which
@@ -47,6 +63,14 @@ class Stages:
     composer: Composer
     review: Review
     verify: Verify
+    run: Run
+
+    def step(self, name: str) -> Step | None:
+        """The per-seed pass of the declared stage ``name``, or None where its ``when`` rules it out."""
+        stage = STAGES[name]
+        if not stage.when(self.run.config):
+            return None
+        return Step(name, stage.label, stage.step(self) if stage.step else call_step(stage, self.run))
 
 
 class Pipeline:
@@ -111,44 +135,18 @@ class Pipeline:
                         checker=which.floor if self.cfg.method == "biorda" else None,
                         forbid_seed_entities=self.cfg.uses_guidance)
         return Stages(Where(self.attribution), which, SeedGeneration(run), Guidance(run), composer,
-                       Review(run, which, composer), verify)
+                       Review(run, which, composer), verify, run)
 
     async def _run_group(self, rs: list[SeedResult], s: Stages) -> None:
-        """The method's stages over one group of seeds (the batch, or one seed with ``schedule="row"``)."""
-        cfg = self.cfg
-        verify = Step("entity_verify", "verify entities", s.verify) if cfg.verify_entities else None
-        if cfg.uses_attribution:
-            await self.each(rs, Step("where", "where", s.where))
-        if cfg.method == "biorda":
-            await self.each(rs, Step("debate", "which", s.which))
-            await self._maybe(rs, verify)
-            return
-        await self.each(rs, Step("seed_generation", "seed generation", s.seed_generation))
-        await self.each(rs, Step("seed_generation_repair", "repair (seed generation)", s.seed_generation.repair))
-        if not cfg.uses_guidance:
-            for r in rs:
-                r.accepted = r.variants
-            await self._maybe(rs, verify)
-            return
-        await self.each(rs, Step("guidance", "guidance", s.guidance))
-        if cfg.uses_gr:
-            await s.guidance.loop()(rs, self.each)
-        await self.each(rs, Step("composer", "compose", s.composer))
-        await self.each(rs, Step("composer_repair", "repair (composer)", s.composer.repair))
-        await self._maybe(rs, verify)
-        if cfg.uses_ac:
-            await s.composer.loop(after_refine=verify)(rs, self.each)
-        if cfg.debate_review:
-            await self.each(rs, Step("debate_review", "review", s.review))
-            await self._maybe(rs, verify)
-        for r in rs:
-            if r.alive:
-                s.composer.finish(r)
-
-    async def _maybe(self, rs: Sequence[SeedResult], step: Step | None) -> None:
-        """Run ``step`` unless it is switched off (None)."""
-        if step is not None:
-            await self.each(rs, step)
+        """The method's plan (:data:`~hf_rgda.stages.PLANS`) over one group of seeds (the batch, or one seed with
+        ``schedule="row"``): each declared stage whose ``when`` holds, a group pass over the group, any other over
+        each live seed."""
+        for name in PLANS[self.cfg.method]:
+            stage = STAGES[name]
+            if stage.group and stage.when(self.cfg):
+                await stage.step(s)(rs, self.each)
+            elif not stage.group and (step := s.step(name)) is not None:
+                await self.each(rs, step)
 
     async def each(self, rs: Sequence[SeedResult], step: Step, *, soft: bool = False) -> set[SeedResult]:
         """Run ``step`` on every live seed of ``rs``, concurrently.

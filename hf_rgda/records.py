@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import typing
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,8 +18,8 @@ from ._exceptions import ParseError
 from .llm.base import Completion, OptionProbs
 from .tags import Span, detokenize, tags_to_spans
 
-__all__ = ["META_COLUMNS", "Accounting", "Candidate", "EntityVerdict", "Judgement", "Rejection", "Seed", "SeedResult",
-           "SeedTrace"]
+__all__ = ["META_COLUMNS", "RECORD_TYPES", "Accounting", "Candidate", "EntityVerdict", "Judgement", "Rejection", "Seed",
+           "SeedResult", "SeedTrace"]
 
 #: metadata columns added to every output row
 META_COLUMNS: dict[str, pa.DataType] = {
@@ -220,6 +221,8 @@ class SeedResult:
         superseded: valid sentences replaced by a refinement or a revision.
         skipped: the seed has no entity and ``skip_entityless`` left it alone.
         entity_verdicts: the entity verifier's answer on each entity it asked about, in order.
+        records: the records of the declared stages the result has no field for, by stage name
+            (:mod:`hf_rgda.stages.registry`).
     """
 
     seed: Seed
@@ -236,6 +239,7 @@ class SeedResult:
     attribution: dict[str, Any] | None = None
     debate: dict[str, Any] | None = None
     entity_verdicts: list[EntityVerdict] = field(default_factory=list)
+    records: dict[str, Any] = field(default_factory=dict)
 
     @property
     def alive(self) -> bool:
@@ -278,6 +282,11 @@ class SeedTrace:
     """One seed's record as the ``rgda_trace`` column of its first output row carries it (:meth:`to_json`), and
     as a reader gets it back (:meth:`read`); :class:`~hf_rgda.summary.RunSummary` folds these.
 
+    The JSON object is this record's fields (a record inside, such as a verdict, as its own fields), with
+    ``records`` (a declared stage's record, under the stage's name) and ``accounting`` (:meth:`Accounting.to_json`)
+    flattened into it; :meth:`from_json` reads it back by the fields' types, each missing field its default (older
+    traces lack some).
+
     Attributes:
         seed: the seed row's key (``rgda_source``).
         accepted: how many sentences were kept.
@@ -286,10 +295,11 @@ class SeedTrace:
         gr, ac: the Guidance Refiner's and the Augmentation Calibrator's verdicts, round by round.
         verification: the entity verifier's verdicts.
         guidance, attribution, debate: the stages' records (the guide, WHERE's word scores, the debate transcript).
+        records: the records of the other declared stages (:data:`RECORD_TYPES`).
     """
 
-    seed: str
-    method: str
+    seed: str = ""
+    method: str = ""
     failure: str = ""
     notes: list[str] = field(default_factory=list)
     accepted: int = 0
@@ -303,15 +313,17 @@ class SeedTrace:
     gr: list[Judgement] = field(default_factory=list)
     ac: list[Judgement] = field(default_factory=list)
     verification: list[EntityVerdict] = field(default_factory=list)
+    records: dict[str, Any] = field(default_factory=dict)
     accounting: Accounting = field(default_factory=Accounting)
 
     @classmethod
     def of(cls, r: SeedResult, method: str) -> SeedTrace:
-        """The trace of a finished seed (seconds to the millisecond, as written)."""
+        """The trace of a finished seed (seconds to the millisecond, as written): the fields the seed's result has
+        under the same name, and what the others are made of."""
         acc = r.accounting
-        return cls(seed=r.seed.key, method=method, failure=r.failure, notes=r.notes, accepted=len(r.accepted),
-                   superseded=r.superseded, skipped=r.skipped, guidance=r.guidance, attribution=r.attribution,
-                   debate=r.debate, rejected=[Rejection(s, c.reason, c.detail) for s, c in r.rejected],
+        shared = {name: getattr(r, name) for name in _SHARED}
+        return cls(**shared, seed=r.seed.key, method=method, accepted=len(r.accepted),
+                   rejected=[Rejection(s, c.reason, c.detail) for s, c in r.rejected],
                    salvaged=[x for c in r.accepted for x in c.salvaged],
                    gr=r.judgements["gr"], ac=r.judgements["ac"], verification=r.entity_verdicts,
                    accounting=dataclasses.replace(acc, llm_seconds=round(acc.llm_seconds, 3),
@@ -319,27 +331,16 @@ class SeedTrace:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object written to ``rgda_trace``."""
-        return {"seed": self.seed, "method": self.method, "failure": self.failure, "notes": self.notes,
-                "accepted": self.accepted, "superseded": self.superseded, "skipped": self.skipped,
-                "guidance": self.guidance, "attribution": self.attribution, "debate": self.debate,
-                "rejected": [_fields(x) for x in self.rejected], "salvaged": self.salvaged,
-                "gr": [_fields(j) for j in self.gr], "ac": [_fields(j) for j in self.ac],
-                "verification": [_fields(v) for v in self.verification], **self.accounting.to_json()}
+        out = {name: _plain(getattr(self, name)) for name in _FIELDS}
+        return {**out, **{k: _plain(v) for k, v in self.records.items()}, **self.accounting.to_json()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SeedTrace:
         """Read :meth:`to_json`'s object back; what the run summary does not count may be missing (older traces)."""
-        verdicts = {kind: [Judgement(v["score"], v.get("criteria", {}), v.get("feedback", {}),
-                                     v.get("method", "sample"), v.get("distributions", {})) for v in data[kind]]
-                    for kind in ("gr", "ac")}
-        return cls(seed=data.get("seed", ""), method=data.get("method", ""), failure=data["failure"],
-                   notes=data.get("notes", []), accepted=data["accepted"], superseded=data.get("superseded", 0),
-                   skipped=data.get("skipped", False), guidance=data.get("guidance"),
-                   attribution=data.get("attribution"), debate=data.get("debate"),
-                   rejected=[Rejection(x.get("stage", ""), x["reason"], x.get("detail", "")) for x in data["rejected"]],
-                   salvaged=data.get("salvaged", []), **verdicts,
-                   verification=[EntityVerdict(**v) for v in data.get("verification", [])],
-                   accounting=Accounting.from_json(data))
+        out = _typed(cls, data, _FIELDS)
+        out.records = {k: _read(t, data[k]) for k, t in RECORD_TYPES.items() if k in data and k not in _FIELDS}
+        out.accounting = Accounting.from_json(data)
+        return out
 
     @classmethod
     def read(cls, value: str) -> SeedTrace | None:
@@ -349,7 +350,57 @@ class SeedTrace:
         return cls.from_json(data) if isinstance(data, dict) and "stage_calls" in data else None
 
 
-def _fields(record: Any) -> dict[str, Any]:
-    """A flat record's fields as a dict, sharing its values (they are JSON values already: the trace is written at
-    once; ``dataclasses.asdict`` deep-copies them: a tenth of the library's time per seed at zero latency)."""
-    return dict(vars(record))
+#: a declared stage's name -> the dataclass of its record (filled by :func:`hf_rgda.stages.register`)
+RECORD_TYPES: dict[str, type] = {}
+#: the trace's own fields, written as they are (``records`` and ``accounting`` are flattened)
+_FIELDS = tuple(f.name for f in dataclasses.fields(SeedTrace) if f.name not in ("records", "accounting"))
+#: the fields a seed's result and its trace share
+_SHARED = tuple(f.name for f in dataclasses.fields(SeedResult)
+                if f.name in {g.name for g in dataclasses.fields(SeedTrace)} - {"seed", "accepted", "rejected", "accounting"})
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON values: a record as its fields, a list of records as a list of them. The fields are shared,
+    not copied (they are JSON values already and the trace is written at once; ``dataclasses.asdict`` deep-copies
+    them: a tenth of the library's time per seed at zero latency)."""
+    if isinstance(value, list):
+        return [dict(vars(x)) if dataclasses.is_dataclass(x) else x for x in value]
+    return dict(vars(value)) if dataclasses.is_dataclass(value) else value
+
+
+def _typed(cls: type[_R], data: Mapping[str, Any], names: Sequence[str] | None = None) -> _R:
+    """A ``cls`` of the JSON object ``data``, read field by field by each field's type; a missing field takes its
+    default, or the empty value of its type where it has none."""
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if names is not None and f.name not in names:
+            continue
+        if f.name in data:
+            kwargs[f.name] = _read(hints[f.name], data[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            kwargs[f.name] = _empty(hints[f.name])
+    return cls(**kwargs)
+
+
+def _read(tp: Any, value: Any) -> Any:
+    """``value`` read as type ``tp``: a record (dataclass) from its fields, a list of records from a list."""
+    if dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
+        return _typed(tp, value)  # type: ignore[arg-type]
+    if typing.get_origin(tp) is list and value is not None:
+        (item,) = typing.get_args(tp)
+        return [_read(item, v) for v in value]
+    return value
+
+
+def _empty(tp: Any) -> Any:
+    origin = typing.get_origin(tp) or tp
+    return origin() if origin in (list, dict, str, int, float, bool) else None
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+_R = typing.TypeVar("_R")

@@ -138,19 +138,21 @@ def test_an_unexpected_error_fails_its_seed_only(caplog: pytest.LogCaptureFixtur
 def test_a_half_surrogate_pair_in_an_answer_is_replaced() -> None:
     """A small model may cut an emoji in two ("\\ud83c" with no low half). The pipeline must carry on: the next
     prompt and its cache key have to encode as UTF-8."""
-    world = FakeWorld()
+    world, judged_asked = FakeWorld(), []
 
     def handler(messages, schema, params):
         if stage_of(list(messages)) == "guidance":
             return '{"context": "oncology \\ud83c genetics", "structure": "x \\ud83c\\udf89", "entity_roles": [], ' \
                    '"keywords": ["gene"]}'
+        if stage_of(list(messages)) == "gr_judge":
+            judged_asked.append(messages)
         return world(messages, schema, params)
 
     llm = ScriptedLLM(handler)
     pipe = Pipeline(AugmentConfig(), llm, Checker(("Disease",)))
     [r] = asyncio.run(pipe.run(SEEDS[:1]))
     assert not r.failure and len(r.accepted) == 3
-    judged = next(m for m, _, _ in llm.calls if stage_of(m) == "gr_judge")[-1]["content"]
+    judged = judged_asked[0][-1]["content"]
     assert "oncology \ufffd genetics" in judged and "x \U0001f389" in judged  # the lone half replaced, a pair joined
     judged.encode("utf-8")
 

@@ -66,27 +66,35 @@ def test_the_rating_prompt_reuses_the_rubric_of_the_judge(stage: str, rubric: di
 
 
 def _run(rating: dict[str, float], **cfg: Any) -> tuple[SeedResult, FakeWorld, ScriptedLLM]:
-    """rgda on one seed; every rating question answered with ``rating``."""
+    """rgda on one seed; every rating question answered with ``rating``; ``llm.stage_names`` is each call's stage."""
     world = FakeWorld()
+    names: list[str] = []
 
     def handler(messages: Any, schema: Any, params: Any) -> Any:
+        names.append(stage_of(list(messages)))
         if "answer" in schema["properties"] and stage_of(list(messages)) in ("gr_judge", "ac_judge"):
             world.stages.append(stage_of(list(messages)))
             return rating
         return world(messages, schema, params)
 
     llm = ScriptedLLM(handler)
+    llm.stage_names = names  # type: ignore[attr-defined]
     [r] = asyncio.run(Pipeline(AugmentConfig(**cfg), llm, Checker(("Disease",))).run([SEED]))
     return r, world, llm
+
+
+def _calls(llm: ScriptedLLM, *stages: str) -> list[tuple[Any, Any]]:
+    """The ``(messages, schema)`` of ``llm``'s calls of these stages."""
+    return [(m, s) for (m, s, _), name in zip(llm.calls, llm.stage_names) if name in stages]  # type: ignore[attr-defined]
 
 
 def test_a_passing_verdict_costs_one_token_per_criterion_and_asks_no_feedback() -> None:
     r, world, llm = _run({"5": 0.9, "4": 0.1})  # 0.975 of each maximum: passes 90
     assert [j.score for j in r.judgements["gr"]] == [99] and [j.score for j in r.judgements["ac"]] == [97]
     assert all(j.method == "probability" and j.feedback == {} for j in r.judgements["gr"] + r.judgements["ac"])
-    asked = [(m, s) for m, s, _ in llm.calls if stage_of(m) in ("gr_judge", "ac_judge")]
+    asked = _calls(llm, "gr_judge", "ac_judge")
     assert len(asked) == len(GR_RUBRIC) + len(AC_RUBRIC) and all(s == answer_schema(SCALE) for _, s in asked)
-    gr = [m for m, _ in asked if stage_of(m) == "gr_judge"]
+    gr = [m for m, _ in _calls(llm, "gr_judge")]
     assert {m[0]["content"] for m in gr} == {scale_system(prompts.render("guidance_judge", types="Disease"))}
     assert [m[-1]["content"].rsplit("Criterion:\n", 1)[1].split(" ")[0] for m in gr] == list(GR_RUBRIC)
     usage = r.accounting.stage_usage["guidance_judge/round1"]
@@ -100,10 +108,10 @@ def test_feedback_is_asked_only_below_the_threshold_with_rounds_left() -> None:
     assert world.stages.count("gr_feedback") == world.stages.count("gr_refine") == 2
     assert [bool(j.feedback) for j in r.judgements["gr"]] == [True, True, False]
     assert r.judgements["gr"][0].feedback == {name: f"fix {name}" for name in GR_RUBRIC}
-    feedback = [m for m, s, _ in llm.calls if stage_of(m) == "gr_judge" and "answer" not in s["properties"]]
+    feedback = [m for m, s in _calls(llm, "gr_judge") if "answer" not in s["properties"]]
     assert feedback[0][0]["content"] == prompts.render("guidance_judge", types="Disease")
     assert "Scores:\n- context_abstraction: 23/30\n" in feedback[0][-1]["content"]
-    refine = next(m for m, _, _ in llm.calls if stage_of(m) == "gr_refine")[-1]["content"]
+    refine = _calls(llm, "gr_refine")[0][0][-1]["content"]
     assert "- context_abstraction (23/30): fix context_abstraction" in refine
 
 

@@ -1,5 +1,9 @@
 """The stages of the methods, one file per stage family; :mod:`hf_rgda.pipeline` schedules them.
 
+Each stage declares itself once in its own file (:class:`Stage`, :func:`register`: its name, system prompt, pure
+message building and parsing, and where its record lands); :data:`PLANS` lists each method's stages, and nothing else
+names them (:mod:`.registry`).
+
 - :mod:`.attribution`: WHERE, the words to replace (``biorda``, ``where=True``).
 - :mod:`.seed_generation`: new versions of the seed, and the targeted repair re-ask.
 - :mod:`.guidance`: the guide, and its Guidance Refiner loop.
@@ -18,8 +22,10 @@ from .composer import Composer, EntityPool
 from .debate import Review, Which, run_debate, run_review
 from .guidance import Guidance
 from .judge import JudgeLoop
+from .registry import PLANS, STAGES, Stage, call_step, register, system_prompts
 from .seed_generation import Repair, SeedGeneration
 from .verify import Verify
 
-__all__ = ["Composer", "Each", "EntityPool", "Guidance", "JudgeLoop", "Repair", "Review", "Run", "SeedGeneration", "Step", "Verify",
-           "Where", "Which", "run_debate", "run_review"]
+__all__ = ["PLANS", "STAGES", "Composer", "Each", "EntityPool", "Guidance", "JudgeLoop", "Repair", "Review", "Run",
+           "SeedGeneration", "Stage", "Step", "Verify", "Where", "Which", "call_step", "register", "run_debate",
+           "run_review", "system_prompts"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import SeedResult
+from .registry import Stage, register
 
 __all__ = ["Where"]
 
@@ -23,3 +24,6 @@ class Where:
 
     async def __call__(self, r: SeedResult) -> None:
         r.attribution = self.selector.attribute(list(r.seed.tokens), list(r.seed.tags)).to_dict()
+
+
+register(Stage("where", "where", step=lambda s: s.where, when=lambda cfg: cfg.uses_attribution))

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .._exceptions import ParseError
-from ..calls import Caller, Messages, build_messages
+from ..calls import Caller
 from ..checking import Checker, decode_sentence
 from ..config import AugmentConfig
+from ..messages import Messages, build_messages
 from ..records import Candidate, SeedResult
 from ..schemas import sentences_schema
 
@@ -45,7 +46,7 @@ class Run:
     """What every stage of one run shares.
 
     Attributes:
-        systems: the system prompt of each writing and judging stage (:func:`hf_rgda.calls.system_prompts`).
+        systems: the system prompt of each declared stage that has one (:func:`.registry.system_prompts`).
     """
 
     config: AugmentConfig

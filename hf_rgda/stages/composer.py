@@ -8,13 +8,16 @@ import functools
 import random
 import re
 from collections.abc import Collection, Mapping, Sequence
+from functools import partial
 from typing import Any
 
-from ..calls import Messages, derive_seed
+from ..calls import derive_seed
+from ..messages import Messages
 from ..records import Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC
 from .base import Run, Step, squeeze, valid
 from .judge import JudgeLoop
+from .registry import Stage, judge_system, register, writer_system
 from .seed_generation import Repair
 
 __all__ = ["Composer", "EntityPlan", "EntityPool"]
@@ -201,19 +204,15 @@ class Composer:
     def loop(self, after_refine: Step | None = None) -> JudgeLoop:
         """The Augmentation Calibrator (for seeds with valid sentences); ``after_refine`` runs on the refined seeds
         before each new verdict."""
-        return JudgeLoop(self.run, "ac", "composition_judge", "composition_refine", AC_RUBRIC, self._judge_messages, self._refine,
-                         applies=lambda r: bool(valid(r)), after_refine=after_refine)
-
-    def _judge_messages(self, r: SeedResult) -> Messages:
-        return self.run.messages("composition_judge", original=r.seed.as_item(self.run.config.representation),
-                                 guide=r.guidance, new_sentences=[c.raw for c in valid(r)])
+        return JudgeLoop(self.run, "ac", JUDGE.name, REFINE.name, AC_RUBRIC, partial(judge_messages, self.run),
+                         self._refine, applies=lambda r: bool(valid(r)), after_refine=after_refine)
 
     async def _refine(self, r: SeedResult, verdict: Judgement, rnd: int) -> bool:
         current, n = valid(r), self.run.config.num_augmented
-        msgs = self.run.messages("composition_refine", **self.refine_context(r), **{
+        msgs = self.run.messages(REFINE.name, **self.refine_context(r), **{
             "current sentences": [c.raw for c in current], "reviewer feedback": verdict.feedback_text(AC_RUBRIC),
             "task": f"Write {n} revised sentences."})
-        new = [c for c in (await self.run.write(r, "composition_refine", msgs, n, salt=rnd))[0] if c.ok]
+        new = [c for c in (await self.run.write(r, REFINE.name, msgs, n, salt=rnd))[0] if c.ok]
         if sorted(squeeze(" ".join(c.tokens)) for c in new) == sorted(squeeze(" ".join(c.tokens)) for c in current):
             r.notes.append(f"AC refinement round {rnd} returned the sentences unchanged: loop stopped")
             r.superseded += len(new)
@@ -232,7 +231,7 @@ class Composer:
         cfg, final, ac = self.run.config, valid(r), r.judgements["ac"]
         if cfg.reject_below_threshold and cfg.uses_ac and ac and ac[-1].score < cfg.threshold_for(ac[-1].method):
             for c in final:
-                r.rejected.append(("composition_judge", c.reject("below_threshold", f"final AC score {ac[-1].score}")))
+                r.rejected.append((JUDGE.name, c.reject("below_threshold", f"final AC score {ac[-1].score}")))
             final = []
         r.accepted = final
 
@@ -252,3 +251,24 @@ def _entity_pattern(seed: Seed) -> re.Pattern[str]:
     texts = sorted({tuple(seed.tokens[s.start : s.end]) for s in seed.spans}, key=lambda t: -sum(map(len, t)))
     alts = [r"\s*".join(re.escape(tok) for tok in t) for t in texts]
     return re.compile(r"(?<!\w)(?:" + "|".join(alts) + r")(?!\w)", re.IGNORECASE)
+
+
+def judge_messages(run: Run, r: SeedResult) -> Messages:
+    """What the AC judge reads: the seed as an item, the guide and the seed's valid sentences."""
+    return run.messages("composition_judge", original=r.seed.as_item(run.config.representation), guide=r.guidance,
+                        new_sentences=[c.raw for c in valid(r)])
+
+
+def _finish(composer: Composer) -> Any:
+    async def finish(r: SeedResult) -> None:
+        composer.finish(r)
+    return finish
+
+
+STAGE = register(Stage("composer", "compose", system=writer_system, step=lambda s: s.composer))
+register(Stage("composer_repair", "repair (composer)", step=lambda s: s.composer.repair))
+JUDGE = register(Stage("composition_judge", "AC", system=judge_system, build=judge_messages, judge=True,
+                       step=lambda s: s.composer.loop(after_refine=s.step("entity_verify")), group=True,
+                       when=lambda cfg: cfg.uses_ac))
+REFINE = register(Stage("composition_refine", system=writer_system))
+register(Stage("finish", "finish", step=lambda s: _finish(s.composer)))

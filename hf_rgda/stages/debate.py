@@ -30,12 +30,14 @@ from typing import Any, Generic, TypeVar
 from .._exceptions import ParseError
 from ..config import DebateConfig
 from ..llm.base import LLM
+from ..messages import Messages, chat
 from ..records import Candidate, SeedResult
 from ..schemas import proposals_schema
 from ..tags import tokenize
 from .base import Run, valid
 from .composer import Composer
 from .panel import Ask, Choose, Panel, Reviewed
+from .registry import Stage, register
 
 __all__ = ["DebateResult", "Proposal", "Review", "ReviewResult", "Which", "run_debate", "run_review"]
 
@@ -166,16 +168,14 @@ async def run_debate(ask: Ask, tokens: Sequence[str], tags: Sequence[str], posit
                   original=" ".join(tokens), show=show, transcript=result.transcript, choose=choose)
     sentence = f"Sentence (chosen words in brackets with their position):\n{_view(tokens, positions)}\n\n"
     chosen = {str(i): tokens[i] for i in positions}
-    msgs = [{"role": "system", "content": panel.systems("advise")[0]},
-            {"role": "user", "content": f"{sentence}Chosen words: {json.dumps(chosen)}\n\nWrite {n} proposals."}]
+    msgs = chat(panel.systems("advise")[0], f"{sentence}Chosen words: {json.dumps(chosen)}\n\nWrite {n} proposals.")
     data = await ask(0, "debate_advise", msgs, proposals_schema(positions, n), 0)
     pending = _unless_unchanged(parse_proposals(data, tokens, positions, n), result)
     panel.log(1, 0, "advise", data)
 
     async def revise(low: list[Proposal], feedback: list[dict[str, Any]], rnd: int) -> list[Proposal]:
-        msgs = [{"role": "system", "content": panel.systems("revise")[0]},
-                {"role": "user", "content": f"{sentence}Proposals to revise:\n{json.dumps(feedback, ensure_ascii=False)}"
-                                            f"\n\nWrite {len(low)} revised proposals."}]
+        msgs = chat(panel.systems("revise")[0], f"{sentence}Proposals to revise:\n"
+                                                f"{json.dumps(feedback, ensure_ascii=False)}\n\nWrite {len(low)} revised proposals.")
         data = await ask(0, "debate_revise", msgs, proposals_schema(positions, len(low)), rnd)
         panel.log(rnd, 0, "revise", data)
         revised = parse_proposals(data, tokens, positions, len(low))
@@ -248,7 +248,7 @@ class Which:
     def ask(self, r: SeedResult) -> Ask:
         """The debate's ``ask`` for seed ``r``: agent k speaks through its backend and the run's cached call."""
 
-        async def ask(agent: int, stage: str, messages: list[dict[str, str]], schema: dict[str, Any], rnd: int) -> Any:
+        async def ask(agent: int, stage: str, messages: Messages, schema: dict[str, Any], rnd: int) -> Any:
             data, _ = await self.run.caller.ask(r, stage, messages, schema,
                                                 judge=stage in ("debate_reflect", "debate_review"),
                                                 salt=f"agent{agent}/round{rnd}", llm=self.llms[agent % len(self.llms)],
@@ -260,7 +260,7 @@ class Which:
     def choose(self, r: SeedResult) -> Choose:
         """The debate's ``choose`` for seed ``r`` (its rating questions), through the agent's backend."""
 
-        async def choose(agent: int, stage: str, messages: list[dict[str, str]], options: Sequence[str], salt: str,
+        async def choose(agent: int, stage: str, messages: Messages, options: Sequence[str], salt: str,
                          rnd: int) -> dict[str, float]:
             asked = await self.run.caller.choose(r, stage, messages, options, salt=f"agent{agent}/round{rnd}/{salt}",
                                                  rnd=rnd, llm=self.llms[agent % len(self.llms)])
@@ -356,3 +356,7 @@ def _record(result: DebateResult | ReviewResult[Any], accepted: list[float], rej
     """The debate as the seed's trace keeps it."""
     return {"rounds": result.rounds, "transcript": result.transcript, "accepted_means": accepted,
             "rejected_means": rejected}
+
+
+register(Stage("debate", "which", step=lambda s: s.which))
+register(Stage("debate_review", "review", step=lambda s: s.review, when=lambda cfg: cfg.debate_review))

@@ -4,14 +4,16 @@ loop (GR: a judge scores the guide on :data:`~hf_rgda.schemas.GR_RUBRIC`; a refi
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from .._exceptions import ParseError
-from ..calls import Messages
+from ..messages import Messages
 from ..records import Judgement, SeedResult
 from ..schemas import GR_RUBRIC, guidance_schema
 from .base import Run, squeeze
 from .judge import JudgeLoop
+from .registry import Stage, judge_system, register, writer_system
 
 __all__ = ["Guidance", "check_guidance"]
 
@@ -27,29 +29,42 @@ class Guidance:
         self.run = run
 
     async def __call__(self, r: SeedResult) -> None:
-        msgs = self.run.messages("guidance", sentence=r.seed.text, entities=r.seed.entities,
-                                 other_phrasings=[c.raw.get("text", c.raw) for c in r.variants] or "none")
-        data, _ = await self.run.caller.ask(r, "guidance", msgs, guidance_schema(self.run.checker.types))
-        r.guidance = check_guidance(data)
+        _land(r, await STAGE.ask(self.run, r))
 
     def loop(self) -> JudgeLoop:
         """The Guidance Refiner."""
-        return JudgeLoop(self.run, "gr", "guidance_judge", "guidance_refine", GR_RUBRIC, self._judge_messages, self._refine)
-
-    def _judge_messages(self, r: SeedResult) -> Messages:
-        return self.run.messages("guidance_judge", sentence=r.seed.text, entities=r.seed.entities, guide=r.guidance)
+        return JudgeLoop(self.run, "gr", JUDGE.name, REFINE.name, GR_RUBRIC, partial(judge_messages, self.run),
+                         self._refine)
 
     async def _refine(self, r: SeedResult, verdict: Judgement, rnd: int) -> bool:
-        msgs = self.run.messages("guidance_refine", sentence=r.seed.text, entities=r.seed.entities,
+        msgs = self.run.messages(REFINE.name, sentence=r.seed.text, entities=r.seed.entities,
                                  guide=r.guidance, reviewer_feedback=verdict.feedback_text(GR_RUBRIC))
-        data, _ = await self.run.caller.ask(r, "guidance_refine", msgs, guidance_schema(self.run.checker.types),
-                                            salt=rnd)
+        data, _ = await self.run.caller.ask(r, REFINE.name, msgs, _schema(self.run, r), salt=rnd)
         new_guide = check_guidance(data)
         changed = squeeze(json.dumps(new_guide, sort_keys=True)) != squeeze(json.dumps(r.guidance, sort_keys=True))
         if not changed:  # judging the same guide again only samples the judge's noise: the loop ends on this verdict
             r.notes.append(f"GR refinement round {rnd} returned the guide unchanged: loop stopped")
         r.guidance = new_guide
         return changed
+
+
+def build(run: Run, r: SeedResult) -> Messages:
+    """The guidance request: the seed, its entities and the seed generation's sentences."""
+    return run.messages("guidance", sentence=r.seed.text, entities=r.seed.entities,
+                        other_phrasings=[c.raw.get("text", c.raw) for c in r.variants] or "none")
+
+
+def judge_messages(run: Run, r: SeedResult) -> Messages:
+    """What the GR judge reads: the seed, its entities and the guide."""
+    return run.messages("guidance_judge", sentence=r.seed.text, entities=r.seed.entities, guide=r.guidance)
+
+
+def _schema(run: Run, r: SeedResult) -> dict[str, Any]:
+    return guidance_schema(run.checker.types)
+
+
+def _land(r: SeedResult, guide: dict[str, Any]) -> None:
+    r.guidance = guide
 
 
 def check_guidance(data: Any) -> dict[str, Any]:
@@ -61,3 +76,10 @@ def check_guidance(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict) or not all(k in data for k in ("context", "structure", "entity_roles")):
         raise ParseError("guidance lacks context, structure or entity_roles", raw=json.dumps(data)[:2000])
     return data
+
+
+STAGE = register(Stage("guidance", "guidance", system=writer_system, schema=_schema, build=build,
+                       parse=lambda run, r, data: check_guidance(data), land=_land))
+JUDGE = register(Stage("guidance_judge", "GR", system=judge_system, build=judge_messages, judge=True,
+                       step=lambda s: s.guidance.loop(), group=True, when=lambda cfg: cfg.uses_gr))
+REFINE = register(Stage("guidance_refine", system=writer_system, schema=_schema))

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
-from ..calls import Messages
+from ..messages import Messages
 from ..records import Judgement, SeedResult
 from ..schemas import feedback_schema, judge_schema
 from .base import Each, Run, Step

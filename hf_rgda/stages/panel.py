@@ -22,8 +22,8 @@ from typing import Any, NamedTuple, Protocol
 
 from .. import prompts
 from .._exceptions import ParseError
-from ..calls import Messages
 from ..config import DebateConfig
+from ..messages import Messages, chat
 from ..records import Judgement
 from ..schemas import DEBATE_RUBRIC, reviews_schema
 from .rating import SCALE, criteria_lines, rate_with, scale_system
@@ -35,7 +35,7 @@ PERSONAS = ("a domain terminologist", "a careful copy editor who checks grammar"
             "a skeptical reviewer who hunts for changes of meaning", "a lexicographer")
 
 #: ``ask(agent, stage, messages, schema, round)`` -> the parsed JSON answer
-Ask = Callable[[int, str, list[dict[str, str]], dict[str, Any], int], Awaitable[Any]]
+Ask = Callable[[int, str, Messages, dict[str, Any], int], Awaitable[Any]]
 #: ``choose(agent, stage, messages, options, salt, round)`` -> the options' probabilities (a rating question)
 Choose = Callable[[int, str, Messages, Sequence[str], str, int], Awaitable[dict[str, float]]]
 
@@ -166,9 +166,8 @@ class Panel:
 
         pairs = [(agent, k) for agent in self.reviewers for k in range(len(shown))]
         verdicts = await asyncio.gather(*(
-            rate_with(asker(agent, k + 1), [{"role": "system", "content": systems[agent]},
-                                            {"role": "user", "content": self._body([shown[k]])}],
-                      scale_system(systems[agent]), lines, DEBATE_RUBRIC) for agent, k in pairs))
+            rate_with(asker(agent, k + 1), chat(systems[agent], self._body([shown[k]])), scale_system(systems[agent]),
+                      lines, DEBATE_RUBRIC) for agent, k in pairs))
         per_item: list[list[Judgement]] = [[] for _ in shown]
         for (agent, k), verdict in zip(pairs, verdicts):
             per_item[k].append(verdict)
@@ -183,8 +182,7 @@ class Panel:
         body = f"{self._body(shown)}\n\nReview all {n}."
         per_item: list[list[Judgement]] = [[] for _ in range(n)]
         for agent in self.reviewers:
-            msgs = [{"role": "system", "content": system[agent]}, {"role": "user", "content": body}]
-            data = await self.ask(agent, f"debate_{self.role}", msgs, reviews_schema(n), rnd)
+            data = await self.ask(agent, f"debate_{self.role}", chat(system[agent], body), reviews_schema(n), rnd)
             self.log(rnd, agent, self.role, data)
             for k, verdict in enumerate(parse_reviews(data, n)):
                 per_item[k].append(verdict)

@@ -29,9 +29,10 @@ from typing import Any
 
 from .. import prompts
 from .._exceptions import ParseError
-from ..calls import Caller, Messages, add_section
+from ..calls import Caller
 from ..config import AugmentConfig
 from ..llm.base import LLM
+from ..messages import Messages, add_section, chat
 from ..records import Judgement, SeedResult
 
 __all__ = ["FRACTIONS", "SCALE", "Choose", "by_probability", "criteria_lines", "criterion_score", "expected_total",
@@ -82,7 +83,7 @@ def scale_system(judge_system: str) -> str:
 
 def rating_messages(judge_messages: Messages, system: str, line: str) -> Messages:
     """The question about one criterion (its rubric ``line``) of what the judge reads."""
-    return [{"role": "system", "content": system}, *add_section(judge_messages, "criterion", line)[1:]]
+    return chat(system, *(m["content"] for m in add_section(judge_messages, "criterion", line)[1:]))
 
 
 def criterion_score(probs: Mapping[str, float], top: int) -> float:

@@ -4,12 +4,13 @@ the sentences the checker rejected go back into the stage's conversation, with t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .. import prompts
-from ..calls import Messages
+from ..messages import Messages, follow_up
 from ..records import Candidate, SeedResult
 from .base import Run
+from .registry import Stage, register, writer_system
 
 __all__ = ["Repair", "SeedGeneration"]
 
@@ -46,9 +47,8 @@ class Repair:
 def repair_messages(messages: Messages, answer: str, bad: list[Candidate], missing: int) -> Messages:
     """The conversation so far, then the rejected sentences with their reasons and how many to write."""
     problems = [{"sentence": c.raw, "rejected because": f"{c.reason}: {c.detail}"} for c in bad]
-    return [*messages, {"role": "assistant", "content": answer},
-            {"role": "user", "content": prompts.template("repair") + "\n\n" + json.dumps(problems, ensure_ascii=False)
-             + f"\n\nWrite {missing} sentence(s)."}]
+    return follow_up(messages, answer, prompts.template("repair") + "\n\n" + json.dumps(problems, ensure_ascii=False)
+                     + f"\n\nWrite {missing} sentence(s).")
 
 
 class SeedGeneration:
@@ -64,9 +64,25 @@ class SeedGeneration:
         self.repair = Repair(run, "seed_generation", lambda r: r.variants, self.asked)
 
     async def __call__(self, r: SeedResult) -> None:
-        n = self.run.config.num_augmented
-        msgs = self.run.messages("seed_generation", sentence=r.seed.text, entities=r.seed.entities,
-                                 task=f"Write {n} new versions.")
-        new, raw = await self.run.write(r, "seed_generation", msgs, n)
+        msgs = build(self.run, r)
+        new, raw = await self.run.write(r, STAGE.name, msgs, self.run.config.num_augmented)
         self.asked[r] = (msgs, raw)
         r.variants = [c for c in new if c.ok]
+
+
+def build(run: Run, r: SeedResult) -> Messages:
+    """The seed generation request: the seed, its entities, how many versions."""
+    return run.messages("seed_generation", sentence=r.seed.text, entities=r.seed.entities,
+                        task=f"Write {run.config.num_augmented} new versions.")
+
+
+async def _accept_variants(rs: Sequence[SeedResult], each: object) -> None:
+    """``naive``: the seed generation's sentences are the method's."""
+    for r in rs:
+        r.accepted = r.variants
+
+
+STAGE = register(Stage("seed_generation", "seed generation", system=writer_system, build=build,
+                       step=lambda s: s.seed_generation))
+register(Stage("seed_generation_repair", "repair (seed generation)", step=lambda s: s.seed_generation.repair))
+register(Stage("variants", "variants", step=lambda s: _accept_variants, group=True))

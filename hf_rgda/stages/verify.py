@@ -46,15 +46,19 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
+from .. import prompts
 from ..checking import Checker, SplitStats
 from ..records import Candidate, EntityVerdict, SeedResult
 from ..tags import Span, detokenize, tags_to_spans
 from .base import Run
 from .categories import UNTAGGABLE, Option, Question, question
+from .registry import Stage, register
 
 __all__ = ["STAGE", "Verify", "with_split"]
 
 STAGE = "entity_verify"
+register(Stage(STAGE, "verify entities", system=lambda name, common: prompts.render(name, domain=common["domain"]),
+               step=lambda s: s.verify, when=lambda cfg: cfg.verify_entities))
 
 #: one question of a row: the spans it covers (one text, one type) and the question
 _Asked = tuple[list[Span], Question]

@@ -9,13 +9,13 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..calls import call_of
 from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 
 __all__ = ["FakeWorld", "stage_of", "stateless_answer"]
@@ -28,27 +28,18 @@ _FRAMES = ["Inherited variants of {g} raise the risk of {d} in adults", "A rare 
 _GENES = ["TP53", "APC", "MLH1", "CFTR", "HTT", "PTEN", "KRAS", "SOD1"]
 
 
-_MARKERS = [("checks synthetic training sentences", "debate_review"), ("check the entity tags", "entity_verify"),
-            ("reviewer of sentence guides", "gr_judge"), ("reviewer of synthetic", "ac_judge"),
-            ("improve a sentence guide", "gr_refine"), ("revise synthetic", "ac_refine"),
-            ("abstract guide that another", "guidance"), ("from an abstract guide", "composer"),
-            ("rewrite tagged sentences", "seed_generation")]
+#: the world's short names of the loops' stages (the rest go by their own names)
+_SHORT = {"guidance_judge": "gr_judge", "guidance_refine": "gr_refine", "composition_judge": "ac_judge",
+          "composition_refine": "ac_refine", "debate_revise": "ac_refine"}
 
 
 def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
-    """The pipeline stage a request belongs to, read from its system prompt."""
-    if len(messages) > 2:  # a follow-up: the JSON re-ask repeats its stage; anything else is a repair
-        return stage_of(messages[:2]) if "could not be read as JSON" in messages[-1]["content"] else "repair"
-    return _stage_of_system(messages[0]["content"])
-
-
-@functools.lru_cache(maxsize=256)
-def _stage_of_system(system: str) -> str:
-    """The stage whose system prompt ``system`` is (memoised: a run renders each system prompt once)."""
-    for marker, stage in _MARKERS:
-        if marker in system:
-            return stage
-    raise AssertionError(f"unknown stage: {system[:80]}")
+    """The stage of the pipeline call in flight with these messages, by the call's metadata
+    (:func:`hf_rgda.calls.call_of`), in the world's short names; a writer's targeted re-ask is ``"repair"``."""
+    info = call_of(messages)
+    if info is None:
+        raise AssertionError(f"not a pipeline call in flight: {str(messages[0]['content'])[:80]}")
+    return "repair" if info.salt.startswith("repair") and "/json" not in info.salt else _SHORT.get(info.stage, info.stage)
 
 
 class FakeWorld:

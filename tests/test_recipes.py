@@ -1,0 +1,80 @@
+"""DEVELOPING.md's recipes, done: a new stage declared and registered in one place runs in a method end to end with
+the scripted world, its record round-tripping through the trace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from datasets import Dataset
+
+from hf_rgda import RGDAAugmenter, ScriptedLLM
+from hf_rgda._exceptions import ParseError
+from hf_rgda.messages import chat
+from hf_rgda.records import RECORD_TYPES, SeedTrace
+from hf_rgda.stages import PLANS, STAGES, Stage, register
+
+from .conftest import LABELS, SEED_ROWS, FakeWorld, stage_of
+
+
+# ---------------------------------------------------------------- add a stage
+@dataclass
+class Tone:
+    """The toy stage's record: the seed's tone, as the model said it, and the seed's length."""
+
+    tone: str
+    words: int
+
+
+def build(run: Any, r: Any) -> list[dict[str, str]]:
+    return chat("Say the tone of the sentence.", r.seed.text)
+
+
+def parse(run: Any, r: Any, data: Any) -> Tone:
+    if not isinstance(data, dict) or not isinstance(data.get("tone"), str):
+        raise ParseError("no tone", raw=str(data))
+    return Tone(data["tone"], len(r.seed.tokens))
+
+
+TONE = Stage("tone", "tone", build=build, parse=parse, record=Tone,
+             schema=lambda run, r: {"type": "object", "properties": {"tone": {"type": "string"}}})
+
+
+@pytest.fixture
+def toy_stage(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stage]:
+    """The toy stage registered, and run by ``naive`` after its seed generation."""
+    register(TONE)
+    monkeypatch.setitem(PLANS, "naive", (*PLANS["naive"], "tone"))
+    yield TONE
+    STAGES.pop("tone")
+    RECORD_TYPES.pop("tone")
+
+
+def test_a_new_stage_runs_end_to_end_and_its_record_rides_in_the_trace(toy_stage: Stage) -> None:
+    world = FakeWorld()
+
+    def answer(messages: Any, schema: Any, params: Any) -> Any:
+        return {"tone": "clinical"} if stage_of(messages) == "tone" else world(messages, schema, params)
+
+    aug = RGDAAugmenter(label_names=LABELS, method="naive", llm=ScriptedLLM(answer, name="toy"))
+    out = Dataset.from_dict(SEED_ROWS).map(aug, batched=True)
+    traces = [t for v in out["rgda_trace"] if (t := SeedTrace.read(v)) is not None]
+    assert len(traces) == 3
+    assert [t.records["tone"] for t in traces] == [Tone("clinical", len(toks)) for toks in SEED_ROWS["tokens"]]
+    assert all(t.accounting.stage_calls["tone"] == 1 and not t.failure for t in traces)
+    assert out["rgda_status"].count("accepted") == 9  # the method's own stages are unchanged
+
+
+def test_a_stage_whose_answer_does_not_parse_fails_its_seed_alone(toy_stage: Stage) -> None:
+    def answer(messages: Any, schema: Any, params: Any) -> Any:
+        if stage_of(messages) == "tone":
+            return {"mood": "?"} if "cystic" in messages[-1]["content"] else {"tone": "plain"}
+        return FakeWorld()(messages, schema, params)
+
+    aug = RGDAAugmenter(label_names=LABELS, method="naive", llm=ScriptedLLM(answer, name="toy-broken"))
+    out = Dataset.from_dict(SEED_ROWS).map(aug, batched=True)
+    traces = [t for v in out["rgda_trace"] if (t := SeedTrace.read(v)) is not None]
+    assert [t.failure.split(":")[0] for t in traces] == ["", "tone", ""]
+    assert [bool(t.records) for t in traces] == [True, False, True]
