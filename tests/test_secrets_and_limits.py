@@ -168,6 +168,9 @@ def test_secrets_given_in_code_are_redacted_from_published_text(server) -> None:
 
 # ---------------------------------------------------------------- rate limits
 def _arrivals(server: ProviderServer) -> list[float]:
+    """When the server saw each request. The limiter admits the third request one window (1 s here) after the first;
+    the server sees the first later than its admission (client set-up, a connection), so the bound is 0.75 s: without
+    a shared limiter the three arrive within about 0.2 s."""
     return [t for t, step in server.events if step == 1]
 
 
@@ -180,7 +183,7 @@ def test_rpm_holds_across_event_loops(server) -> None:
     _call(llm)  # a second event loop: still within the first's window
     _call(llm)  # the third request in a third loop must wait for the window
     first, _, third = _arrivals(server)
-    assert third - first >= 0.95
+    assert third - first >= 0.75
 
 
 def test_rpm_holds_across_threads_and_backend_objects(server) -> None:
@@ -193,9 +196,9 @@ def test_rpm_holds_across_threads_and_backend_objects(server) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert time.monotonic() - start >= 0.95
+    assert time.monotonic() - start >= 0.75
     arrivals = sorted(_arrivals(server))
-    assert arrivals[2] - arrivals[0] >= 0.95
+    assert arrivals[2] - arrivals[0] >= 0.75
 
 
 def test_rpm_holds_across_map_batches(server) -> None:
@@ -206,5 +209,5 @@ def test_rpm_holds_across_map_batches(server) -> None:
     aug.llm.rate_window = 1.0
     ds.map(aug, batched=True, batch_size=1)
     arrivals = sorted(_arrivals(server))
-    assert len(arrivals) >= 3 and arrivals[2] - arrivals[0] >= 0.95
+    assert len(arrivals) >= 3 and arrivals[2] - arrivals[0] >= 0.75
     assert json.dumps(aug.llm.identity())  # the limiter's key is the public identity
