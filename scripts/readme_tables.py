@@ -47,7 +47,7 @@ def rules_table() -> str:
     for rule in RULES:
         ex = rule.example
         example = f"`{ex.candidate}`" + (f" (seed `{ex.seed}`)" if ex.seed != default_seed else "")
-        rows.append(f"| `{rule.name}` | {_cell(rule.description)} | {_cell(rule.repair or 'rejects')} | {_cell(example)} |")
+        rows.append(f"| `{rule.name}` | {_cell(rule.description)} | {_cell(rule.repair.text if rule.repair else 'rejects')} | {_cell(example)} |")
     return "\n".join(rows)
 
 

@@ -1,5 +1,6 @@
 """DEVELOPING.md's recipes, done: a new stage declared and registered in one place runs in a method end to end with
-the scripted world, its record round-tripping through the trace."""
+the scripted world, its record round-tripping through the trace; a new checker rule with its repair, added to the
+table in one place, rejects or repairs as its row says."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from datasets import Dataset
 
 from hf_rgda import RGDAAugmenter, ScriptedLLM
 from hf_rgda._exceptions import ParseError
+from hf_rgda.checking import Checker, rules
+from hf_rgda.checking.sentence import Sentence
+from hf_rgda.checking.table import Example, Finding, Repair, Rule
 from hf_rgda.messages import chat
-from hf_rgda.records import RECORD_TYPES, SeedTrace
+from hf_rgda.records import RECORD_TYPES, Candidate, SeedTrace
 from hf_rgda.stages import PLANS, STAGES, Stage, register
 
 from .conftest import LABELS, SEED_ROWS, FakeWorld, stage_of
@@ -78,3 +82,34 @@ def test_a_stage_whose_answer_does_not_parse_fails_its_seed_alone(toy_stage: Sta
     traces = [t for v in out["rgda_trace"] if (t := SeedTrace.read(v)) is not None]
     assert [t.failure.split(":")[0] for t in traces] == ["", "tone", ""]
     assert [bool(t.records) for t in traces] == [True, False, True]
+
+
+# ---------------------------------------------------------------- add a rule
+def shouting(s: Sentence) -> str | None:
+    """A word in capitals (four letters or more) outside the entities that the seed does not write so."""
+    i = next((i for i, t in enumerate(s.tokens) if len(t) > 3 and t.isupper() and s.tags[i] == "O"
+              and t not in s.seed.tokens), None)
+    return None if i is None else f"{s.tokens[i]!r} is shouted"
+
+
+def calm_down(cand: Candidate, found: Finding, s: Sentence) -> Sentence | None:
+    """Write the shouted words in lower case."""
+    cand.tokens = [t.lower() if len(t) > 3 and t.isupper() and g == "O" else t for t, g in zip(cand.tokens, cand.tags)]
+    cand.salvaged.append(f"{found.rule.name}: lower-cased")
+    return Sentence(cand.tokens, cand.tags, s.seed, s.checker, s.accepted, s.forbid_seed_entities)
+
+
+SHOUTING = Rule("shouting", shouting, "a word in capitals the seed does not have",
+                Example("Carriers of the variant VERY often develop [gout](Disease) in adults ."),
+                repair=Repair("writes it in lower case", calm_down))
+
+
+def test_a_new_rule_rejects_or_repairs_as_its_row_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rules, "RULES", (*rules.RULES, SHOUTING))
+    ex = SHOUTING.example
+    cand, _ = ex.candidates()
+    Checker(ex.types).check(cand, ex.seed_record(), [], forbid_seed_entities=True)
+    assert (cand.reason, cand.detail) == ("shouting", "'VERY' is shouted")
+    cand, _ = ex.candidates()
+    Checker(ex.types, salvage=True).check(cand, ex.seed_record(), [], forbid_seed_entities=True)
+    assert cand.ok and "very" in cand.tokens and cand.salvaged == ["shouting: lower-cased"]

@@ -10,12 +10,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..records import Candidate, Seed
-from ..tags import spans_to_tags, tags_to_spans
-from .rules import UNTAG_RULES, Finding, first_failure, known_untagged, sentence_breaks
+from . import rules as table
+from .rules import Rule, first_failure
 from .sentence import Sentence
 from .stats import SplitStats
 
@@ -39,8 +41,9 @@ class Checker:
             measures what a floor rejects of the gold test sentences); also the floor of ``boundary_extended``.
         edge_min_count: fewest uses as the last word of a type's mentions that make the untagged word after an
             entity evidence of a cut name (``boundary_cut``).
-        salvage: repair instead of reject where the fix is certain and local (each rule's ``repair``); each repair
-            is listed in the candidate's ``salvaged``, and the row must still pass every rule afterwards.
+        salvage: repair instead of reject where the fix is certain and local (each row's ``repair``, applied as the
+            row says); each repair is listed in the candidate's ``salvaged``, and the row must still pass every rule
+            afterwards.
     """
 
     types: tuple[str, ...]
@@ -66,55 +69,22 @@ class Checker:
         sentence = Sentence(cand.tokens, cand.tags, seed, self, accepted, forbid_seed_entities)
         if self.salvage:
             sentence = self._salvage(cand, sentence)
-        found = first_failure(sentence)
+        found = first_failure(sentence, table.RULES)
         return cand.reject(found.rule.name, found.detail) if found else cand
 
     def _salvage(self, cand: Candidate, s: Sentence) -> Sentence:
-        """Deterministic repairs (``salvage=True``), each recorded in ``cand.salvaged``: of several sentences keep the
-        one with the most entities; untag every entity an :data:`~hf_rgda.checking.rules.UNTAG_RULES` rule flags
-        (the rest of the row stays), unless it may be a mistyped entity of another type (then it is left for the
-        checks to reject); tag every known mention left untagged. Returns ``s`` for the repaired ``cand``."""
-        if self._keep_one_sentence(cand):
-            s = replace(s, tokens=cand.tokens, tags=cand.tags)
-        while (bad := first_failure(s, UNTAG_RULES)) and self._untag(cand, bad):
-            s = s.retagged(cand.tags)
-        while known := s.memo("known_untagged", known_untagged):
-            cand.tags = spans_to_tags([*tags_to_spans(cand.tags), known], len(cand.tokens))
-            cand.salvaged.append(f"known_mention: tagged {' '.join(cand.tokens[known.start : known.end])!r} as "
-                                 f"{known.label} (the split tags it so)")
-            s = s.retagged(cand.tags)
+        """The repairs of the table's rows (``salvage=True``), each recorded in ``cand.salvaged``: pass by pass (the
+        consecutive rows that share one repair), the row's repair of the first of them the sentence fails, until none
+        fails or the repair declines (then the checks reject it). Returns ``s`` for the repaired ``cand``."""
+        for rules in _repair_passes(table.RULES):
+            while (bad := first_failure(s, rules)) and bad.rule.repair is not None and (
+                    fixed := bad.rule.repair.apply(cand, bad, s)) is not None:
+                s = fixed
         return s
 
-    def _keep_one_sentence(self, cand: Candidate) -> bool:
-        """Of several sentences in ``cand``, keep the one with the most entities (the first on a tie); False where
-        there is one sentence, or an entity crosses a break."""
-        toks, tags = cand.tokens, cand.tags
-        cuts = sentence_breaks(toks)
-        if not cuts:
-            return False
-        bounds = list(zip([0, *(c + 1 for c in cuts)], [c + 1 for c in cuts] + [len(toks)]))
-        spans = tags_to_spans(tags)
-        if any(a < s.start < b < s.end for s in spans for a, b in bounds):
-            return False
-        a, b = max(bounds, key=lambda ab: (sum(ab[0] <= s.start < ab[1] for s in spans), -ab[0]))
-        cand.tokens, cand.tags = toks[a:b], tags[a:b]
-        cand.salvaged.append(f"several_sentences: kept sentence {bounds.index((a, b)) + 1} of {len(bounds)}")
-        return True
 
-    def _untag(self, cand: Candidate, bad: Finding) -> bool:
-        """Untag the entity ``bad`` flags and record it; False (nothing done) where it may be an entity of another
-        type, since untagging it would teach that it is no entity."""
-        s, rule = bad.span, bad.rule.name
-        if s is None:  # the untag rules are entity rules: never so
-            return False
-        head, stats, others = cand.tokens[s.end - 1], self.stats, [t for t in self.stats.heads if t != s.label]
-        if rule == "atypical_head" and any(
-                not stats.atypical(head, t, self.atypical_share, self.atypical_min_outside) for t in others):
-            return False  # "natural language processing" as Material: "processing" ends Task mentions
-        if rule == "no_letters" and any(not stats.rarely_ends(t, "letterless", self.atypical_share) for t in others):
-            return False  # another type does have number-only mentions (a LOC's postcode)
-        if rule == "lowercase_name" and any(stats.heads[t].get(head) for t in others):
-            return False  # the word ends mentions of another type ("lender" as ORG; FIN tags it PER)
-        cand.tags = cand.tags[: s.start] + ["O"] * (s.end - s.start) + cand.tags[s.end :]
-        cand.salvaged.append(f"{rule}: untagged {' '.join(cand.tokens[s.start : s.end])!r} ({bad.detail})")
-        return True
+@functools.lru_cache(maxsize=4)
+def _repair_passes(rules: tuple[Rule, ...]) -> list[tuple[Rule, ...]]:
+    """The rows with a repair, in table order, in runs of consecutive rows that share one ``fix``."""
+    repairable = [r for r in rules if r.repair is not None]
+    return [tuple(run) for _, run in itertools.groupby(repairable, key=lambda r: r.repair.fix)]  # type: ignore[union-attr]

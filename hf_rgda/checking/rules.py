@@ -3,8 +3,8 @@
 :data:`RULES` is the table :class:`~hf_rgda.checking.Checker` runs, in order; the first rule that fires rejects the
 sentence, its ``name`` the reason. A sentence rule reads the whole :class:`Sentence`; an entity rule reads one
 entity of it, and consecutive entity rules of one ``group`` run entity by entity (each entity in order, through
-every rule of the group). A rule with a ``repair`` is fixed instead under ``salvage=True`` (see
-:meth:`Checker._salvage <hf_rgda.checking.Checker>`). Each entry's ``example`` is a seed and a sentence it fires on;
+every rule of the group). A rule with a ``repair`` (a :class:`Repair`: its words and its code) is fixed instead
+under ``salvage=True`` (see :meth:`Checker._salvage <hf_rgda.checking.Checker>`). Each entry's ``example`` is a seed and a sentence it fires on;
 ``tests/test_checking.py`` runs every example, so the table (and the README's, generated from it) cannot rot.
 
 Example:
@@ -19,15 +19,24 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 
-from ..tags import Span, spans_to_tags
+from ..records import Candidate
+from ..tags import Span, spans_to_tags, tags_to_spans
 from ..words import FUNCTION_WORDS
+from .repairs import (
+    head_ends_another_type,
+    head_typical_elsewhere,
+    keep_one_sentence,
+    letterless_elsewhere,
+    sentence_breaks,
+    untag,
+)
 from .sentence import Sentence
 from .stats import SplitStats, is_letterless, is_lowercase
-from .table import Example, Finding, Rule
+from .table import Example, Finding, Repair, Rule, first_failure
 
-__all__ = ["RULES", "UNTAG_RULES", "Example", "Finding", "Rule", "first_failure", "known_untagged", "sentence_breaks"]
+__all__ = ["RULES", "UNTAG_RULES", "Example", "Finding", "Repair", "Rule", "first_failure", "keep_one_sentence",
+           "known_untagged", "sentence_breaks", "tag_known", "untag"]
 
 
 # ---------------------------------------------------------------- sentence rules
@@ -268,13 +277,6 @@ def entity_too_long(s: Sentence, span: Span) -> str | None:
 
 
 # ---------------------------------------------------------------- helpers
-def sentence_breaks(toks: Sequence[str]) -> list[int]:
-    """Indices of tokens ending a sentence that another follows ("... word . Next")."""
-    return [i for i in range(1, len(toks) - 1)
-            if toks[i] in (".", "!", "?") and toks[i - 1].isalpha() and toks[i - 1].islower() and len(toks[i - 1]) > 2
-            and toks[i + 1][:1].isupper() and toks[i + 1].isalpha()]
-
-
 _ALNUM = re.compile(r"[^\W_]").search  # a letter or a digit (str.isalnum)
 
 
@@ -299,27 +301,16 @@ def known_untagged(s: Sentence) -> Span | None:
     return None
 
 
-# ---------------------------------------------------------------- the table
-def first_failure(s: Sentence, rules: tuple[Rule, ...] | None = None) -> Finding | None:
-    """The first of ``rules`` (default :data:`RULES`) that ``s`` fails, in table order. An entity rule's verdict is
-    kept on ``s`` (salvage asks the entity rules first, then the whole table, of the same sentence)."""
-    for group, run in _runs(RULES if rules is None else rules):
-        if not group:
-            for rule in run:
-                if (detail := rule.check(s)) is not None:
-                    return Finding(rule, detail, None)
-            continue
-        for span in s.spans:
-            for rule in run:
-                if (detail := s.memo((rule.name, span), rule.check, span)) is not None:
-                    return Finding(rule, detail, span)
-    return None
-
-
-@lru_cache(maxsize=8)
-def _runs(rules: tuple[Rule, ...]) -> list[tuple[str, tuple[Rule, ...]]]:
-    """The table in runs: each sentence rule alone, consecutive entity rules of one group together."""
-    return [(group, tuple(run)) for group, run in itertools.groupby(rules, key=lambda r: r.group)]
+# ---------------------------------------------------------------- repairs (salvage=True)
+def tag_known(cand: Candidate, found: Finding, s: Sentence) -> Sentence | None:
+    """Tag the text the split tags consistently that the sentence leaves untagged."""
+    known = s.memo("known_untagged", known_untagged)
+    if known is None:
+        return None
+    cand.tags = spans_to_tags([*tags_to_spans(cand.tags), known], len(cand.tokens))
+    cand.salvaged.append(f"{found.rule.name}: tagged {' '.join(cand.tokens[known.start : known.end])!r} as "
+                         f"{known.label} (the split tags it so)")
+    return s.retagged(cand.tags)
 
 
 _PER = ("PER", "ORG")
@@ -337,7 +328,7 @@ RULES: tuple[Rule, ...] = (
          Example("Recent studies suggest that <Disease> may drive [gout](Disease) in adults .")),
     Rule("several_sentences", several_sentences, "two sentences in one row",
          Example("[Asthma](Disease) was studied in adults . The new design improves care ."),
-         repair="keeps the sentence with the most entities"),
+         repair=Repair("keeps the sentence with the most entities", keep_one_sentence)),
     Rule("truncated", truncated, "a sentence that stops at an article, preposition or conjunction, without final "
          "punctuation (cut off), unless its seed ends so",
          Example("Carriers of BRCA1 had a higher risk of [breast cancer](Disease) compared to a")),
@@ -349,20 +340,23 @@ RULES: tuple[Rule, ...] = (
                  stats=SplitStats(context_words={"in": 300}))),
     Rule("no_letters", no_letters, "an entity without a letter, of a type whose mentions (in the split) almost never "
          "end in one", Example("About [93 %](Disease) of the carriers had [gout](Disease) .", stats=_CANCER_HEADS),
-         repair="untags it, unless another type does end mentions in such words", group="type evidence"),
+         repair=Repair("untags it, unless another type does end mentions in such words", untag, letterless_elsewhere),
+         group="type evidence"),
     Rule("lowercase_name", lowercase_name, "an entity without a capital letter, of a type whose mentions almost "
          "never end in one (a name type such as PER)",
          Example("The auditor reviewed the accounts of [John Smith](PER) for [compliance](PER) .", seed=_LOAN,
                  stats=SplitStats(heads={"PER": {"Smith": 60}}), types=_PER),
-         repair="untags it, unless its last word ends mentions of another type", group="type evidence"),
+         repair=Repair("untags it, unless its last word ends mentions of another type", untag, head_ends_another_type),
+         group="type evidence"),
     Rule("atypical_head", atypical_head, "an entity whose last word the split uses outside entities and ends under "
          "`atypical_share` (5%) of this type's mentions with",
          Example("Loss of the [Rb tumor suppressor gene](Disease) causes [retinoblastoma](Disease) in children .",
                  stats=_CANCER_HEADS),
-         repair="untags it, unless the word typically ends mentions of another type", group="type evidence"),
+         repair=Repair("untags it, unless the word typically ends mentions of another type", untag,
+                       head_typical_elsewhere), group="type evidence"),
     Rule("tagged_seed_context", tagged_seed_context, "an entity that is untagged context in the seed",
          Example("A [BRCA1](Disease) variant raises the risk of [gout](Disease) in men ."),
-         repair="untags it", group="seed context"),
+         repair=Repair("untags it", untag), group="seed context"),
     Rule("known_mention_type", known_mention_type, "a name the split consistently tags as another type",
          Example("[Jonathan Medved](ORG) , a company , appointed a new director .", seed=_LOAN, types=_PER,
                  stats=SplitStats(lexicon={"jonathan medved": "PER"})), group="lexicon type"),
@@ -389,7 +383,7 @@ RULES: tuple[Rule, ...] = (
                                   forbid_seed_entities=False)),
     Rule("known_mention", known_mention, "a text the split consistently tags, left untagged",
          Example("[Aniridia](Disease) is often linked to hemolytic anemia in adults .",
-                 stats=SplitStats(lexicon={"hemolytic anemia": "Disease"})), repair="tags it"),
+                 stats=SplitStats(lexicon={"hemolytic anemia": "Disease"})), repair=Repair("tags it", tag_known)),
     Rule("seed_entity_reused", seed_entity_reused, "an entity of the seed, where the stage asks for new ones",
          Example("Variants in PTEN can lead to [breast cancer](Disease) in women .")),
     Rule("near_copy_of_seed", near_copy_of_seed, "a sentence `near_copy_ratio` (0.85) similar to the seed or more",
@@ -406,4 +400,4 @@ RULES: tuple[Rule, ...] = (
 )
 
 #: the rules whose repair untags an entity: the evidence (statistics or the seed) says it is not of its type
-UNTAG_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.repair.startswith("untags"))
+UNTAG_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.repair is not None and r.repair.fix is untag)

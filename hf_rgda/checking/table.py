@@ -1,18 +1,25 @@
-"""The rows of the checker's table: :class:`Rule` (a named check, its description, repair and group), the
+"""The rows of the checker's table: :class:`Rule` (a named check, its description, :class:`Repair` and group), the
 :class:`Example` each row carries (a seed and a sentence the rule fires on), and the :class:`Finding` the checker
-reports. The table itself, :data:`~hf_rgda.checking.rules.RULES`, and the checks are in :mod:`.rules`."""
+reports. The table itself, :data:`~hf_rgda.checking.rules.RULES`, the checks and the repairs are in :mod:`.rules`."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..records import Candidate, Seed
 from ..tags import Span, parse_inline
+from .sentence import Sentence
 from .stats import SplitStats
 
-__all__ = ["Example", "Finding", "Rule"]
+__all__ = ["Example", "Finding", "Fix", "Repair", "Rule", "first_failure"]
+
+#: ``fix(candidate, finding, sentence)``: repair ``candidate`` in place (recording it in ``candidate.salvaged``) and
+#: return the repaired sentence, or None where the repair does not apply (the rule then rejects it)
+Fix = Callable[[Candidate, "Finding", Sentence], "Sentence | None"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,7 @@ class Rule:
         check: ``check(sentence)``, or for an entity rule ``check(sentence, entity)``: why it fails, or None.
         description: what it rejects (one line).
         example: a seed and a sentence it fires on.
-        repair: what ``salvage=True`` does instead of rejecting ("" if nothing).
+        repair: what ``salvage=True`` does instead of rejecting (None: it rejects).
         group: "" for a sentence rule; an entity rule's group (consecutive rules of a group run entity by entity).
     """
 
@@ -57,8 +64,32 @@ class Rule:
     check: Callable[..., str | None]
     description: str
     example: Example
-    repair: str = ""
+    repair: Repair | None = None
     group: str = ""
+
+
+@dataclass(frozen=True)
+class Repair:
+    """What ``salvage=True`` does where a rule fires, instead of rejecting (:meth:`Checker._salvage
+    <hf_rgda.checking.Checker>` applies it).
+
+    Args:
+        text: what it does, in words (the README's rule table).
+        fix: the repair; consecutive rules of the table that share one ``fix`` are repaired in one pass, until none
+            fires or ``fix`` declines.
+        unless: ``unless(sentence, entity)``: where the evidence is mixed and the rule rejects instead (an entity
+            rule's repair).
+    """
+
+    text: str
+    fix: Fix
+    unless: Callable[[Sentence, Span], bool] | None = None
+
+    def apply(self, cand: Candidate, found: Finding, s: Sentence) -> Sentence | None:
+        """Repair ``cand`` for ``found``: the repaired sentence, or None where it does not apply."""
+        if self.unless is not None and found.span is not None and self.unless(s, found.span):
+            return None
+        return self.fix(cand, found, s)
 
 
 class Finding(NamedTuple):
@@ -67,3 +98,25 @@ class Finding(NamedTuple):
     rule: Rule
     detail: str
     span: Span | None
+
+
+def first_failure(s: Sentence, rules: tuple[Rule, ...]) -> Finding | None:
+    """The first of ``rules`` that ``s`` fails, in table order. An entity rule's verdict is
+    kept on ``s`` (salvage asks the entity rules first, then the whole table, of the same sentence)."""
+    for group, run in _runs(rules):
+        if not group:
+            for rule in run:
+                if (detail := rule.check(s)) is not None:
+                    return Finding(rule, detail, None)
+            continue
+        for span in s.spans:
+            for rule in run:
+                if (detail := s.memo((rule.name, span), rule.check, span)) is not None:
+                    return Finding(rule, detail, span)
+    return None
+
+
+@lru_cache(maxsize=8)
+def _runs(rules: tuple[Rule, ...]) -> list[tuple[str, tuple[Rule, ...]]]:
+    """The table in runs: each sentence rule alone, consecutive entity rules of one group together."""
+    return [(group, tuple(run)) for group, run in itertools.groupby(rules, key=lambda r: r.group)]
