@@ -126,7 +126,7 @@ def debate(args: argparse.Namespace) -> dict:
             "debates": len(debates), "failed_seeds": s["failed_seeds"], "proposals": proposed,
             "accepted_by_debate": accepted, "acceptance_rate": round(accepted / proposed, 3) if proposed else None,
             "rounds": [d["rounds"] for d in debates], "sentences_kept_after_checks": s["accepted"],
-            "rejected_by_reason": s["rejected_by_reason"], "llm_calls": s["llm_calls"],
+            "rejected_by_reason": s["rejected_by_reason"], "calls": s["calls"],
             "seconds_per_seed": round(wall / len(seeds), 1),
             "examples": [" ".join(r["tokens"]) for r in res if r["rgda_status"] == "accepted"][:6],
         }

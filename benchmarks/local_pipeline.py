@@ -61,7 +61,7 @@ def cell_figures(traces: list[str], examples: list[dict], wall: float, n_seeds: 
     d = summary.to_dict()
     # the method's full cost: calls it paid now plus calls it shares with a method run before it (served from the
     # cache, counted at the seconds they took when paid)
-    method_seconds = d["llm_seconds"] + d["cached_llm_seconds"]
+    method_seconds = d["llm_seconds"] + d["cached_seconds"]
     d["method_llm_seconds"] = round(method_seconds, 1)
     d["seconds_per_accepted"] = round(method_seconds / d["accepted"], 1) if d["accepted"] else None
     d["tokens_per_accepted"] = round(d["method_tokens"] / d["accepted"]) if d["accepted"] else None
@@ -127,7 +127,7 @@ def report(results: dict, path: Path) -> int:
         lines.append(f"| {key} | {c['seeds']} | {c['accepted_per_seed']} | "
                      f"{', '.join(f'{k} {v}' for k, v in c['rejected_by_reason'].items())} | "
                      f"{', '.join(f'{k} {v}' for k, v in c.get('salvaged_by_rule', {}).items())} | {c['failed_seeds']} | "
-                     f"{c['llm_calls']} | {c['seconds_per_seed']} | {c['seconds_per_accepted']} | "
+                     f"{_calls(c)} | {c['seconds_per_seed']} | {c['seconds_per_accepted']} | "
                      f"{c['tokens_per_accepted']} | {c['judge_rounds'].get('gr') or ''} | "
                      f"{c['judge_rounds'].get('ac') or ''} | {scores} | {_unchanged(c)} | {', '.join(c.get('commits', []))} |")
     lines += chunk_table(results.get("chunks", {}))
@@ -143,7 +143,7 @@ def report(results: dict, path: Path) -> int:
         for name, c in sched.items():
             total = c["prompt_tokens"] + c["completion_tokens"]
             rate = round(1000 * c["method_llm_seconds"] / total, 2) if total else None
-            lines.append(f"| {name} | {c['seconds_per_seed']} | {c['llm_calls']} | {c['prompt_tokens']} | "
+            lines.append(f"| {name} | {c['seconds_per_seed']} | {_calls(c)} | {c['prompt_tokens']} | "
                          f"{c['completion_tokens']} | {c['cached_prompt_tokens']} | {rate} |")
     rep = {k: c for k, c in results["cells"].items() if "representation=" in k}
     for key, c in rep.items():
@@ -284,3 +284,8 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _calls(cell: dict) -> int:
+    """A cell's LLM calls (results written before the summary kept the traces' names call them ``llm_calls``)."""
+    return cell["calls"] if "calls" in cell else cell["llm_calls"]

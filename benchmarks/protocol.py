@@ -101,7 +101,7 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
     summary = {}
     if run.summary is not None:
         d = run.summary.to_dict()
-        summary = {k: d[k] for k in ("accepted", "rejected_by_reason", "failed_seeds", "llm_calls", "judge_rounds",
+        summary = {k: d[k] for k in ("accepted", "rejected_by_reason", "failed_seeds", "calls", "judge_rounds",
                                      "judge_scores")}
     return run.with_status("accepted"), summary
 

@@ -54,7 +54,7 @@ def run(ds: Dataset, latency: float, concurrency: int, method: str) -> dict:
         proc.terminate()
         proc.wait(10)
     s, wall = summary.to_dict(), summary.wall_seconds
-    requests = s["llm_calls"]
+    requests = s["calls"]
     return {"concurrency": concurrency, "latency_s": latency, "wall_s": round(wall, 3), "requests": requests,
             "accepted": s["accepted"], "failed_seeds": s["failed_seeds"],
             "sentences_per_s": round(s["accepted"] / wall, 3), "wall_per_request_s": round(wall / requests, 4)}

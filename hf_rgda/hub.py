@@ -23,7 +23,7 @@ from . import prompts
 from ._exceptions import ConfigError, HubError
 from ._secrets import environment_secrets, redact
 from ._version import __version__
-from .records import META_COLUMNS
+from .columns import META_COLUMNS
 
 __all__ = ["dataset_card", "model_card", "push_augmented", "push_model"]
 
@@ -81,7 +81,7 @@ def _license(source: str | None) -> str:
 def _figures(summary: Mapping[str, Any]) -> str:
     keys = [("seeds", "seeds in"), ("accepted", "accepted sentences"), ("accepted_per_seed", "accepted per seed"),
             ("rejected", "rejected sentences"), ("failed_seeds", "failed seeds"),
-            ("skipped_seeds_without_entities", "seeds without entities (not augmented)"), ("llm_calls", "LLM calls"),
+            ("skipped_seeds_without_entities", "seeds without entities (not augmented)"), ("calls", "LLM calls"),
             ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens")]
     lines = [f"- {label}: {summary[k]}" for k, label in keys if k in summary]
     if summary.get("rejected_by_reason"):

@@ -126,12 +126,12 @@ def load_prices(path: str | os.PathLike[str]) -> PriceTable:
     return PriceTable(data, as_of=f"file {Path(path).name}")
 
 
-def cost_report(usage_by_stage: Mapping[str, Mapping[str, int]], identity: Mapping[str, Any],
+def cost_report(stage_usage: Mapping[str, Mapping[str, int]], identity: Mapping[str, Any],
                 table: PriceTable | None = None) -> dict[str, Any]:
     """Cost per stage (and judge round) from counted usage.
 
     Args:
-        usage_by_stage: ``{stage: {"calls", "prompt_tokens", "completion_tokens", "cached_tokens"}}`` as in
+        stage_usage: ``{stage: {"calls", "prompt_tokens", "completion_tokens", "cached_tokens"}}`` as in
             :meth:`hf_rgda.summary.RunSummary.to_dict`; only calls actually paid are counted there.
         identity: the backend identity (``llm.identity()``).
         table: prices; the default table when None.
@@ -139,7 +139,7 @@ def cost_report(usage_by_stage: Mapping[str, Mapping[str, int]], identity: Mappi
     table = table or PriceTable.default()
     price = table.lookup(identity)
     rows, total = {}, 0.0
-    for stage, u in sorted(usage_by_stage.items()):
+    for stage, u in sorted(stage_usage.items()):
         c = price.cost(prompt_tokens=u.get("prompt_tokens", 0), completion_tokens=u.get("completion_tokens", 0),
                        cached_tokens=u.get("cached_tokens", 0))
         rows[stage] = {**u, "usd": round(c, 6)}

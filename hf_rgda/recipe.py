@@ -204,7 +204,7 @@ class Run:
         calibration = getattr(self.augmenter, "calibration", None)  # the thresholds a calibration file set
         return {"config": self.augmenter.config.to_dict(), "llm": identity, "source": source, "split": split,
                 **({"calibration": calibration} if calibration else {}), "num_seeds": self.seeds, "summary": figures,
-                "cost": cost_report(figures["usage_by_stage"], identity, prices)}
+                "cost": cost_report(figures["stage_usage"], identity, prices)}
 
     def save(self, out: str | Path, *, source: Any, split: str, prices: PriceTable | None = None) -> tuple[Any, dict]:
         """Write ``dataset/`` (:meth:`splits`), ``rejections.jsonl`` (rejected and failed rows with their reason and

@@ -106,21 +106,20 @@ class RunSummary:
         return cls.from_traces(rows["rgda_trace"])
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready figures, including score distributions per stage and round."""
+        """JSON-ready figures (``summary.json``), including score distributions per stage and round. The accounting's
+        figures keep the names the traces give them (:meth:`~hf_rgda.records.Accounting.to_json`: ``calls``,
+        ``stage_usage``, ``cached_seconds``, ...), seconds to the tenth."""
         dist = {k: _distribution(v) for k, v in sorted(self.scores.items()) if v}
-        acc = self.accounting
+        acc = self.accounting.to_json()
         return {
             "seeds": self.seeds, "accepted": self.accepted,
             "accepted_per_seed": round(self.accepted / self.seeds, 3) if self.seeds else 0.0,
             "failed_seeds": self.failed_seeds, "skipped_seeds_without_entities": self.skipped_seeds, "failures_by_stage": dict(self.failures),
             "rejected_by_reason": dict(self.rejected.most_common()), "rejected": sum(self.rejected.values()),
             "salvaged_by_rule": dict(self.salvaged.most_common()),
-            "llm_calls": acc.calls, "cached_calls": acc.cached_calls, "stage_calls": dict(acc.stage_calls),
-            "prompt_tokens": acc.prompt_tokens, "completion_tokens": acc.completion_tokens,
-            "cached_prompt_tokens": sum(u["cached_tokens"] for u in acc.stage_usage.values()),
-            "usage_by_stage": {k: dict(v) for k, v in sorted(acc.stage_usage.items())},
-            "llm_seconds": round(acc.llm_seconds, 1), "cached_llm_seconds": round(acc.cached_seconds, 1),
-            "method_tokens": acc.method_tokens,
+            **acc, "stage_usage": dict(sorted(acc["stage_usage"].items())),
+            "llm_seconds": round(acc["llm_seconds"], 1), "cached_seconds": round(acc["cached_seconds"], 1),
+            "cached_prompt_tokens": sum(u["cached_tokens"] for u in acc["stage_usage"].values()),
             "wall_seconds": round(self.wall_seconds, 1),
             "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.rounds.items()},
             "judge_scores": dist,
@@ -144,7 +143,7 @@ class RunSummary:
             (f"seeds in: {d['seeds']}   accepted: {d['accepted']} ({d['accepted_per_seed']}/seed)   "
              f"rejected: {d['rejected']}   failed seeds: {d['failed_seeds']}   "
              f"seeds without entities (not augmented): {d['skipped_seeds_without_entities']}"),
-            (f"LLM calls: {d['llm_calls']} ({d['cached_calls']} from cache)   tokens: {d['prompt_tokens']} prompt + "
+            (f"LLM calls: {d['calls']} ({d['cached_calls']} from cache)   tokens: {d['prompt_tokens']} prompt + "
              f"{d['completion_tokens']} completion   LLM time: {d['llm_seconds']} s   wall: {d['wall_seconds']} s"),
         ]
         if d["rejected_by_reason"]:

@@ -85,7 +85,7 @@ def test_killed_cli_run_resumes_without_reissuing_calls(tmp_path: Path) -> None:
     assert done_before >= 2
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())["summary"]
-    paid = summary["llm_calls"] - summary["cached_calls"]
+    paid = summary["calls"] - summary["cached_calls"]
     assert summary["cached_calls"] >= done_before  # every call completed before the kill was served from cache
     assert _cache_rows(cache) == done_before + paid  # and nothing completed was asked again
 

@@ -186,10 +186,10 @@ def test_augmenter_end_to_end_with_invalid_json_reask_and_cost(provider, server,
     # the entity-type enum of the dataset is in every generating request's schema
     gen = [r for r in server.requests if r.schema and "sentences" in r.schema["properties"]]
     assert gen and all('"enum": ["Disease"]' in __import__("json").dumps(r.schema) for r in gen)
-    assert s["prompt_tokens"] == sum(u["prompt_tokens"] for u in s["usage_by_stage"].values()) > 0
+    assert s["prompt_tokens"] == sum(u["prompt_tokens"] for u in s["stage_usage"].values()) > 0
     assert s["cached_prompt_tokens"] > 0  # the static system prompts were read from the (simulated) cache
     table = PriceTable({f"{provider}:{PROVIDERS[provider]}": {"input": 1.0, "output": 2.0, "cached_input": 0.5}})
-    report = cost_report(s["usage_by_stage"], aug.llm.identity(), table)
+    report = cost_report(s["stage_usage"], aug.llm.identity(), table)
     expected = ((s["prompt_tokens"] - s["cached_prompt_tokens"]) * 1.0 + s["cached_prompt_tokens"] * 0.5
                 + s["completion_tokens"] * 2.0) / 1e6
     assert report["priced"] and report["usd"] == pytest.approx(expected, abs=1e-6)

@@ -53,4 +53,4 @@ def test_a_minimal_trace_reads_as_the_summary_needs_it() -> None:
     assert trace is not None and trace.rejected[0].reason == "looped" and trace.gr[0].score == 70
     d = RunSummary.from_traces([value]).to_dict()
     assert (d["accepted"], d["failures_by_stage"], d["rejected_by_reason"]) == (2, {"guidance": 1}, {"looped": 1})
-    assert (d["llm_calls"], d["judge_scores"]["gr_round1"]["mean"]) == (3, 70.0)
+    assert (d["calls"], d["judge_scores"]["gr_round1"]["mean"]) == (3, 70.0)
