@@ -28,9 +28,9 @@ from .cache import ResponseCache
 from .calibration import calibrate
 from .canaries.thresholds import Calibration, load_calibration
 from .checking import entity_length_limits
+from .columns import META_COLUMNS
 from .config import DEFAULT_LLM, METHODS, AugmentConfig
 from .llm import LLM, Completion, ScriptedLLM, Usage, load_llm
-from .records import META_COLUMNS
 from .summary import RunSummary
 
 __all__ = [

@@ -207,6 +207,16 @@ class AugmentConfig:
         """Whether the Augmentation Calibrator loop runs."""
         return self.method in ("rgda", "rgda-no-gr")
 
+    def check_attribution(self, model: object) -> None:
+        """Raise unless WHERE has its attribution model (``model``) where the method needs one.
+
+        Raises:
+            ConfigError: the method (or ``where=True``) needs an attribution model and ``model`` is none.
+        """
+        if self.uses_attribution and not model:
+            raise ConfigError(f"method {self.method!r}{' with where=True' if self.where else ''} needs "
+                              "attribution_model=<folder or Hub id> (hf_rgda.attribution.fit_seed_model trains one)")
+
     def threshold_for(self, verdict_method: str) -> int:
         """The refine loops' threshold for a verdict read by ``verdict_method`` (``Judgement.method``)."""
         return self.probability_threshold if verdict_method == "probability" else self.threshold

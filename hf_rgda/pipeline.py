@@ -95,9 +95,7 @@ class Pipeline:
                  type_descriptions: Mapping[str, str] | None = None, confusers: Sequence[str] | None = None,
                  attribution: Any = None, debate_llms: Sequence[LLM] = (),
                  mentions: Mapping[str, Sequence[str]] | None = None, progress: bool = False) -> None:
-        if config.uses_attribution and attribution is None:
-            raise ConfigError(f"method {config.method!r}{' with where=True' if config.where else ''} needs an "
-                              "attribution model (attribution_model=..., see hf_rgda.attribution)")
+        config.check_attribution(attribution)
         self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
         self.attribution, self.debate_llms = attribution, list(debate_llms) or [llm]
         self.pool = EntityPool({t: list(v) for t, v in (mentions or {}).items()})

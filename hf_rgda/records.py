@@ -1,5 +1,6 @@
-"""The records every stage reads and writes: seeds, candidate sentences, judge verdicts, a seed's result, and the
-metadata columns of an output row."""
+"""The records every stage reads and writes: seeds, candidate sentences, judge verdicts, a seed's result, what its
+calls cost (:class:`Accounting`) and its trace (:class:`SeedTrace`). Reading a verdict from an answer is
+:mod:`hf_rgda.stages.verdicts`'; the output rows' metadata columns are :mod:`hf_rgda.columns`'."""
 
 from __future__ import annotations
 
@@ -12,26 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
-from ._exceptions import ParseError
+from .columns import META_COLUMNS  # noqa: F401 - re-exported for the imports written before hf_rgda.columns
 from .llm.base import Completion, OptionProbs
 from .tags import Span, detokenize, tags_to_spans
 
-__all__ = ["META_COLUMNS", "RECORD_TYPES", "Accounting", "Candidate", "EntityVerdict", "Judgement", "Rejection", "Seed",
+__all__ = ["RECORD_TYPES", "Accounting", "Candidate", "EntityVerdict", "Judgement", "Rejection", "Seed",
            "SeedResult", "SeedTrace"]
-
-#: metadata columns added to every output row
-META_COLUMNS: dict[str, pa.DataType] = {
-    "rgda_status": pa.string(),  # original | accepted | rejected | failed
-    "rgda_method": pa.string(),
-    "rgda_source": pa.string(),  # key of the seed row
-    "rgda_reason": pa.string(),  # why rejected or failed; for an accepted row, the checker's repairs (salvage)
-    "rgda_gr_scores": pa.list_(pa.int64()),
-    "rgda_ac_scores": pa.list_(pa.int64()),
-    "rgda_trace": pa.string(),  # JSON: the seed's full record, on its first row; "" elsewhere
-}
-
 
 @dataclass(frozen=True)
 class Seed:
@@ -114,25 +101,6 @@ class Judgement:
     feedback: dict[str, str]
     method: str = "sample"
     distributions: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    @classmethod
-    def parse(cls, data: Any, rubric: dict[str, int], remark: str = "feedback") -> Judgement:
-        """Parse a verdict (a judge's, or one debate review: ``remark="remark"``); scores are clamped to each
-        criterion's maximum.
-
-        Raises:
-            ParseError: a criterion is missing or its score is not a number.
-        """
-        if not isinstance(data, dict):
-            raise ParseError("verdict is not an object", raw=json.dumps(data))
-        crit, fb = {}, {}
-        for name, top in rubric.items():
-            entry = data.get(name)
-            if not isinstance(entry, dict) or not isinstance(entry.get("score"), (int, float)):
-                raise ParseError(f"verdict lacks a numeric score for {name!r}", raw=json.dumps(data))
-            crit[name] = max(0, min(top, int(entry["score"])))
-            fb[name] = str(entry.get(remark, ""))
-        return cls(sum(crit.values()), crit, fb)
 
     def feedback_text(self, rubric: dict[str, int]) -> str:
         return "\n".join(f"- {k} ({self.criteria[k]}/{top}): {self.feedback[k]}" for k, top in rubric.items())

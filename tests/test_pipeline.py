@@ -9,8 +9,9 @@ from hf_rgda import AugmentConfig, ScriptedLLM
 from hf_rgda.cache import ResponseCache
 from hf_rgda.checking import Checker
 from hf_rgda.pipeline import Pipeline
-from hf_rgda.records import Judgement, Seed
+from hf_rgda.records import Seed
 from hf_rgda.schemas import GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
+from hf_rgda.stages.verdicts import parse_verdict
 
 from .conftest import SEED_ROWS, FakeWorld, stage_of
 
@@ -199,10 +200,10 @@ def test_cache_makes_second_run_free(tmp_path) -> None:
 def test_judgement_parse_clamps_and_requires_every_criterion() -> None:
     data = FakeWorld.verdict(100, GR_RUBRIC)
     data["context_abstraction"]["score"] = 999
-    assert Judgement.parse(data, GR_RUBRIC).criteria["context_abstraction"] == 30
+    assert parse_verdict(data, GR_RUBRIC).criteria["context_abstraction"] == 30
     del data["keyword_detection"]
     with pytest.raises(Exception, match="keyword_detection"):
-        Judgement.parse(data, GR_RUBRIC)
+        parse_verdict(data, GR_RUBRIC)
 
 
 def test_schemas_constrain_types_and_scores() -> None:

@@ -22,7 +22,8 @@ from ..messages import Messages
 from ..records import Judgement, SeedResult
 from ..schemas import feedback_schema, judge_schema
 from .base import Each, Run, Step
-from .rating import by_probability, criteria_lines, feedback_messages, parse_feedback, rate, scale_system
+from .rating import by_probability, criteria_lines, feedback_messages, rate, scale_system
+from .verdicts import parse_feedback, parse_verdict
 
 __all__ = ["JudgeLoop"]
 
@@ -103,7 +104,7 @@ class JudgeLoop:
         else:
             data, _ = await self.run.caller.ask(r, self.judge_stage, msgs, judge_schema(self.rubric), judge=True,
                                                 salt=rnd)
-            verdict = Judgement.parse(data, self.rubric)
+            verdict = parse_verdict(data, self.rubric)
         r.judgements[self.kind].append(verdict)
 
     async def feedback(self, r: SeedResult, rnd: int) -> None:

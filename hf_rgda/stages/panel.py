@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from .. import prompts
-from .._exceptions import ParseError
 from ..config import DebateConfig
 from ..messages import Messages, chat
 from ..records import Judgement
 from ..schemas import DEBATE_RUBRIC, reviews_schema
 from .rating import SCALE, criteria_lines, rate_with, scale_system
+from .verdicts import parse_reviews
 
 __all__ = ["PERSONAS", "Ask", "Choose", "Panel", "Reviewed", "parse_reviews"]
 
@@ -59,18 +59,6 @@ class Outcome(Protocol):
     accepted: list[Any]
     rejected: list[Any]
     rounds: int
-
-
-def parse_reviews(data: Any, n: int) -> list[Judgement]:
-    """One reviewer's verdict on each of ``n`` items (remarks as the verdicts' feedback).
-
-    Raises:
-        ParseError: fewer than ``n`` reviews, or a criterion without a numeric score.
-    """
-    items = data.get("reviews") if isinstance(data, dict) else None
-    if not isinstance(items, list) or len(items) < n:
-        raise ParseError(f"expected {n} reviews", raw=json.dumps(data)[:2000])
-    return [Judgement.parse(item, DEBATE_RUBRIC, "remark") for item in items[:n]]
 
 
 @dataclass

@@ -21,19 +21,17 @@ scores read, asked for the fixes alone (:func:`feedback_messages`, :func:`~hf_rg
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
 
 from .. import prompts
-from .._exceptions import ParseError
 from ..calls import Caller
 from ..config import AugmentConfig
 from ..llm.base import LLM
 from ..messages import Messages, add_section, chat
 from ..records import Judgement, SeedResult
+from .verdicts import parse_feedback
 
 __all__ = ["FRACTIONS", "SCALE", "Choose", "by_probability", "criteria_lines", "criterion_score", "expected_total",
            "feedback_messages", "parse_feedback", "rate", "rate_with", "rating_messages", "read_verdict",
@@ -129,15 +127,3 @@ def feedback_messages(judge_messages: Messages, verdict: Judgement, rubric: Mapp
     """The judge's ordinary question, shown the scores read, for the fixes of ``verdict``."""
     scores = "\n".join(f"- {name}: {verdict.criteria[name]}/{top}" for name, top in rubric.items())
     return add_section(judge_messages, "scores", scores)
-
-
-def parse_feedback(data: Any, rubric: Sequence[str], remark: str = "feedback") -> dict[str, str]:
-    """Each criterion's fix from a :func:`~hf_rgda.schemas.feedback_schema` answer.
-
-    Raises:
-        ParseError: a criterion's fix is missing.
-    """
-    entries = {name: data.get(name) if isinstance(data, dict) else None for name in rubric}
-    if not all(isinstance(e, dict) and isinstance(e.get(remark), str) for e in entries.values()):
-        raise ParseError("feedback lacks a criterion's text", raw=json.dumps(data)[:2000])
-    return {name: e[remark] for name, e in entries.items()}
