@@ -11,25 +11,22 @@ same WHERE model fine-tuned on the seeds, separate response caches): acceptance 
 debate, calls and seconds per seed.
 
 Usage:
-    python benchmarks/biorda.py attribution --sentences 200
-    python benchmarks/biorda.py debate --seeds 4
+    python -m benchmarks.biorda attribution --sentences 200
+    python -m benchmarks.biorda debate --seeds 4
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
+from benchmarks.common import header, load
 from hf_rgda import DEFAULT_LLM, RGDAAugmenter
 from hf_rgda.provision import MODELS, snapshot_dir
-from hf_rgda.recipe import augment, load_split, sample_seeds
-
-MACHINE = f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"
+from hf_rgda.recipe import augment, sample_seeds
 
 
 def attribution(args: argparse.Namespace) -> dict:
@@ -39,7 +36,7 @@ def attribution(args: argparse.Namespace) -> dict:
     from hf_rgda.attribution import AttributionSelector
 
     torch.manual_seed(0)
-    split = load_split(str(args.data_dir / "ncbi_disease"), "train")
+    split = load(args.data_dir, "ncbi_disease")["train"]
     rows = sample_seeds(split, args.sentences)
     labels = ["O", "B-Disease", "I-Disease"]
     out = {"sentences": len(rows), "mean_words": round(sum(map(len, rows["tokens"])) / len(rows), 1), "models": {}}
@@ -104,7 +101,7 @@ def forward_ceiling(model, tok, rows, words: int, repeats: int = 5) -> dict:
 def debate(args: argparse.Namespace) -> dict:
     from hf_rgda.attribution import fit_seed_model
 
-    split = load_split(str(args.data_dir / "ncbi_disease"), "train")
+    split = load(args.data_dir, "ncbi_disease")["train"]
     seeds = sample_seeds(split, args.seeds)
     where = args.cache_dir / "where_model"
     if not (where / "config.json").is_file():
@@ -155,13 +152,15 @@ def main(argv: list[str] | None = None) -> int:
     key = "models" if args.part == "attribution" else "agents"
     old = results.get(args.part, {}).get(key, {})
     merged = {**old, **part[key]}  # a rerun of some models/agents keeps the rest
-    command = "python benchmarks/biorda.py " + " ".join(argv or sys.argv[1:])
+    head = header("biorda", argv)
+    command = head["command"]
     for name in part[key]:
         if args.part == "attribution" and args.ceiling_only:  # keep the throughput measured before, and its command
             merged[name] = {**old.get(name, {}), **part[key][name], "ceiling_command": command}
         else:
             merged[name] = {**merged[name], "command": command}
-    results[args.part] = {**results.get(args.part, {}), "machine": MACHINE, **part, key: merged}
+    results[args.part] = {**results.get(args.part, {}), "machine": head["machine"], "commit": head["commit"], **part,
+                          key: merged}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     return 0

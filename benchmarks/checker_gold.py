@@ -12,8 +12,8 @@ With ``--rows``, the same checker also reads the rows a ``protocol.py`` results 
 what rules added since say of rows the pipeline accepted.
 
 Usage:
-    python benchmarks/checker_gold.py --datasets ncbi_disease scierc fin
-    python benchmarks/checker_gold.py --datasets ncbi_disease scierc fin --rows benchmarks/results/protocol.json
+    python -m benchmarks.checker_gold --datasets ncbi_disease scierc fin
+    python -m benchmarks.checker_gold --datasets ncbi_disease scierc fin --rows benchmarks/results/protocol.json
 """
 
 from __future__ import annotations
@@ -22,16 +22,14 @@ import argparse
 import dataclasses
 import functools
 import json
-import os
-import platform
 import random
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import header, load
 from hf_rgda import RGDAAugmenter
-from hf_rgda.recipe import load_source
 from hf_rgda.records import Candidate, Seed
 from hf_rgda.tags import tags_to_spans
 
@@ -40,7 +38,7 @@ from hf_rgda.tags import tags_to_spans
 def _load(data_dir: Path, name: str) -> tuple[Any, RGDAAugmenter]:
     """The dataset's splits and the augmenter built from its train split (its checker), read once per dataset for
     the gold check and ``--rows`` alike; the local backend is not loaded: no LLM call is made."""
-    dsd = load_source(str(data_dir / name))
+    dsd = load(data_dir, name)
     return dsd, RGDAAugmenter.from_dataset(dsd["train"])
 
 
@@ -153,11 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="also check the rows a protocol.py results file stores (see stored_rows)")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/checker_gold.json"))
     args = p.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).parent))
-    from local_pipeline import _commit
-
-    results = {"command": "python benchmarks/checker_gold.py " + " ".join(argv or sys.argv[1:]),
-               "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "commit": _commit(),
+    results = {**header("checker_gold", argv, note=""),
                "datasets": {name: run(args.data_dir, name, args.examples, args.sample_seed,
                                                        args.atypical_min_outside, args.atypical_share)
                             for name in args.datasets}}

@@ -9,26 +9,20 @@ the other's answers). ``--representations N`` runs rgda with the ``segments`` ou
 first N seeds with its own cache; the stage-major cell (``entities``, the default) is its comparison.
 
 Usage (the committed results come from the command in results/local_pipeline.json's "command"):
-    python benchmarks/local_pipeline.py --data-dir ../shared/data --datasets ncbi_disease scierc --num-seeds 20
+    python -m benchmarks.local_pipeline --data-dir ../shared/data --datasets ncbi_disease scierc --num-seeds 20
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 from pathlib import Path
 
+from benchmarks.common import DOMAINS, commit, header
 from hf_rgda import DEFAULT_LLM, RGDAAugmenter, RunSummary
 from hf_rgda.recipe import augment, load_split, sample_seeds
 
-DOMAINS = {
-    "ncbi_disease": "biomedical research abstracts (PubMed) with disease mentions",
-    "scierc": "computer science research abstracts (AI, NLP, vision)",
-    "fin": "financial agreements and SEC filings",
-}
 #: type descriptions where a dataset's annotation differs from a type's everyday meaning (FIN tags the parties of an
 #: agreement named by role as PER: "Borrower" is 564 of its 747 train PER mentions, "Lender" 126; SciERC tags terms,
 #: pronouns included, not only names). Read by ``calibration.py --descriptions dataset``: FIN's raise the entity
@@ -49,6 +43,8 @@ TYPE_DESCRIPTIONS = {
                "Generic": 'a general word or pronoun that stands for a method, task, system or material named '
                           'elsewhere (such as "it", "this method", "the approach", "the model")'},
 }
+#: calibration.py's name for :func:`benchmarks.common.commit` until its rewrite (which imports that) is committed
+_commit = commit
 METHODS = ["naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda", "rgda+debate"]
 COMBOS = {"debate": {"debate_review": True, "debate_agents": 3},  # "rgda+debate": rgda's calls (shared) + the panel
           "noverify": {"verify_entities": False}}  # "rgda+noverify": the same pipeline without the entity verifier
@@ -188,19 +184,6 @@ def _unchanged(c: dict) -> str:
     return ", ".join(f"{k.upper()} {v['unchanged']} of {v['calls']}" for k, v in u.items() if v["calls"])
 
 
-def _commit() -> str:
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=False).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "hf_rgda"], capture_output=True, text=True,
-                               check=False).stdout
-        return head + ("+uncommitted changes in hf_rgda/" if dirty.strip() else "")
-    except OSError:
-        return "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
@@ -229,13 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(results, indent=1))
         return report(results, args.out.with_suffix(".md"))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    command = "python benchmarks/local_pipeline.py " + " ".join(argv or sys.argv[1:])
+    head = header("local_pipeline", argv)
     results.setdefault("commands", [])
-    if command not in results["commands"]:  # several invocations may fill one results file (e.g. a method on fewer seeds)
-        results["commands"].append(command)
-    results.update({"command": command,
-                    "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU", "llm": args.llm,
-                    "commit": _commit()})
+    if head["command"] not in results["commands"]:  # several invocations may fill one results file (e.g. a method on fewer seeds)
+        results["commands"].append(head["command"])
+    results.update({**head, "llm": args.llm})
     chunks = results.setdefault("chunks", {})
 
     def save() -> None:

@@ -28,8 +28,8 @@ The LLM methods reuse ``benchmarks/local_pipeline.py``'s answers when given its 
 prefix of a larger one), same prompts, same derived call seeds.
 
 Usage:
-    python benchmarks/protocol.py --datasets ncbi_disease scierc fin --methods noaug eda mr --num-seeds 50
-    python benchmarks/protocol.py --report
+    python -m benchmarks.protocol --datasets ncbi_disease scierc fin --methods noaug eda mr --num-seeds 50
+    python -m benchmarks.protocol --report
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -46,13 +44,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))  # local_pipeline (its variants, its commit rule), however this is loaded
+from benchmarks.common import DATA_DIR, DOMAINS, header, load, seed_key
 
 METHODS = ["noaug", "eda", "mr", "naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda"]
 BASELINES = ("noaug", "eda", "mr", "mr-train")  # the methods without an LLM (their rows are not stored)
-DOMAINS = {"ncbi_disease": "biomedical research abstracts (PubMed) with disease mentions",
-           "scierc": "computer science research abstracts (AI, NLP, vision)",
-           "fin": "financial agreements and SEC filings"}
 PAPER = {  # Table 1 (Gemini-2.5 Flash rows and EDA), F1 / BERTScore: SciERC, NCBI, FIN
     "eda": ((.5434, .8062, .7953), (.986, .987, .981)),
     "naive": ((.5263, .7727, .8412), (.897, .901, .921)),
@@ -65,9 +60,7 @@ ORDER = {"scierc": 0, "ncbi_disease": 1, "fin": 2}
 
 
 def splits(data_dir: Path, name: str) -> tuple[Any, Any]:
-    from hf_rgda.recipe import load_source
-
-    dsd = load_source(str(data_dir / name))
+    dsd = load(data_dir, name)
     return dsd["train"], dsd["test"]
 
 
@@ -88,7 +81,7 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
                                  seed=args.sample_seed)
     else:  # "rgda+noverify": a method with one of local_pipeline's variants (COMBOS); "rgda@seeds": the augmenter's
         # statistics and entity hints from the seeds alone (as a user holding only them), not the whole train split
-        from local_pipeline import COMBOS
+        from benchmarks.local_pipeline import COMBOS
 
         variant, _, stats = method.partition("@")
         if stats not in ("", "seeds"):
@@ -124,8 +117,7 @@ def diversity(aug: Any, seeds: Any, args: argparse.Namespace) -> float | None:
         return None
     text = {}
     for toks, tags in zip(seeds["tokens"], seeds["ner_tags"]):
-        key = hashlib.sha256(json.dumps([list(toks), list(tags)]).encode()).hexdigest()[:16]
-        text[key] = " ".join(toks)
+        text[seed_key(toks, tags)] = " ".join(toks)
     pairs = [(" ".join(t), text[s]) for t, s in zip(aug["tokens"], aug["rgda_source"]) if s in text]
     if not pairs:
         return None
@@ -154,7 +146,7 @@ def train_eval(train_rows: Any, test: Any, *, steps: int, run: int, args: argpar
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
     p.add_argument("--methods", nargs="+", default=METHODS)
     p.add_argument("--num-seeds", type=int, default=200)
@@ -188,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(compact(results), indent=1))
         return report(results, args.out)
     results.setdefault("runs_config", {})
-    results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"
-    cmd = "python benchmarks/protocol.py " + " ".join(argv or sys.argv[1:])
+    head = header("protocol", argv)
+    results["machine"], cmd = head["machine"], head["command"]
     results.setdefault("commands", [])
     if cmd not in results["commands"]:
         results["commands"].append(cmd)
@@ -201,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     from hf_rgda.recipe import sample_seeds
     from hf_rgda.tags import label_names_of
 
-    args.commit = _commit()  # the code this process loaded: edits made while it runs do not reach it
+    args.commit = head["commit"]  # the code this process loaded: edits made while it runs do not reach it
 
     for name in args.datasets:
         train, test = splits(args.data_dir, name)
@@ -293,13 +285,6 @@ def compact(results: dict[str, Any]) -> dict[str, Any]:
 def _tags(pred: list[Any]) -> list[list[str]]:
     """Predictions as tag lists, whether stored compactly (strings) or not."""
     return [p.split(" ") if isinstance(p, str) else list(p) for p in pred]
-
-
-def _commit() -> str:
-    """The code a cell ran at (``local_pipeline``'s helper: short hash, flagged when ``hf_rgda/`` had edits)."""
-    from local_pipeline import _commit as commit
-
-    return commit()
 
 
 def bootstrap(results: dict[str, Any], scale: str, test: Any, args: argparse.Namespace) -> None:

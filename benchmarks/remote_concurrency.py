@@ -8,21 +8,20 @@ overhead of the client stack (wall time per request at concurrency 1 minus the l
 zero-latency server).
 
 Usage:
-    python benchmarks/remote_concurrency.py --seeds 24 --latency 0.2
+    python -m benchmarks.remote_concurrency --seeds 24 --latency 0.2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
 
 from datasets import Dataset
 
+from benchmarks.common import header
 from hf_rgda import RGDAAugmenter
 from hf_rgda.recipe import augment
 
@@ -72,8 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     lo, hi = (run(ds, args.latency, c, args.method) for c in args.concurrency)
     zero = run(ds, 0.0, 1, args.method)
     result = {
-        "command": "python benchmarks/remote_concurrency.py " + " ".join(argv or sys.argv[1:]),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU; server and client on one machine",
+        **header("remote_concurrency", argv, note="no GPU; server and client on one machine"),
         "method": args.method, "seeds": args.seeds, "runs": [lo, hi],
         "throughput_ratio": round(hi["sentences_per_s"] / lo["sentences_per_s"], 2),
         "client_overhead_per_request_s": round(lo["wall_per_request_s"] - args.latency, 4),

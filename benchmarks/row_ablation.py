@@ -25,8 +25,8 @@ Rows come from a ``protocol.py`` cell that stored them, or with ``--rows`` from 
 (the method's rows of the first ``--seeds`` seeds; the seeds are drawn as both scripts draw them).
 
 Usage:
-    python benchmarks/row_ablation.py --data-dir ../shared/data --dataset ncbi_disease --seeds 40 --method rgda
-    python benchmarks/row_ablation.py --dataset ncbi_disease --seeds 20 --epochs 30 --method rgda \\
+    python -m benchmarks.row_ablation --data-dir ../shared/data --dataset ncbi_disease --seeds 40 --method rgda
+    python -m benchmarks.row_ablation --dataset ncbi_disease --seeds 20 --epochs 30 --method rgda \\
         --rows benchmarks/results/verification_rows.json
 """
 
@@ -35,16 +35,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).parent))
+from benchmarks.common import DATA_DIR, ROOT, header
 
 ARMS = ("seeds_only", "mr", "mr_train", "as_generated", "silver_tags", "silver_agreed", "gold_extra")
 
@@ -79,15 +76,14 @@ def pipeline_rows(path: Path, args: argparse.Namespace) -> tuple[str, list[dict[
 def arm_rows(arm: str, rows: list[dict[str, Any]], silver: list[list[str]], train: Any, seeds: Any,
              sample_seed: int, ratio: int = 3) -> list[tuple[list[str], list[str]]]:
     """The augmented rows ``(tokens, tags)`` an arm trains on besides the seeds."""
-    from silver import entities
-
+    from benchmarks.silver import entities
     from hf_rgda.recipe import sample_seeds
     from hf_rgda.tags import to_tag_names
 
     if arm == "seeds_only":
         return []
     if arm in ("mr", "mr_train"):
-        from protocol import augment
+        from benchmarks.protocol import augment
 
         aug, _ = augment(arm.replace("_", "-"), "", train, seeds, argparse.Namespace(ratio=ratio, sample_seed=sample_seed,
                                                                      batch_size=8))
@@ -106,7 +102,7 @@ def arm_rows(arm: str, rows: list[dict[str, Any]], silver: list[list[str]], trai
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--dataset", default="ncbi_disease")
     p.add_argument("--seeds", type=int, default=40)
     p.add_argument("--method", default="rgda")
@@ -128,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from datasets import Dataset, Features, Sequence, Value
-    from protocol import splits, train_eval
-    from silver import silver_tagger
 
+    from benchmarks.protocol import splits, train_eval
+    from benchmarks.silver import silver_tagger
     from hf_rgda.recipe import sample_seeds
     from hf_rgda.tags import label_names_of, to_tag_names
     from hf_rgda.train import predict_tags
@@ -149,9 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     full_steps = -(-args.seeds * (1 + args.ratio) // args.train_batch) * int(args.epochs)
 
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    cmd = "python benchmarks/row_ablation.py " + " ".join(argv or sys.argv[1:])
+    head = header("row_ablation", argv)
+    cmd = head["command"]
     results["commands"] = [*[c for c in results.get("commands", []) if c != cmd], cmd]  # every command, in order
-    results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"
+    results["machine"], results["commit"] = head["machine"], head["commit"]
     scale = f"{key}/seeds={args.seeds}/encoder={args.encoder}/epochs={args.epochs:g}"
     out = results.setdefault("experiments", {}).setdefault(scale, {"rows_sha256": rows_sha256, "arms": {}})
     if out["rows_sha256"] != rows_sha256:  # the rows were rebuilt since: the arms trained on the old ones are stale

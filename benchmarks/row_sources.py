@@ -17,7 +17,7 @@ accepted rows of every cell of a ``local_pipeline.py`` results file (its chunks 
 ``row_ablation.py --rows`` reads them); no LLM call, no training.
 
 Usage:
-    python benchmarks/row_sources.py --data-dir ../shared/data \
+    python -m benchmarks.row_sources --data-dir ../shared/data \
         --rows benchmarks/results/protocol.json benchmarks/results/verification_rows.json
 """
 
@@ -25,17 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+from benchmarks.common import DATA_DIR, ROOT, header, load, sentences
+
+BENCH = ROOT / "benchmarks"
 
 SOURCES = ("seeds", "train_only", "new")
 
@@ -94,7 +91,7 @@ def row_sets(path: Path) -> dict[str, dict[str, Any]]:
     """The row sets of a results file, ``{key: {"dataset", "seeds", "rows"}}``: a ``protocol.py`` file's cells that
     stored their rows, or each cell of a ``local_pipeline.py`` file over all its seeds (``row_ablation.py``'s
     :func:`pipeline_rows`, which refuses chunks that do not cover the seeds from 0 on)."""
-    from row_ablation import pipeline_rows
+    from benchmarks.row_ablation import pipeline_rows
 
     data = json.loads(path.read_text())
     if "chunks" not in data:
@@ -111,9 +108,7 @@ def row_sets(path: Path) -> dict[str, dict[str, Any]]:
 
 def analyse(data_dir: Path, rows_paths: Sequence[Path]) -> dict[str, Any]:
     """Every row set of ``rows_paths`` (:func:`row_sets`; see the module docstring)."""
-    from canaries import _rows
-
-    from hf_rgda.recipe import load_source, sample_seeds
+    from hf_rgda.recipe import sample_seeds
 
     cells = {k: c for path in rows_paths for k, c in row_sets(path).items()}
     out: dict[str, Any] = {}
@@ -121,11 +116,11 @@ def analyse(data_dir: Path, rows_paths: Sequence[Path]) -> dict[str, Any]:
     for key, cell in cells.items():
         name = cell["dataset"]
         if name not in loaded:
-            dsd = load_source(str(data_dir / name))
-            loaded[name] = (dsd["train"], {t for t, _ in mention_texts(_rows(dsd["train"]))},
-                            [t for t, _ in mention_texts(_rows(dsd["test"]))])
+            dsd = load(data_dir, name)
+            loaded[name] = (dsd["train"], {t for t, _ in mention_texts(sentences(dsd["train"]))},
+                            [t for t, _ in mention_texts(sentences(dsd["test"]))])
         train, train_texts, test_texts = loaded[name]
-        seed_rows = _rows(sample_seeds(train, cell["seeds"], sample_seed=0, min_entities=1))
+        seed_rows = sentences(sample_seeds(train, cell["seeds"], sample_seed=0, min_entities=1))
         seed_texts = {t for t, _ in mention_texts(seed_rows)}
         rows = [(r["tokens"], r["tags"]) for r in cell["rows"]]
         src = sources(rows, seed_texts, train_texts)
@@ -138,16 +133,12 @@ def analyse(data_dir: Path, rows_paths: Sequence[Path]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", type=Path, default=BENCH.parent.parent / "shared" / "data")
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--rows", type=Path, nargs="+", default=[BENCH / "results" / "protocol.json"],
                    help="protocol.py results files whose cells stored their rows, or local_pipeline.py results files")
     p.add_argument("--out", type=Path, default=BENCH / "results" / "row_sources.json")
     args = p.parse_args(argv)
-    from local_pipeline import _commit
-
-    results = {"command": "python benchmarks/row_sources.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-               "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "commit": _commit(),
-               "cells": analyse(args.data_dir, args.rows)}
+    results = {**header("row_sources", argv, note=""), "cells": analyse(args.data_dir, args.rows)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     for key, c in results["cells"].items():

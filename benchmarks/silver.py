@@ -16,7 +16,7 @@ their tokens and tags), or of every ``protocol.py`` cell that stored its rows; a
 with is listed with its row, to be read.
 
 Usage:
-    python benchmarks/silver.py --data-dir ../shared/data --datasets ncbi_disease \\
+    python -m benchmarks.silver --data-dir ../shared/data --datasets ncbi_disease \\
         --rows benchmarks/results/verification_rows.json
 """
 
@@ -25,15 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.common import DATA_DIR, ROOT, header, load
 
 
 def entities(tags: Sequence[str]) -> set[tuple[int, int, str]]:
@@ -89,13 +87,12 @@ def silver_tagger(data_dir: Path, name: str, encoder: str, epochs: float, cache:
     """The silver tagger of dataset ``name``: trained on its whole train split, or loaded from ``cache``."""
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from hf_rgda.recipe import load_split
     from hf_rgda.train import train_ner
 
     out = cache / f"{name}-{encoder.replace('/', '--')}-{epochs:g}ep"
     info_path = out / "silver.json"
     if not info_path.exists():
-        train = load_split(str(data_dir / name), "train")
+        train = load(data_dir, name)["train"]
         start = time.perf_counter()
         trainer, _ = train_ner(train, output_dir=out, model=encoder, epochs=epochs)
         trainer.save_model(str(out))
@@ -129,7 +126,7 @@ def row_sets(paths: Sequence[Path], name: str) -> dict[str, list[dict[str, Any]]
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
     p.add_argument("--rows", type=Path, nargs="*", default=[], help="local_pipeline.py or protocol.py results files")
     p.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
@@ -138,17 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "silver.json")
     args = p.parse_args(argv)
 
-    from hf_rgda.recipe import load_split
     from hf_rgda.tags import to_tag_names
     from hf_rgda.train import predict_tags
 
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    results.update({"command": "python benchmarks/silver.py " + " ".join(argv or sys.argv[1:]),
-                    "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU"})
+    results.update(header("silver", argv))
     per = results.setdefault("datasets", {})
     for name in args.datasets:
         model, tokenizer, info = silver_tagger(args.data_dir, name, args.encoder, args.epochs, args.cache)
-        test = load_split(str(args.data_dir / name), "test")
+        test = load(args.data_dir, name)["test"]
         gold = list(zip(test["tokens"], to_tag_names(test, "ner_tags")))
         res = {"silver_tagger": info, "gold_test": agreement(gold, predict_tags(model, tokenizer, test["tokens"])),
                "row_sets": {}}

@@ -1,6 +1,6 @@
 """Print the one-table summary that opens benchmarks/README.md, read from the results files (nothing typed by hand).
 
-    python benchmarks/summary_table.py            # the Markdown table
+    python -m benchmarks.summary_table            # the Markdown table
     python scripts/readme_tables.py --check       # fails when the table in benchmarks/README.md is stale
 
 Every row is one arm of ``row_ablation.py``: the same training seeds, encoder, optimizer steps and test split, with one

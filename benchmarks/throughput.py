@@ -25,7 +25,7 @@ time; every run's seconds per seed are listed). Seeds beyond the split's sentenc
 copies of them (the same perturbation).
 
 Usage:
-    python benchmarks/throughput.py --data-dir ../shared/data
+    python -m benchmarks.throughput --data-dir ../shared/data
 """
 
 from __future__ import annotations
@@ -47,10 +47,9 @@ from typing import Any
 from datasets import Dataset, disable_progress_bars
 from datasets.fingerprint import Hasher
 
+from benchmarks.common import DATA_DIR, ROOT, command, commit
 from hf_rgda import RGDAAugmenter, ScriptedLLM
 from hf_rgda.testing import stateless_answer
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class _NoLog(list):
@@ -170,15 +169,16 @@ def peak_rss_mb() -> float:
 
 
 def memory(data_dir: Path, n: int, call_log: bool, workload: str) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--data-dir", str(data_dir), "--memory-run", str(n), "--workload", workload]
+    cmd = [sys.executable, "-m", "benchmarks.throughput", "--data-dir", str(data_dir), "--memory-run", str(n),
+           "--workload", workload]
     cmd += ["--keep-call-log"] if call_log else []
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--seeds", type=int, default=1000, help="seeds of the throughput runs (one process, num_proc=2)")
     p.add_argument("--scale-seeds", type=int, default=1000,
                    help="seeds of the 5k- and 50k-sentence split runs (fewer make the ratio noisy: a fixed per-run cost)")
@@ -197,8 +197,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_run:
         print(json.dumps(memory_run(args.data_dir, args.memory_run, args.keep_call_log, args.workload)))
         return 0
-    from local_pipeline import _commit  # this script's folder is on sys.path when run as a script
-
     load_before = os.getloadavg()  # other work on the machine slows every run: shown beside the results
     rows = read_split(args.data_dir)
     train = Dataset.from_list(rows)
@@ -209,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     scale = fastest([partial(run, split, few) for split in splits], args.repeats)
     mem = [memory(args.data_dir, n, args.keep_call_log, args.workload) for n in args.memory_seeds]
     result = {
-        "command": "python benchmarks/throughput.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "commit": _commit(),  # the library measured (flagged when hf_rgda/ has edits)
+        "command": command("throughput", argv),
+        "commit": commit(),  # the library measured (flagged when hf_rgda/ has edits)
         "machine": {"platform": platform.platform(), "machine": platform.machine(), "processor": _processor(),
                     "python": platform.python_version(), "cpu_count": os.cpu_count(),
                     "load_average_1_5_15_min": {"before": load_before, "after": os.getloadavg()}},

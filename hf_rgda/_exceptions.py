@@ -28,22 +28,9 @@ every seed the same way stops the run at once and propagates out of ``ds.map``: 
 
 from __future__ import annotations
 
-__all__ = [
-    "AuthenticationError",
-    "BackendError",
-    "ConfigError",
-    "ConnectionError",
-    "HubError",
-    "InputError",
-    "ParseError",
-    "ProvisionError",
-    "RGDAError",
-    "RateLimitError",
-    "RefusalError",
-    "SchemaError",
-    "ServerError",
-    "TimeoutError",
-]
+__all__ = ["AuthenticationError", "BackendError", "ConfigError", "ConnectionError", "HubError", "InputError",
+           "ParseError", "ProvisionError", "RGDAError", "RateLimitError", "RefusalError", "SchemaError", "ServerError",
+           "TimeoutError"]
 
 
 class RGDAError(Exception):

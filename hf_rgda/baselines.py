@@ -19,8 +19,6 @@ Example:
 from __future__ import annotations
 
 import abc
-import hashlib
-import json
 import os
 import random
 from collections import defaultdict
@@ -32,6 +30,7 @@ from typing import Any
 from ._exceptions import ConfigError
 from ._source import hash_extras
 from .checking import entity_inventory
+from .records import seed_key
 from .tags import Span, spans_to_tags, tag_name, tags_to_spans
 from .words import STOP_WORDS
 
@@ -88,10 +87,6 @@ def _wordnet(folder: str | None) -> WordNet:
     return WordNet(folder)
 
 
-def _key(tokens: Sequence[str], tags: Sequence[str]) -> str:
-    return hashlib.sha256(json.dumps([list(tokens), list(tags)]).encode()).hexdigest()[:16]
-
-
 class _Baseline(abc.ABC):
     method = ""
 
@@ -125,7 +120,7 @@ class _Baseline(abc.ABC):
             if ids and not self.label_names:
                 raise ConfigError("tags are ids: pass label_names")
             tags = [tag_name(t, self.label_names) for t in raw_tags] if ids else list(raw_tags)
-            key = _key(tokens, tags)
+            key = seed_key(tokens, tags)
             rng = random.Random(f"{self.seed}:{key}")  # per row, independent of batching and num_proc
             rows = [(list(tokens), tags, "original")] if self.keep_originals else []
             rows += [(t, g, "accepted") for t, g in self._variants(list(tokens), tags, rng)]

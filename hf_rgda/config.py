@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -69,6 +70,23 @@ class DebateConfig:
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
     return field(default=default, metadata={"help": help, **kw})
+
+
+#: each numeric option's accepted values: a test, and the words for it
+_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "num_augmented": (lambda v: 1 <= v <= 20, "between 1 and 20"),
+    "threshold": (lambda v: 0 <= v <= 100, "between 0 and 100"),
+    "probability_threshold": (lambda v: 0 <= v <= 100, "between 0 and 100"),
+    "max_rounds": (lambda v: v >= 1, "at least 1"),
+    "max_repairs": (lambda v: v >= 0, "0 or more"),
+    "temperature": (lambda v: 0.0 <= v <= 2.0, "between 0.0 and 2.0"),
+    "judge_temperature": (lambda v: 0.0 <= v <= 2.0, "between 0.0 and 2.0"),
+    "near_copy_ratio": (lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
+    "verify_threshold": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
+    "verify_relative": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
+    "entity_hints": (lambda v: v >= 0, "0 or more"),
+    "attribution_top_n": (lambda v: v >= 1, "at least 1"),
+}
 
 
 @dataclass(frozen=True)
@@ -151,27 +169,9 @@ class AugmentConfig:
             choices = f.metadata.get("choices")
             if choices and getattr(self, f.name) not in choices:
                 raise ConfigError(f"{f.name}={getattr(self, f.name)!r} is not valid; choose one of {', '.join(choices)}")
-        if not 1 <= self.num_augmented <= 20:
-            raise ConfigError(f"num_augmented={self.num_augmented} must be between 1 and 20")
-        for name in ("threshold", "probability_threshold"):
-            if not 0 <= getattr(self, name) <= 100:
-                raise ConfigError(f"{name}={getattr(self, name)} must be between 0 and 100")
-        if self.max_rounds < 1:
-            raise ConfigError(f"max_rounds={self.max_rounds} must be at least 1")
-        if self.max_repairs < 0:
-            raise ConfigError(f"max_repairs={self.max_repairs} must be 0 or more")
-        for name in ("temperature", "judge_temperature"):
-            if not 0.0 <= getattr(self, name) <= 2.0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be between 0.0 and 2.0")
-        if not 0.0 < self.near_copy_ratio <= 1.0:
-            raise ConfigError(f"near_copy_ratio={self.near_copy_ratio} must be in (0, 1]")
-        for name in ("verify_threshold", "verify_relative"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be between 0.0 and 1.0")
-        if self.entity_hints < 0:
-            raise ConfigError(f"entity_hints={self.entity_hints} must be 0 or more")
-        if self.attribution_top_n < 1:
-            raise ConfigError(f"attribution_top_n={self.attribution_top_n} must be at least 1")
+        for name, (ok, accepted) in _BOUNDS.items():
+            if not ok(getattr(self, name)):
+                raise ConfigError(f"{name}={getattr(self, name)} must be {accepted}")
         _ = self.debate  # validates the debate fields
         if self.where and self.method in ("naive", "biorda"):
             raise ConfigError(f"where=True applies to the guided methods (gda, rgda and its ablations), not {self.method!r}")

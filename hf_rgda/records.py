@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import typing
 from collections import Counter
@@ -18,7 +19,18 @@ from .llm.base import Completion, OptionProbs
 from .tags import Span, detokenize, tags_to_spans
 
 __all__ = ["RECORD_TYPES", "Accounting", "Candidate", "EntityVerdict", "Judgement", "Rejection", "Seed",
-           "SeedResult", "SeedTrace"]
+           "SeedResult", "SeedTrace", "seed_key"]
+
+
+def seed_key(tokens: Sequence[str], tags: Sequence[str]) -> str:
+    """A seed row's key (``rgda_source``): 16 hex digits of the sha256 of its tokens and tags (names, IOB2), so the
+    augmenter, the baselines and a reader of their rows compute the same key for the same sentence.
+
+    Example:
+        >>> seed_key(["Gout", "hurts"], ["B-Disease", "O"])
+        '758726a35c1d5bf4'
+    """
+    return hashlib.sha256(json.dumps([list(tokens), list(tags)]).encode()).hexdigest()[:16]
 
 @dataclass(frozen=True)
 class Seed:
@@ -122,12 +134,12 @@ class Accounting:
 
     calls: int = 0
     cached_calls: int = 0
+    stage_calls: Counter[str] = field(default_factory=Counter)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    method_tokens: int = 0
     llm_seconds: float = 0.0
     cached_seconds: float = 0.0
-    method_tokens: int = 0
-    stage_calls: Counter[str] = field(default_factory=Counter)
     stage_usage: dict[str, Counter[str]] = field(default_factory=dict)
 
     def record(self, stage: str, comp: Completion | OptionProbs, rnd: int | None = None) -> None:

@@ -4,15 +4,10 @@ stores (tiny datasets written here; the tests never read ../shared/data)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+from benchmarks import checker_gold
 from hf_rgda.tags import parse_inline
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
-import checker_gold
 
 TRAIN = ["Patients with [Huntington disease](Disease) were examined in the clinic .",
          "The [Gaucher disease](Disease) cohort was followed in the clinic for years .",

@@ -3,7 +3,7 @@ when it rebuilds the same training rows. Training, augmentation and the report a
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 from pathlib import Path
 
@@ -14,10 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("protocol_under_test", ROOT / "benchmarks" / "protocol.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return importlib.import_module("benchmarks.protocol")
 
 
 @pytest.fixture()
@@ -41,7 +38,8 @@ def protocol(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(mod, "augment", augment)
     monkeypatch.setattr(mod, "train_eval", train_eval)
     monkeypatch.setattr(mod, "diversity", lambda aug, seeds, args: None)
-    monkeypatch.setattr(mod, "_commit", lambda: "test")
+    monkeypatch.setattr(mod, "header", lambda name, argv=None: {"command": f"python -m benchmarks.{name}", "commit": "test",
+                                                              "machine": "test"})
     monkeypatch.setattr(mod, "bootstrap", lambda *a, **k: None)
     monkeypatch.setattr(mod, "report", lambda results, out: 0)
     return mod, calls, state

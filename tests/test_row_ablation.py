@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 from datasets import Dataset
 
+from benchmarks import row_ablation
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("row_ablation_under_test", ROOT / "benchmarks" / "row_ablation.py")
-row_ablation = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(row_ablation)
 
 ROWS = [{"tokens": ["gout", "hurts", "a", "lot"], "tags": ["B-Disease", "O", "O", "O"]},
         {"tokens": ["the", "APC", "gene", "mutates"], "tags": ["O", "B-Disease", "O", "O"]}]

@@ -3,16 +3,14 @@ they add (no LLM call, no training)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from benchmarks import row_sources
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("row_sources_under_test", ROOT / "benchmarks" / "row_sources.py")
-row_sources = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(row_sources)
 
 
 def _write(path: Path, rows: list[tuple[list[str], list[str]]]) -> None:

@@ -3,7 +3,7 @@ sets, their intervals, the rows listed for reading, and which result cells it re
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 from pathlib import Path
 
@@ -14,10 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def silver():
-    spec = importlib.util.spec_from_file_location("silver_under_test", ROOT / "benchmarks" / "silver.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return importlib.import_module("benchmarks.silver")
 
 
 def test_precision_and_recall_count_exact_span_and_type(silver) -> None:

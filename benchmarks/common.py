@@ -1,0 +1,72 @@
+"""What every benchmark needs, written once: the results file's header (command, commit, machine), the datasets
+(loading, their domains, their sentences as tag names) and the seed key the library gives a seed row.
+
+The benchmarks are a package run from the repository root (``python -m benchmarks.protocol ...``), so they import the
+library and each other by module path (no edit of the import path), and use the library's public names only.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hf_rgda.recipe import load_source
+from hf_rgda.records import seed_key
+from hf_rgda.tags import to_tag_names
+
+__all__ = ["DATA_DIR", "DOMAINS", "ROOT", "Sentence", "command", "commit", "header", "load", "machine", "seed_key",
+           "sentences"]
+
+ROOT = Path(__file__).resolve().parents[1]
+#: where the benchmark datasets live (a folder per dataset: ``train.jsonl``, ``test.jsonl``)
+DATA_DIR = ROOT.parent / "shared" / "data"
+#: each benchmark dataset's domain, as the LLM methods are told it
+DOMAINS = {
+    "ncbi_disease": "biomedical research abstracts (PubMed) with disease mentions",
+    "scierc": "computer science research abstracts (AI, NLP, vision)",
+    "fin": "financial agreements and SEC filings",
+}
+#: a sentence as tokens and tag names
+Sentence = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def command(module: str, argv: Sequence[str] | None = None) -> str:
+    """How this run was started: ``python -m benchmarks.<module> <arguments>``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return " ".join(["python -m", f"benchmarks.{module.rsplit('.', 1)[-1]}", *args])
+
+
+def commit() -> str:
+    """The code measured: the short hash of HEAD, flagged when ``hf_rgda/`` has uncommitted edits."""
+    try:
+        def git(*args: str) -> str:
+            return subprocess.run(["git", *args], capture_output=True, text=True, check=False, cwd=ROOT).stdout
+        dirty = git("status", "--porcelain", "hf_rgda").strip()
+        return git("rev-parse", "--short", "HEAD").strip() + ("+uncommitted changes in hf_rgda/" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def machine(note: str = "no GPU") -> str:
+    """The machine in one line: architecture, CPU cores and ``note``."""
+    return f"{platform.machine()}, {os.cpu_count()} CPU cores" + (f", {note}" if note else "")
+
+
+def header(module: str, argv: Sequence[str] | None = None, note: str = "no GPU") -> dict[str, str]:
+    """The results file's header: ``command``, ``commit`` and ``machine``."""
+    return {"command": command(module, argv), "commit": commit(), "machine": machine(note)}
+
+
+def load(data_dir: Path, name: str) -> Any:
+    """Dataset ``name``'s ``DatasetDict`` from ``data_dir``."""
+    return load_source(str(data_dir / name))
+
+
+def sentences(split: Any) -> list[Sentence]:
+    """A split's sentences as tokens and tag names (``ClassLabel`` ids converted)."""
+    return [(tuple(t), tuple(g)) for t, g in zip(split["tokens"], to_tag_names(split, "ner_tags"))]
