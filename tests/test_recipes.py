@@ -1,6 +1,7 @@
 """DEVELOPING.md's recipes, done: a new stage declared and registered in one place runs in a method end to end with
 the scripted world, its record round-tripping through the trace; a new checker rule with its repair, added to the
-table in one place, rejects or repairs as its row says."""
+table in one place, rejects or repairs as its row says; a new backend, one class and one entry of the selector's
+table, runs a method by its string name."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from typing import Any
 import pytest
 from datasets import Dataset
 
-from hf_rgda import RGDAAugmenter, ScriptedLLM
+from hf_rgda import LLM, RGDAAugmenter, ScriptedLLM
 from hf_rgda._exceptions import ParseError
 from hf_rgda.checking import Checker, rules
 from hf_rgda.checking.sentence import Sentence
 from hf_rgda.checking.table import Example, Finding, Repair, Rule
+from hf_rgda.llm import BACKENDS, Completion, Usage
 from hf_rgda.messages import chat
 from hf_rgda.records import RECORD_TYPES, Candidate, SeedTrace
 from hf_rgda.stages import PLANS, STAGES, Stage, register
@@ -113,3 +115,31 @@ def test_a_new_rule_rejects_or_repairs_as_its_row_says(monkeypatch: pytest.Monke
     cand, _ = ex.candidates()
     Checker(ex.types, salvage=True).check(cand, ex.seed_record(), [], forbid_seed_entities=True)
     assert cand.ok and "very" in cand.tokens and cand.salvaged == ["shouting: lower-cased"]
+
+
+# ---------------------------------------------------------------- add a backend
+class WorldLLM(LLM):
+    """A toy backend: the scripted world behind the one async primitive (a real one calls its API here, its SDK
+    imported lazily and its key read at the first call)."""
+
+    def __init__(self, model: str, **options: Any) -> None:
+        self.model, self.world = model, FakeWorld()
+
+    async def complete(self, messages: Any, *, schema: Any, params: Any) -> Completion:
+        import json
+
+        answer = self.world(messages, schema, params)
+        text = answer if isinstance(answer, str) else json.dumps(answer)
+        return Completion(text=text, usage=Usage(len(str(messages).split()), len(text.split())))
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "world", "model": self.model}
+
+
+def test_a_new_backend_is_one_class_and_one_entry_of_the_selector(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(BACKENDS, "world", WorldLLM)
+    aug = RGDAAugmenter("world:v1", label_names=LABELS, method="gda", verify_entities=False)
+    assert isinstance(aug.llm, WorldLLM) and aug.llm.identity() == {"backend": "world", "model": "v1"}
+    out = Dataset.from_dict(SEED_ROWS).map(aug, batched=True)
+    assert out["rgda_status"].count("accepted") == 9
+    assert aug.llm.world.stages.count("composer") == 3  # the method ran its stages through the new backend
