@@ -21,8 +21,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from . import prompts
@@ -63,18 +62,18 @@ def call_of(messages: Sequence[Any]) -> CallInfo | None:
     return got[0] if got else None
 
 
-@contextmanager
-def _in_flight(messages: Messages, info: CallInfo) -> Iterator[None]:
-    key = _flight_key(messages)
+def _take_off(key: tuple[str, str], info: CallInfo) -> None:
+    """Register a call in flight under ``key`` (:func:`call_of`)."""
     with _LOCK:
         _IN_FLIGHT[key] = (info, _IN_FLIGHT.get(key, (info, 0))[1] + 1)
-    try:
-        yield
-    finally:
-        with _LOCK:
-            left = _IN_FLIGHT.pop(key)[1] - 1
-            if left:
-                _IN_FLIGHT[key] = (info, left)
+
+
+def _land(key: tuple[str, str]) -> None:
+    """The call in flight under ``key`` has its answer."""
+    with _LOCK:
+        info, left = _IN_FLIGHT.pop(key)
+        if left > 1:
+            _IN_FLIGHT[key] = (info, left - 1)
 
 
 def derive_seed(base: int, *parts: object) -> int:
@@ -172,8 +171,11 @@ class Caller:
         if got is None:
             async with self._sem:
                 start = time.perf_counter()
-                with _in_flight(messages, info):
+                _take_off(flight := _flight_key(messages), info)
+                try:
                     got = await call()
+                finally:
+                    _land(flight)
             if not got.seconds:
                 got = dataclasses.replace(got, seconds=time.perf_counter() - start)
             if self.cache is not None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ._exceptions import InputError
 from .records import Accounting, SeedTrace
+from .stages.verify import STAGE as VERIFY
 
 __all__ = ["RunSummary"]
 
@@ -61,7 +62,7 @@ class RunSummary:
                 self.rounds[kind][len(verdicts)] += 1
             for rnd, verdict in enumerate(verdicts, 1):
                 self.scores[f"{kind}_round{rnd}"][verdict.score] += 1
-        self.verify_rejected_rows += sum(r.stage == "entity_verify" for r in trace.rejected)
+        self.verify_rejected_rows += sum(r.stage == VERIFY for r in trace.rejected)
         for v in trace.verification:
             self.entity_decisions[v.decision] += 1
             if v.probability is not None:  # a known entity is asked nothing

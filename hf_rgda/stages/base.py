@@ -59,11 +59,13 @@ class Run:
         return build_messages(self.systems[stage], **sections)
 
     async def write(self, r: SeedResult, stage: str, messages: Messages, n: int, *, salt: object = "",
-                    keep: Sequence[Candidate] = ()) -> tuple[list[Candidate], str]:
+                    keep: Sequence[Candidate] = (), new_entities: bool = True) -> tuple[list[Candidate], str]:
         """Ask ``stage`` for ``n`` tagged sentences and put each through the checker.
 
         Args:
             keep: sentences already kept, which the new ones must not repeat.
+            new_entities: the stage asks for new entities (the checker rejects the seed's own); False for the seed
+                generation, which writes new versions of the seed.
 
         Returns:
             The new sentences (those the checker kept first, then the rejected, each with its reason; every
@@ -71,9 +73,10 @@ class Run:
         """
         schema = sentences_schema(self.checker.types, n, self.config.representation)
         data, raw = await self.caller.ask(r, stage, messages, schema, salt=salt)
-        return self._check_all(r, stage, data, n, keep), raw
+        return self._check_all(r, stage, data, n, keep, new_entities), raw
 
-    def _check_all(self, r: SeedResult, stage: str, data: Any, n: int, keep: Sequence[Candidate]) -> list[Candidate]:
+    def _check_all(self, r: SeedResult, stage: str, data: Any, n: int, keep: Sequence[Candidate],
+                   new_entities: bool) -> list[Candidate]:
         items = data.get("sentences") if isinstance(data, dict) else None
         if not isinstance(items, list):
             raise ParseError("answer has no 'sentences' list", raw=json.dumps(data)[:2000])
@@ -82,7 +85,7 @@ class Run:
         for item in items[:n]:
             cand = decode_sentence(item, self.checker.types, self.config.representation,
                                    split_hyphens=self.checker.split_hyphens)
-            self.checker.check(cand, r.seed, kept, forbid_seed_entities=stage != "seed_generation")
+            self.checker.check(cand, r.seed, kept, forbid_seed_entities=new_entities)
             (kept if cand.ok else out).append(cand)
             if not cand.ok:
                 r.rejected.append((stage, cand))

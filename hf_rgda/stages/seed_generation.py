@@ -23,11 +23,13 @@ class Repair:
         stage: the writing stage whose rejections are repaired.
         target: the seed's list of kept sentences the repairs extend.
         asked: the stage's last request per seed (its messages and the answer's text); each repair extends it.
+        new_entities: as for :meth:`Run.write <hf_rgda.stages.base.Run.write>`.
     """
 
     def __init__(self, run: Run, stage: str, target: Callable[[SeedResult], list[Candidate]],
-                 asked: dict[SeedResult, tuple[Messages, str]]) -> None:
+                 asked: dict[SeedResult, tuple[Messages, str]], *, new_entities: bool = True) -> None:
         self.run, self.stage, self.target, self.asked = run, stage, target, asked
+        self.new_entities = new_entities
 
     async def __call__(self, r: SeedResult) -> None:
         target = self.target(r)
@@ -39,7 +41,8 @@ class Repair:
             for c in bad:
                 c.repair_asked = True
             msgs = repair_messages(*self.asked[r], bad, missing)
-            new, raw = await self.run.write(r, self.stage, msgs, missing, salt=f"repair{attempt}", keep=target)
+            new, raw = await self.run.write(r, self.stage, msgs, missing, salt=f"repair{attempt}", keep=target,
+                                            new_entities=self.new_entities)
             self.asked[r] = (msgs, raw)
             target.extend(c for c in new if c.ok)
 
@@ -61,11 +64,11 @@ class SeedGeneration:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.asked: dict[SeedResult, tuple[Messages, str]] = {}
-        self.repair = Repair(run, "seed_generation", lambda r: r.variants, self.asked)
+        self.repair = Repair(run, "seed_generation", lambda r: r.variants, self.asked, new_entities=False)
 
     async def __call__(self, r: SeedResult) -> None:
         msgs = build(self.run, r)
-        new, raw = await self.run.write(r, STAGE.name, msgs, self.run.config.num_augmented)
+        new, raw = await self.run.write(r, STAGE.name, msgs, self.run.config.num_augmented, new_entities=False)
         self.asked[r] = (msgs, raw)
         r.variants = [c for c in new if c.ok]
 
