@@ -1,0 +1,263 @@
+"""The embedded engine's speed, A/B: a baseline commit against this checkout on the same NCBI-disease seeds.
+
+Each arm is a checkout of the code (``git worktree add /tmp/base 8ae9ee0``) and a Python (a virtual environment; a
+second one holds another llama.cpp build). The same ``--num-seeds`` seeds (``sample_seeds``, sample seed 0, as the
+README's command draws them) run in chunks of ``--chunk`` seeds, as the README's main command runs them (rgda, its
+defaults, one map batch, an empty response cache per chunk); the arms alternate chunk by chunk (A B, then B A, ...)
+so load that comes and goes falls on both. Every chunk runs in a fresh process of its arm's Python in its arm's folder
+(the code imported is the arm's own) and the results file is rewritten after every chunk, so it can be read while the
+run goes on. Reported per arm: LLM seconds and wall seconds per accepted row, accepted rows per seed (mean and 95%
+interval over seeds), completion tokens per accepted row, rejections by reason, and the accepted rows themselves
+(``cells``: ``python benchmarks/silver.py --datasets ncbi_disease --rows benchmarks/results/local_speed.json`` scores
+them against the silver tagger). The load average before and after each chunk is kept: other work on the machine
+slows both arms.
+
+``--decode N`` instead measures generation under the composer's schema in one process: llama-cpp-python's sampler
+chain with the grammar (``in_chain``), the grammar after sampling (``after_sampling``) and no grammar (``free``),
+interleaved, N completions each: tokens/s, the sampler's CPU time per token (thread time: robust to a loaded
+machine), whether each output parses and fits the schema, and the prompt-processing speed of this build.
+
+Usage:
+    git worktree add /tmp/base 8ae9ee0
+    python -m benchmarks.local_speed --arm base=/tmp/base --arm main=. --num-seeds 20 --chunk 4
+    python -m benchmarks.local_speed --decode 4 --out benchmarks/results/local_decode.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import DATA_DIR, ROOT, command, machine
+
+DOMAIN = "biomedical research abstracts (disease mentions)"  # the README's main command
+
+#: run in the arm's folder by the arm's Python (``python -c``): only names both the baseline and main export
+WORKER = r'''
+import json, sys, time
+args = json.loads(sys.argv[1])
+from hf_rgda import DEFAULT_LLM, AugmentConfig, RGDAAugmenter
+from hf_rgda.recipe import augment, load_split, sample_seeds
+split = load_split(args["data"], "train")
+seeds = sample_seeds(split, args["num_seeds"], sample_seed=0).select(args["indices"])
+cfg = AugmentConfig(method="rgda", domain=args["domain"], keep_originals=True, keep_rejected=True)
+aug = RGDAAugmenter.from_dataset(split, llm=DEFAULT_LLM, config=cfg, cache=args["cache"])
+run = augment(seeds, aug, batch_size=8, desc="rgda")
+names = None
+feat = run.rows.features["ner_tags"]
+if hasattr(getattr(feat, "feature", None), "names"):
+    names = feat.feature.names
+per_seed, rows, reasons = [], [], {}
+for r in run.rows:
+    if r["rgda_status"] == "original":
+        per_seed.append(0)
+    elif r["rgda_status"] == "accepted":
+        per_seed[-1] += 1
+        tags = [names[t] for t in r["ner_tags"]] if names else list(r["ner_tags"])
+        rows.append({"tokens": list(r["tokens"]), "tags": tags})
+import llama_cpp, os
+lib = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
+print("RESULT " + json.dumps({"summary": run.summary.to_dict(), "per_seed": per_seed, "rows": rows,
+      "identity": aug.llm.identity(), "llama_cpp_lib": sorted(os.listdir(lib))}))
+'''
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    """One chunk of seeds through one arm, in a fresh process; its figures."""
+    with tempfile.TemporaryDirectory(prefix="local_speed_") as tmp:
+        job = {"data": str(args.data_dir / "ncbi_disease"), "num_seeds": args.num_seeds, "indices": indices,
+               "domain": DOMAIN, "cache": str(Path(tmp) / "cache.sqlite3")}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(Path(tmp) / "datasets")}
+        env.pop("PYTHONPATH", None)
+        load_before, start = _load(), time.perf_counter()
+        proc = subprocess.run([arm["python"], "-c", WORKER, json.dumps(job)], cwd=arm["path"], env=env,
+                              capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - start
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        raise RuntimeError(f"arm {arm['name']} failed on seeds {indices}:\n{proc.stderr[-3000:]}")
+    out = json.loads(lines[-1][len("RESULT "):])
+    s = out["summary"]
+    return {"seeds": indices, "wall_seconds": round(wall, 1), "load_before": load_before, "load_after": _load(),
+            "llm_seconds": s["llm_seconds"], "accepted": s["accepted"], "per_seed": out["per_seed"],
+            "completion_tokens": s["completion_tokens"], "prompt_tokens": s["prompt_tokens"],
+            "cached_prompt_tokens": s["cached_prompt_tokens"], "rejected_by_reason": s["rejected_by_reason"],
+            "failed_seeds": s["failed_seeds"], "identity": out["identity"], "llama_cpp_lib": out["llama_cpp_lib"],
+            "rows": out["rows"]}
+
+
+def mean_interval(xs: list[float]) -> list[float] | None:
+    """Mean and 95% t-interval (normal quantile from 30 on) of ``xs``."""
+    if len(xs) < 2:
+        return None
+    t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 8: 2.36, 10: 2.26, 12: 2.20, 16: 2.13, 20: 2.09}
+    q = next((v for k, v in sorted(t.items()) if len(xs) <= k), 1.96)
+    half = q * statistics.stdev(xs) / math.sqrt(len(xs))
+    return [round(statistics.mean(xs) - half, 3), round(statistics.mean(xs) + half, 3)]
+
+
+def totals(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """An arm's figures over its finished chunks."""
+    acc = sum(c["accepted"] for c in chunks)
+    per_seed = [n for c in chunks for n in c["per_seed"]]
+    llm, wall = sum(c["llm_seconds"] for c in chunks), sum(c["wall_seconds"] for c in chunks)
+    comp = sum(c["completion_tokens"] for c in chunks)
+    reasons: Counter[str] = Counter()
+    for c in chunks:
+        reasons.update(c["rejected_by_reason"])
+    return {"seeds": len(per_seed), "accepted": acc, "llm_seconds": round(llm, 1), "wall_seconds": round(wall, 1),
+            "llm_seconds_per_accepted_row": round(llm / acc, 2) if acc else None,
+            "wall_seconds_per_accepted_row": round(wall / acc, 2) if acc else None,
+            "accepted_per_seed": round(acc / len(per_seed), 3) if per_seed else None,
+            "accepted_per_seed_95": mean_interval([float(n) for n in per_seed]),
+            "completion_tokens": comp, "completion_tokens_per_accepted_row": round(comp / acc, 1) if acc else None,
+            "prompt_tokens": sum(c["prompt_tokens"] for c in chunks),
+            "cached_prompt_tokens": sum(c["cached_prompt_tokens"] for c in chunks),
+            "rejected_by_reason": dict(reasons.most_common()), "failed_seeds": sum(c["failed_seeds"] for c in chunks)}
+
+
+def ab(args: argparse.Namespace) -> dict[str, Any]:
+    arms = []
+    for spec in args.arm:
+        name, _, rest = spec.partition("=")
+        path, _, python = rest.partition(":")
+        path = str(Path(path).resolve())
+        arms.append({"name": name, "path": path, "python": python or sys.executable,
+                     "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=path, capture_output=True,
+                                              text=True, check=False).stdout.strip()})
+    result: dict[str, Any] = {"command": command("local_speed"), "machine": machine(), "load_average_start": _load(),
+                              "arms": {a["name"]: {k: a[k] for k in ("path", "python", "commit")} for a in arms},
+                              "chunks": {a["name"]: [] for a in arms}, "cells": {}}
+    seeds = list(range(args.num_seeds))
+    for i, start in enumerate(range(0, args.num_seeds, args.chunk)):
+        indices = seeds[start:start + args.chunk]
+        for arm in arms if i % 2 == 0 else arms[::-1]:
+            print(f"chunk {i}: {arm['name']} on seeds {indices} (load {_load()})", flush=True)
+            chunk = run_chunk(arm, indices, args)
+            result["chunks"][arm["name"]].append(chunk)
+            done = result["chunks"][arm["name"]]
+            result["arms"][arm["name"]].update(totals(done))
+            result["cells"][arm["name"]] = {"dataset": "ncbi_disease", "rows": [r for c in done for r in c["rows"]]}
+            base, main = (result["arms"][a["name"]] for a in arms[:2]) if len(arms) > 1 else (None, None)
+            if base and main and base.get("llm_seconds_per_accepted_row") and main.get("llm_seconds_per_accepted_row"):
+                paired = min(len(result["chunks"][arms[0]["name"]]), len(result["chunks"][arms[1]["name"]]))
+                result["ratio"] = {f"{arms[1]['name']}/{arms[0]['name']}": {
+                    "llm_seconds_per_accepted_row": round(main["llm_seconds_per_accepted_row"]
+                                                          / base["llm_seconds_per_accepted_row"], 3),
+                    "wall_seconds_per_accepted_row": round(main["wall_seconds_per_accepted_row"]
+                                                           / base["wall_seconds_per_accepted_row"], 3),
+                    "chunks_paired": paired}}
+            result["load_average_end"] = _load()
+            args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+            print(json.dumps({k: v for k, v in result["arms"][arm["name"]].items() if k != "rejected_by_reason"}),
+                  flush=True)
+    return result
+
+
+def decode(args: argparse.Namespace) -> dict[str, Any]:
+    """Generation speed under the composer's schema, the three ways, interleaved, in this process."""
+    import llama_cpp
+
+    from hf_rgda import DEFAULT_LLM
+    from hf_rgda.llm.engine import cpu_backend, make_llama
+    from hf_rgda.llm.local import resolve_gguf
+
+    call = json.loads((ROOT / "tests" / "snapshots" / "pipeline.json").read_text())["rgda"]["calls"][0]
+    llama = make_llama(model_path=str(resolve_gguf(DEFAULT_LLM.split(":", 1)[1])), n_ctx=4096,
+                       n_threads=args.threads or os.cpu_count(), verbose=False)
+    timers: list[list[float]] = []
+    init = llama._init_sampler
+
+    class Timed:  # the sampler's thread time per token
+        def __init__(self, inner: Any) -> None:
+            self.inner, self.times = inner, []
+            timers.append(self.times)
+
+        def sample(self, ctx: Any, idx: int = -1) -> int:
+            t = time.thread_time()
+            token = self.inner.sample(ctx, idx)
+            self.times.append(time.thread_time() - t)
+            return token
+
+    llama._init_sampler = lambda *a, **kw: Timed(init(*a, **kw))
+    out: dict[str, Any] = {"command": command("local_speed"), "machine": machine(), "load_average_start": _load(),
+                           "engine": cpu_backend(), "runs": {}}
+    for rep in range(args.decode):
+        for mode in ("free", "in_chain", "after_sampling"):
+            llama.grammar_after_sampling = mode == "after_sampling"
+            kw = {} if mode == "free" else {"response_format": {"type": "json_object", "schema": call["schema"]}}
+            llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
+            start = time.perf_counter()
+            res = llama.create_chat_completion(messages=call["messages"], temperature=1.0, max_tokens=768,
+                                               seed=1000 + rep, **kw)
+            seconds = time.perf_counter() - start
+            perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
+            text, n = res["choices"][0]["message"]["content"], res["usage"]["completion_tokens"]
+            out["runs"].setdefault(mode, []).append({
+                "completion_tokens": n, "seconds": round(seconds, 2), "tokens_per_second": round(n / seconds, 1),
+                "sampler_ms_per_token": round(1000 * statistics.mean(timers[-1]), 3),
+                "prompt_tokens_processed": perf.n_p_eval,
+                "prompt_tokens_per_second": round(perf.n_p_eval / perf.t_p_eval_ms * 1000, 1) if perf.t_p_eval_ms else None,
+                "valid": _fits(text, call["schema"]), "load": _load()})
+            print(mode, out["runs"][mode][-1], flush=True)
+    out["summary"] = {mode: {"tokens_per_second": round(sum(r["completion_tokens"] for r in runs)
+                                                        / sum(r["seconds"] for r in runs), 1),
+                             "sampler_ms_per_token": round(statistics.mean(r["sampler_ms_per_token"] for r in runs), 3),
+                             "valid": f"{sum(r['valid'] for r in runs)}/{len(runs)}"}
+                      for mode, runs in out["runs"].items()}
+    out["load_average_end"] = _load()
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def _fits(text: str, schema: dict[str, Any]) -> bool:
+    """Whether ``text`` is strict JSON of the composer's schema's shape (sentences of text and typed entities)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    items = data.get("sentences") if isinstance(data, dict) else None
+    n = schema["properties"]["sentences"]["minItems"]
+    types = set(schema["properties"]["sentences"]["items"]["properties"]["entities"]["items"]["properties"]["type"]["enum"])
+    return (set(data) == {"sentences"} and isinstance(items, list) and len(items) == n
+            and all(isinstance(it, dict) and set(it) == {"text", "entities"} and isinstance(it["text"], str)
+                    and all(set(e) == {"text", "type"} and e["type"] in types for e in it["entities"]) for it in items))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--arm", action="append", default=[],
+                   help="NAME=PATH[:PYTHON]: a checkout and the Python that runs it (default: this venv's)")
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    p.add_argument("--num-seeds", type=int, default=20)
+    p.add_argument("--chunk", type=int, default=4, help="seeds per run (the README's command runs 4)")
+    p.add_argument("--decode", type=int, default=0, help="measure generation under the composer's schema instead")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    args.out = args.out or ROOT / "benchmarks" / "results" / ("local_decode.json" if args.decode else "local_speed.json")
+    if args.decode:
+        decode(args)
+        return 0
+    if len(args.arm) < 2:
+        p.error("give two arms: --arm base=/tmp/base --arm main=.")
+    ab(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
