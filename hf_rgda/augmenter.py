@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-import hashlib
 import json
 import logging
 import time
@@ -26,14 +25,18 @@ import pyarrow as pa
 
 from ._exceptions import ConfigError, InputError, SchemaError
 from ._source import hash_extras
-from .cache import ResponseCache
+from .cache import ResponseCache, default_cache_path
+from .canaries.thresholds import load_calibration
 from .checking import Checker, SplitStats
+from .columns import META_COLUMNS
 from .config import DEFAULT_LLM, AugmentConfig
+from .failures import FailureLedger, identity, ledger_folder
+from .inputs import check_batched, check_columns, check_split, seed_tags
 from .llm import LLM, load_llm
 from .pipeline import Pipeline
-from .records import META_COLUMNS, Seed, SeedResult, SeedTrace
+from .records import Seed, SeedResult, SeedTrace, seed_key
 from .summary import RunSummary
-from .tags import SCHEMES, convert_tags, entity_types, label_names_of, tag_name, to_tag_names, validate_tags
+from .tags import SCHEMES, convert_tags, entity_types
 
 __all__ = ["RGDAAugmenter"]
 
@@ -69,6 +72,8 @@ class RGDAAugmenter:
         attribution_model: folder or Hub id of a token-classification model for WHERE (``biorda``, ``where=True``);
             see :func:`hf_rgda.attribution.fit_seed_model` to train one on the seeds.
         debate_llms: backends of the debate agents (agent k uses ``debate_llms[k % len]``); default: ``llm``.
+        calibration: a ``calibration.json`` path or its content (:func:`hf_rgda.calibrate`): its thresholds replace
+            ``config``'s; options given as keywords here win over both.
         stats: the seed split's statistics (:class:`~hf_rgda.checking.SplitStats`: the checker's evidence, entity
             length limits, lexicon and hyphen style, and the pool of the composer's entity hints);
             :meth:`from_dataset` computes them. None: no statistics (the rules that need them do nothing, and the
@@ -76,7 +81,10 @@ class RGDAAugmenter:
         **config: fields of :class:`~hf_rgda.config.AugmentConfig` (``method``, ``num_augmented``, ...).
 
     Attributes:
-        summary: totals of every batch this process augmented.
+        summary: totals of the batches this object augmented in this process: ``seeds in: 0`` when ``datasets``
+            served the map from its cache, and without the batches of ``num_proc`` workers. The totals of a map's
+            output, however it ran: :meth:`RunSummary.from_dataset(out) <hf_rgda.summary.RunSummary.from_dataset>`.
+        calibration: the calibration applied (its source and thresholds, for ``summary.json``), or None.
     """
 
     def __init__(self, llm: str | LLM = DEFAULT_LLM, *, label_names: Sequence[str] | None = None,
@@ -85,7 +93,8 @@ class RGDAAugmenter:
                  type_descriptions: Mapping[str, str] | None = None, confusers: Sequence[str] | None = None,
                  llm_options: Mapping[str, Any] | None = None,
                  attribution_model: str | None = None, debate_llms: Sequence[str | LLM] = (),
-                 config: AugmentConfig | None = None, **config_fields: Any) -> None:
+                 config: AugmentConfig | None = None, calibration: str | Path | Mapping[str, Any] | None = None,
+                 **config_fields: Any) -> None:
         if scheme not in SCHEMES:
             raise ConfigError(f"scheme={scheme!r}; choose one of {', '.join(SCHEMES)}")
         if not label_names:
@@ -93,8 +102,13 @@ class RGDAAugmenter:
         unknown = set(config_fields) - {f.name for f in dataclasses.fields(AugmentConfig)}
         if unknown:
             raise ConfigError(f"unknown option(s) {sorted(unknown)}; see hf_rgda.AugmentConfig")
+        cal = load_calibration(calibration) if calibration is not None else None
+        config = cal.apply(config or AugmentConfig()) if cal else config  # the options given here win over it
         self.config = dataclasses.replace(config, **config_fields) if config else AugmentConfig(**config_fields)
         self.llm = load_llm(llm, **dict(llm_options or {}))
+        self.calibration = cal.summary() if cal else None
+        if cal and cal.llm and cal.llm != self.llm.identity():
+            log.warning("%s was measured with %s, not with this run's %s", cal.source, cal.llm, self.llm.identity())
         self.label_names = list(label_names)
         self.types = entity_types(self.label_names)
         if not self.types:
@@ -106,21 +120,27 @@ class RGDAAugmenter:
         self.type_descriptions = dict(type_descriptions or {})
         self.confusers = None if confusers is None else [str(c) for c in confusers]
         self.attribution_model = str(attribution_model) if attribution_model else None
-        if self.config.uses_attribution and not self.attribution_model:
-            raise ConfigError(f"method {self.config.method!r}{' with where=True' if self.config.where else ''} needs "
-                              "attribution_model=<folder or Hub id> (hf_rgda.attribution.fit_seed_model trains one)")
+        self.config.check_attribution(self.attribution_model)
         self.debate_llms = [load_llm(x) for x in debate_llms]
         self._selector: Any = None
         self.summary = RunSummary()
 
     @classmethod
     def from_dataset(cls, ds: Any, *, tokens_column: str = "tokens", tags_column: str = "ner_tags",
-                     scheme: str = "IOB2", **kwargs: Any) -> RGDAAugmenter:
+                     scheme: str = "IOB2", label_names: Sequence[str] | None = None, **kwargs: Any) -> RGDAAugmenter:
         """Build an augmenter whose label set and statistics (:class:`~hf_rgda.checking.SplitStats`) come from
-        dataset split ``ds``."""
-        names, rows = label_names_of(ds, tags_column=tags_column), to_tag_names(ds, tags_column)
+        dataset split ``ds``, every row of it checked first (:func:`hf_rgda.inputs.check_split`).
+
+        Args:
+            label_names: the label set; default: the ``ClassLabel`` names, else the split's string tags (an entity
+                type that looks like a typo of another then fails).
+
+        Raises:
+            InputError: a missing column, or an invalid row, named by its index in ``ds``.
+        """
+        names, iob2 = check_split(ds, tokens_column=tokens_column, tags_column=tags_column, scheme=scheme,
+                                  label_names=label_names)
         if "stats" not in kwargs:
-            iob2 = rows if scheme == "IOB2" else [convert_tags(list(r), scheme, "IOB2") for r in rows]
             kwargs["stats"] = SplitStats.from_split(ds[tokens_column][:], iob2)  # [:]: one read from Arrow
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 
@@ -128,11 +148,13 @@ class RGDAAugmenter:
     def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("summary", "_selector")}
         state["_hash_extras"] = hash_extras()
+        state["_failed_token"] = self._ledger().token(self._identity())  # a rerun after failures misses the cache
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
         state.pop("_hash_extras", None)
+        state.pop("_failed_token", None)
         self.__dict__.update(state)
         self._selector = None
         self.summary = RunSummary()
@@ -143,6 +165,19 @@ class RGDAAugmenter:
         the configuration's."""
         return Checker(tuple(self.types), self.stats or SplitStats(), self.config.near_copy_ratio,
                        salvage=self.config.salvage if salvage is None else salvage)
+
+    def _identity(self) -> str:
+        """What the failure ledger (:mod:`hf_rgda.failures`) keys this augmenter's failures on."""
+        return identity({"config": self.config.to_dict(), "llm": self.llm.identity(),
+                         "debate": [x.identity() for x in self.debate_llms], "labels": self.label_names,
+                         "scheme": self.scheme, "columns": [self.tokens_column, self.tags_column],
+                         "cache": self.cache_path, "descriptions": self.type_descriptions,
+                         "confusers": self.confusers, "attribution": self.attribution_model})
+
+    def _ledger(self) -> FailureLedger:
+        """The failure ledger beside the response cache (the default cache's place with ``cache=False``)."""
+        path = default_cache_path() if self.cache_path in ("", "default") else Path(self.cache_path)
+        return FailureLedger(ledger_folder(path))
 
     def _pipeline(self) -> Pipeline:
         checker = self.checker()
@@ -164,24 +199,21 @@ class RGDAAugmenter:
         Raises:
             InputError: a column is missing or a row's tags are invalid; it names the dataset's row when ``map``
                 passes the indices (``with_indices=True``), else the row of the batch.
+            ConfigError: the batch is one row (``ds.map(aug)`` without ``batched=True``).
         """
-        for col in (self.tokens_column, self.tags_column):
-            if col not in batch:
-                raise InputError(f"column {col!r} is missing; columns are {sorted(batch)}")
+        check_columns(list(batch), self.tokens_column, self.tags_column)
+        check_batched(batch, self.tokens_column)
         seeds = []
         for k, (tokens, tags) in enumerate(zip(batch[self.tokens_column], batch[self.tags_column])):
             try:
-                names = [tag_name(t, self.label_names) for t in tags]
-                validate_tags(tokens, names, self.types, self.scheme)
+                iob2 = seed_tags(tokens, tags, self.label_names, self.types, self.scheme)
             except SchemaError as err:
-                msg = f"{err} (tokens: {' '.join(map(str, tokens[:12]))!r})"
+                msg = f"{err} (tokens: {' '.join(map(str, (tokens or [])[:12]))!r})"
                 if indices is not None:
                     raise InputError(msg, row=indices[k]) from None
                 raise InputError(f"{msg}; map with with_indices=True to have the dataset's row number here",
                                  row=f"{k} of this batch") from None
-            iob2 = convert_tags(names, self.scheme, "IOB2") if self.scheme != "IOB2" else names
-            key = hashlib.sha256(json.dumps([list(tokens), iob2]).encode()).hexdigest()[:16]
-            seeds.append(Seed(key, tuple(tokens), tuple(iob2)))
+            seeds.append(Seed(seed_key(tokens, iob2), tuple(tokens), tuple(iob2)))
         return seeds
 
     # ---------------------------------------------------------------- output
@@ -244,6 +276,9 @@ class RGDAAugmenter:
             self.summary.add(trace)
             if r.failure:
                 log.warning("seed %s failed: %s", r.seed.key, r.failure)
+        failed = [r.seed.key for r in results if r.failure]
+        if failed:  # these rows must not be datasets' final answer: the next map's fingerprint differs
+            self._ledger().record(self._identity(), failed)
         return self._emit(batch, results, traces)
 
     def __call__(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None = None) -> pa.Table:

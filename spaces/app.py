@@ -128,7 +128,7 @@ def augment(sentence: str, types_text: str, domain: str, method: str, where: boo
     stages, s = _stages(rows), run.summary.to_dict()
     accepted = [r for r in rows if r["rgda_status"] == "accepted"]
     status = (f"**{method}** with `{aug.llm.identity().get('model')}`: {len(accepted)} accepted, "
-              f"{len(stages['rejected'])} rejected; {s['llm_calls']} LLM calls ({s['cached_calls']} from cache), "
+              f"{len(stages['rejected'])} rejected; {s['calls']} LLM calls ({s['cached_calls']} from cache), "
               f"{s['prompt_tokens'] + s['completion_tokens']} tokens, {s['llm_seconds']} s")
     return (status, stages["guidance"], stages["gr"], stages["ac"], _highlight(accepted), stages["rejected"],
             _download(rows), _heatmap(stages["attribution"]), stages["transcript"], rows)
