@@ -43,6 +43,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import DOMAINS
 from hf_rgda.canaries import (
     THRESHOLD_RULE,
     Canary,
@@ -59,11 +60,6 @@ from hf_rgda.canaries import (
     halves,
 )
 from hf_rgda.canaries.defects import Sentence
-
-BENCH = Path(__file__).resolve().parent
-if str(BENCH) not in sys.path:  # the benchmarks are scripts: a sibling is imported by its module name
-    sys.path.insert(0, str(BENCH))
-from local_pipeline import DOMAINS
 
 __all__ = ["DEV_SHARE", "THRESHOLD_RULE", "Canary", "Gold", "accuracy", "auroc", "balanced_accuracy",
            "build_canaries", "build_guide", "choose_threshold", "class_counts", "domain", "evaluate", "halves",

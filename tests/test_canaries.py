@@ -6,27 +6,21 @@ read ../shared/data)."""
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchmarks import calibration
+from benchmarks import canaries as cn
 from hf_rgda import AugmentConfig, ScriptedLLM
+from hf_rgda.canaries import defects
 from hf_rgda.records import Seed
 from hf_rgda.schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 from hf_rgda.stages.categories import question
 from hf_rgda.tags import detokenize, parse_inline, tags_to_spans
 from hf_rgda.testing import FakeWorld, stage_of
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
-import calibration
-import canaries as cn
-
-from hf_rgda.canaries import defects
 
 BIO = [  # one type; a dev split
     "Germline mutations in BRCA1 cause [hereditary breast cancer](Disease) in many families studied here .",

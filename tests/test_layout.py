@@ -103,3 +103,22 @@ def test_ruff_is_clean() -> None:
                            "scripts"],
                           cwd=root, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1000:]
+
+
+def test_benchmarks_use_public_names_and_leave_the_import_path_alone() -> None:
+    """The benchmarks are a package run with ``python -m benchmarks.<name>``: none edits ``sys.path``, and none imports
+    a name starting with ``_`` (a module or an object) from the library or from another benchmark."""
+    private: list[str] = []
+    for path in sorted((PACKAGE.parent / "benchmarks").glob("*.py")):
+        text = path.read_text()
+        assert "sys.path" not in text, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in (
+                    "hf_rgda", "benchmarks")):
+                names = [*(node.module or "").split("."), *(a.name for a in node.names)]
+                private += [f"{path.name}:{node.lineno} {n}" for n in names if n.startswith("_") and n != "__future__"]
+            elif isinstance(node, ast.Import):
+                private += [f"{path.name}:{node.lineno} {a.name}" for a in node.names
+                            if a.name.split(".")[0] in ("hf_rgda", "benchmarks") and any(
+                                p.startswith("_") for p in a.name.split("."))]
+    assert not private, private

@@ -9,12 +9,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import prompts
 from ..calls import call_of
 from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 
@@ -35,11 +37,41 @@ _SHORT = {"guidance_judge": "gr_judge", "guidance_refine": "gr_refine", "composi
 
 def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
     """The stage of the pipeline call in flight with these messages, by the call's metadata
-    (:func:`hf_rgda.calls.call_of`), in the world's short names; a writer's targeted re-ask is ``"repair"``."""
+    (:func:`hf_rgda.calls.call_of`), in the world's short names; a writer's targeted re-ask is ``"repair"``.
+
+    A call made in another process (a CLI run against a :class:`~hf_rgda.testing.providers.ProviderServer` here)
+    carries no metadata this process can read: its stage is the prompt template its system prompt was rendered from
+    (:func:`template_of`), a follow-up that is not the JSON re-ask being a repair.
+    """
     info = call_of(messages)
-    if info is None:
-        raise AssertionError(f"not a pipeline call in flight: {str(messages[0]['content'])[:80]}")
-    return "repair" if info.salt.startswith("repair") and "/json" not in info.salt else _SHORT.get(info.stage, info.stage)
+    if info is not None:
+        if info.salt.startswith("repair") and "/json" not in info.salt:
+            return "repair"
+        return _SHORT.get(info.stage, info.stage)
+    if len(messages) > 2 and not str(messages[-1]["content"]).startswith(prompts.template("json_reask")):
+        return "repair"
+    stage = template_of(str(messages[0]["content"]))
+    if stage == "judge_scale":  # a rating question: its criterion says whose rubric
+        name = re.findall(r"Criterion:\n(\w+)", str(messages[-1]["content"]))[-1]
+        stage = next(s for s, rubric in (("guidance_judge", GR_RUBRIC), ("composition_judge", AC_RUBRIC),
+                                          ("debate_review", DEBATE_RUBRIC)) if name in rubric)
+    return _SHORT.get(stage, stage)
+
+
+@functools.lru_cache(maxsize=256)
+def template_of(system: str) -> str:
+    """The prompt template (:mod:`hf_rgda.prompts`) that ``system`` was rendered from."""
+    for name in prompts.TEMPLATE_NAMES:
+        if _template_pattern(name).fullmatch(system):
+            return name
+    raise AssertionError(f"no prompt template renders {system[:80]!r}")
+
+
+@functools.cache
+def _template_pattern(name: str) -> re.Pattern[str]:
+    """Template ``name`` as a pattern: its text, each placeholder any text."""
+    parts = re.split(r"\$(?:\{\w+\}|\w+)", prompts.template(name))
+    return re.compile(".*?".join(map(re.escape, parts)), re.DOTALL)
 
 
 class FakeWorld:
