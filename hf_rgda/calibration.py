@@ -19,19 +19,18 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
 import math
 import os
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._exceptions import ConfigError, RGDAError
 from ._version import __version__
 from .cache import ResponseCache
+from .calls import run_sync
 from .canaries import LEVELS, SCORERS, THRESHOLD_RULE, Gold, Judges, build_canaries, cap, class_counts, gold_from
 from .canaries.estimate import Estimate, rehearse
 from .canaries.judges import score_cell
@@ -118,12 +117,12 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
     counts = "; ".join(f"{lv}: " + ", ".join(f"{k} {v}" for k, v in c.items()) for lv, c in class_counts(canaries).items())
     echo(f"{gold.name} ({gold.source}): {len(canaries)} canaries ({counts})")
     echo("scorers: " + ", ".join(f"{n} ({sum(c.level == SCORERS[n].level for c in canaries)})" for n in names))
-    estimate = _sync(rehearse(model, judges, names, canaries, store))
+    estimate = run_sync(rehearse(model, judges, names, canaries, store))
     echo(estimate.format())
     if dry_run:
         return {"estimate": estimate.__dict__, "canaries": class_counts(canaries)}
     start = time.perf_counter()
-    cells = _sync(_score(judges(model, store), names, canaries, progress))
+    cells = run_sync(_score(judges(model, store), names, canaries, progress))
     report = _report(model, data, gold, canaries, cfg, cells, estimate, seed, max_canaries)
     report["wall_seconds"] = round(time.perf_counter() - start, 1)
     for line in format_report(report):
@@ -252,12 +251,3 @@ def _stats(splits: Mapping[str, Sequence[Any]], gold: Gold, split: str | None) -
     held = {tokens for tokens, _ in gold.sentences}
     rows = [(t, g) for t, g in splits["train"] if t not in held]
     return SplitStats.from_split([list(t) for t, _ in rows], [list(g) for _, g in rows])
-
-
-def _sync(coro: Coroutine[Any, Any, Any]) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside a loop (e.g. Jupyter)
-        return pool.submit(asyncio.run, coro).result()

@@ -14,6 +14,7 @@ wording.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import functools
 import hashlib
@@ -21,7 +22,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from . import prompts
@@ -33,11 +34,23 @@ from .llm.base import LLM, Completion, OptionProbs
 from .messages import Messages, follow_up
 from .records import SeedResult
 
-__all__ = ["CallInfo", "Caller", "Messages", "call_of", "derive_seed", "reask_messages"]
+__all__ = ["CallInfo", "Caller", "Messages", "call_of", "derive_seed", "reask_messages", "run_sync"]
 
 log = logging.getLogger(__name__)
 
 _Answer = TypeVar("_Answer", Completion, OptionProbs)
+_T = TypeVar("_T")
+
+
+def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` to its end from synchronous code (a ``datasets.map`` call, the CLI): on a new event loop, or on a
+    new loop in a worker thread when called inside a running one (a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class CallInfo(NamedTuple):
