@@ -22,7 +22,8 @@ and the per-type figures):
 - ``entity``: the entity verification stage's probability of the presented type for the span under test, in its
   sentence (``hf_rgda.stages.verify``: the same question, options and call as the pipeline's, with the dataset's
   types and the default contrast categories). The product's threshold: ``verify_threshold``. Its held-out thresholds
-  (``metrics.thresholds``) are what ``verify_threshold`` should be set from.
+  (``metrics.thresholds``) are what ``verify_threshold`` should be set from (``hf-rgda calibrate`` sets it so). With
+  ``--set verify_split=true`` the score is the one the stage thresholds: combined with the split's head share.
 - ``ac-prob``, ``gr-prob``: the same judges read by probability (``judge_reading="probability"``,
   ``hf_rgda.stages.rating``: one 1-5 question per criterion, the probability-weighted total before rounding / 100).
   On a backend without logprobs each question is the sampling fallback's.
@@ -80,16 +81,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.canaries import THRESHOLD_RULE, Canary, Gold, auroc, build_canaries, class_counts, domain, load_gold
+from benchmarks.common import commit as _commit
+from benchmarks.local_pipeline import TYPE_DESCRIPTIONS
 from hf_rgda import DEFAULT_LLM, LLM, AugmentConfig, ResponseCache, load_llm
 from hf_rgda.canaries import SCORERS, Judges, ScorerSpec
 from hf_rgda.canaries import score_cell as package_score_cell
 from hf_rgda.checking import SplitStats
-
-BENCH = Path(__file__).resolve().parent
-if str(BENCH) not in sys.path:  # the benchmarks are scripts: a sibling is imported by its module name
-    sys.path.insert(0, str(BENCH))
-from canaries import THRESHOLD_RULE, Canary, Gold, auroc, build_canaries, class_counts, domain, load_gold
-from local_pipeline import TYPE_DESCRIPTIONS, _commit
 
 
 def split_stats(data_dir: Path, gold: Gold, split_size: int | None = None, seed: int = 0) -> SplitStats:

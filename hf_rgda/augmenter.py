@@ -11,8 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 import json
 import logging
@@ -26,6 +24,7 @@ import pyarrow as pa
 from ._exceptions import ConfigError, InputError, SchemaError
 from ._source import hash_extras
 from .cache import ResponseCache, default_cache_path
+from .calls import run_sync
 from .canaries.thresholds import load_calibration
 from .checking import Checker, SplitStats
 from .columns import META_COLUMNS
@@ -41,14 +40,6 @@ from .tags import SCHEMES, convert_tags, entity_types
 __all__ = ["RGDAAugmenter"]
 
 log = logging.getLogger(__name__)
-
-def _run_sync(coro: Any) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside a loop (e.g. Jupyter)
-        return pool.submit(asyncio.run, coro).result()
 
 
 class RGDAAugmenter:
@@ -289,7 +280,7 @@ class RGDAAugmenter:
             indices: the rows' indices in the dataset (``ds.map(aug, batched=True, with_indices=True)`` passes
                 them): an invalid row is then named by its dataset index.
         """
-        return _run_sync(self.acall(batch, indices))
+        return run_sync(self.acall(batch, indices))
 
 
 def _progress_bars() -> bool:
