@@ -37,13 +37,12 @@ Usage (prints the count of each class; ``--out`` writes the canaries as JSON Lin
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import DOMAINS
+from benchmarks.common import DOMAINS, parser
 from hf_rgda.canaries import (
     THRESHOLD_RULE,
     Canary,
@@ -91,9 +90,7 @@ def _rows(split: Any) -> list[Sentence]:
 
 # ---------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
-    p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
+    p = parser(__doc__)
     p.add_argument("--per-class", type=int, default=10, help="canaries per defect class (good: as many as all defects)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="write the canaries here as JSON Lines")

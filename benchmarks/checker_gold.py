@@ -18,7 +18,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import json
@@ -28,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import header, load
+from benchmarks.common import header, load, parser
 from hf_rgda import RGDAAugmenter
 from hf_rgda.records import Candidate, Seed
 from hf_rgda.tags import tags_to_spans
@@ -138,9 +137,7 @@ def report(results: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
-    p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
+    p = parser(__doc__)
     p.add_argument("--examples", type=int, default=5, help="examples shown per rule")
     p.add_argument("--sample-seed", type=int, default=0)
     p.add_argument("--atypical-min-outside", type=int, default=None,

@@ -7,6 +7,7 @@ library and each other by module path (no edit of the import path), and use the 
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import subprocess
@@ -19,8 +20,8 @@ from hf_rgda.recipe import load_source
 from hf_rgda.records import seed_key
 from hf_rgda.tags import to_tag_names
 
-__all__ = ["DATA_DIR", "DOMAINS", "ROOT", "Sentence", "command", "commit", "header", "load", "machine", "seed_key",
-           "sentences"]
+__all__ = ["DATA_DIR", "DOMAINS", "ROOT", "Sentence", "command", "commit", "header", "load", "machine", "parser",
+           "seed_key", "sentences"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: where the benchmark datasets live (a folder per dataset: ``train.jsonl``, ``test.jsonl``)
@@ -70,3 +71,12 @@ def load(data_dir: Path, name: str) -> Any:
 def sentences(split: Any) -> list[Sentence]:
     """A split's sentences as tokens and tag names (``ClassLabel`` ids converted)."""
     return [(tuple(t), tuple(g)) for t, g in zip(split["tokens"], to_tag_names(split, "ner_tags"))]
+
+
+def parser(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's argument parser, described by its docstring's first line, with the options every dataset
+    benchmark takes: ``--data-dir`` (default ``../shared/data``) and ``--datasets`` (default all three)."""
+    p = argparse.ArgumentParser(description=(doc or "").splitlines()[0] if doc else None)
+    p.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    p.add_argument("--datasets", nargs="+", default=list(DOMAINS))
+    return p

@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.common import DOMAINS, commit, header
+from benchmarks.common import DOMAINS, header
 from hf_rgda import DEFAULT_LLM, RGDAAugmenter, RunSummary
 from hf_rgda.recipe import augment, load_split, sample_seeds
 
@@ -43,8 +43,6 @@ TYPE_DESCRIPTIONS = {
                "Generic": 'a general word or pronoun that stands for a method, task, system or material named '
                           'elsewhere (such as "it", "this method", "the approach", "the model")'},
 }
-#: calibration.py's name for :func:`benchmarks.common.commit` until its rewrite (which imports that) is committed
-_commit = commit
 METHODS = ["naive", "gda", "rgda-no-gr", "rgda-no-ac", "rgda", "rgda+debate"]
 COMBOS = {"debate": {"debate_review": True, "debate_agents": 3},  # "rgda+debate": rgda's calls (shared) + the panel
           "noverify": {"verify_entities": False}}  # "rgda+noverify": the same pipeline without the entity verifier

@@ -34,7 +34,7 @@ from .._exceptions import (
 )
 from .base import Completion, Usage
 from .capabilities import Adaptive
-from .remote import RemoteLLM, retry_after_of, status_error
+from .remote import RemoteLLM, import_sdk, retry_after_of, status_error
 
 __all__ = ["AnthropicLLM"]
 
@@ -42,11 +42,7 @@ _TOOL = "write_answer"
 
 
 def _sdk() -> Any:
-    try:
-        import anthropic
-    except ImportError as err:
-        raise ImportError("the anthropic backend needs the anthropic SDK: pip install 'hf_rgda[anthropic]'") from err
-    return anthropic
+    return import_sdk("anthropic", "anthropic", "anthropic")
 
 
 class AnthropicLLM(Adaptive, RemoteLLM):

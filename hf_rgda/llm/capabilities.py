@@ -70,6 +70,16 @@ class Capabilities:
         """The token cap to send for a stage cap of ``max_tokens``."""
         return int(max_tokens) + self.reasoning_tokens
 
+    def sampling(self, params: Mapping[str, Any]) -> dict[str, float]:
+        """The sampling parameters of ``params`` this family accepts: ``temperature`` (default 1.0) and ``top_p``
+        (only when given), each left out where the family refuses it."""
+        out: dict[str, float] = {}
+        if self.temperature:
+            out["temperature"] = float(params.get("temperature", 1.0))
+        if self.top_p and "top_p" in params:
+            out["top_p"] = float(params["top_p"])
+        return out
+
 
 _REASONING: dict[str, Any] = {"token_param": "max_completion_tokens", "temperature": False, "top_p": False,
                               "logprobs": False}

@@ -21,14 +21,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from .._exceptions import (
-    AuthenticationError,
-    BackendError,
-    ConnectionError,
-    RateLimitError,
-    RefusalError,
-    TimeoutError,
-)
+from .._exceptions import AuthenticationError, BackendError, ConnectionError, RateLimitError, RefusalError, TimeoutError
 from .base import Completion, Usage
 from .capabilities import Adaptive, LogprobsUnavailable
 from .remote import RemoteLLM, retry_after_of, status_error
@@ -108,10 +101,7 @@ class GeminiLLM(Adaptive, RemoteLLM):
         caps = self.caps
         kw: dict[str, Any] = {"max_output_tokens": caps.cap(int(params.get("max_tokens", 768))),
                               "seed": int(params.get("seed", 0))}
-        if caps.temperature:
-            kw["temperature"] = float(params.get("temperature", 1.0))
-        if caps.top_p and "top_p" in params:
-            kw["top_p"] = float(params["top_p"])
+        kw.update(caps.sampling(params))
         if caps.reasoning_effort:
             kw["thinking_config"] = types.ThinkingConfig(thinking_level=caps.reasoning_effort.upper())
         if system:

@@ -36,7 +36,7 @@ from .._exceptions import (
 )
 from .base import Completion, Usage
 from .capabilities import Adaptive, LogprobsUnavailable
-from .remote import RemoteLLM, retry_after_of, status_error
+from .remote import RemoteLLM, import_sdk, retry_after_of, status_error
 
 __all__ = ["OpenAILLM"]
 
@@ -44,11 +44,7 @@ SCHEMA_MODES = ("json_schema", "json_object")
 
 
 def _sdk() -> Any:
-    try:
-        import openai
-    except ImportError as err:
-        raise ImportError("the openai backend needs the openai SDK: pip install 'hf_rgda[openai]'") from err
-    return openai
+    return import_sdk("openai", "openai", "openai")
 
 
 class OpenAILLM(Adaptive, RemoteLLM):
@@ -154,10 +150,7 @@ class OpenAILLM(Adaptive, RemoteLLM):
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages,
                                   caps.token_param: caps.cap(int(params.get("max_tokens", 768))),
                                   "seed": int(params.get("seed", 0))}
-        if caps.temperature:
-            kwargs["temperature"] = float(params.get("temperature", 1.0))
-        if caps.top_p and "top_p" in params:
-            kwargs["top_p"] = float(params["top_p"])
+        kwargs.update(caps.sampling(params))
         if caps.reasoning_effort:
             kwargs["reasoning_effort"] = caps.reasoning_effort
         return kwargs

@@ -362,6 +362,16 @@ class RemoteLLM(LLM):
         """One attempt; raise :class:`~hf_rgda.BackendError` subclasses (with ``status`` and ``retry_after``)."""
 
 
+def import_sdk(module: str, backend: str, extra: str) -> Any:
+    """Import a provider SDK lazily, or raise an ImportError that names the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(f"the {backend} backend needs {module}: pip install 'hf_rgda[{extra}]'") from err
+
+
 def retry_after_of(response: Any) -> float | None:
     """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header of an httpx-like response, if any."""
     headers = getattr(response, "headers", None)
