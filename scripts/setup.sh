@@ -32,11 +32,39 @@ fi
 PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${extras//,/-}"
+
+# llama.cpp with every x86-64 CPU kernel variant (GGML_BACKEND_DL + GGML_CPU_ALL_VARIANTS): one wheel that runs on any
+# x86-64 machine and uses the best kernels its CPU has (AVX-512 where there is one: prompt processing about 1.8x the
+# AVX2-only build's). scripts/llama_cpu_variants.cmake installs the variants next to libllama (llama-cpp-python's own
+# install list leaves them out); hf_rgda.llm.engine loads them. The wheel is kept in its own folder, because pip's
+# cache keys a built wheel by version only and would hand back a build made without them.
+llama_version=$(grep -o 'llama-cpp-python[^"]*==[0-9.]*' pyproject.toml | head -1 | sed 's/.*==//')
+llama_wheels=${HF_RGDA_WHEELS:-$HOME/.cache/hf_rgda/wheels}/llama-cpp-python-cpu-all-variants
+llama_variants() { ls .venv/lib/python3*/site-packages/llama_cpp/lib/libggml-cpu-*.so >/dev/null 2>&1; }
+install_llama() {
+  [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || return 0   # elsewhere: llama-cpp-python's own build (below)
+  llama_variants && return 0
+  wheel=$(ls "$llama_wheels"/llama_cpp_python-"$llama_version"-*.whl 2>/dev/null | head -1 || true)
+  if [ -z "$wheel" ]; then
+    echo "setup: compiling llama-cpp-python $llama_version with every x86-64 CPU variant (20-30 min on 2 cores, once)" >&2
+    CMAKE_ARGS="-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_PROJECT_llama_cpp_INCLUDE=$PWD/scripts/llama_cpu_variants.cmake" \
+      .venv/bin/python -m pip wheel --quiet --no-cache-dir --no-deps --no-binary llama-cpp-python -w "$llama_wheels" \
+      "llama-cpp-python==$llama_version"
+    wheel=$(ls "$llama_wheels"/llama_cpp_python-"$llama_version"-*.whl | head -1)
+  fi
+  .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$wheel"
+  llama_variants || { echo "setup: $wheel has no CPU variants" >&2; exit 1; }
+}
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  # GGML_NATIVE=OFF: a portable llama.cpp build (AVX2/FMA/F16C) whose cached wheel works on any x86-64 machine.
+  install_llama
+  # GGML_NATIVE=OFF where the variants are not built: a portable build (AVX2/FMA/F16C on x86-64)
   CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet torch==2.13.0 -e ".[${extras}]"
   touch "$stamp"
+fi
+if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] && ! llama_variants; then   # a venv set up before the variants
+  if [ "${HF_RGDA_REBUILD_LLAMA:-0}" = 1 ]; then install_llama; else
+    echo "setup: this venv's llama.cpp has AVX2 kernels only; HF_RGDA_REBUILD_LLAMA=1 bash $0 replaces it" >&2; fi
 fi
 export HF_HUB_DISABLE_TELEMETRY=1
 # shellcheck disable=SC2086

@@ -17,7 +17,8 @@ consumed differently), so the engine is part of the backend's identity.
 installed next to ``libllama`` (``scripts/llama_cpu_variants.cmake``). Nothing in llama-cpp-python loads them, and
 llama.cpp's default search looks beside the executable (Python's) and in the working directory, so
 :func:`load_cpu_backends` calls ``ggml_backend_load_all_from_path`` on llama-cpp-python's library folder once, before
-the first model: ggml scores each variant against the CPU and loads the best. A build without variants (the CPU
+the first model, in the libggml that libllama links: ggml scores each variant against the CPU and loads the best
+(``GGML_BACKEND_PATH`` adds one more module, as in llama.cpp). A build without variants (the CPU
 backend linked in) needs nothing and is left alone.
 """
 
@@ -47,9 +48,10 @@ _backends_loaded: list[str] = []
 
 
 def _lib_dir() -> Path:
-    import llama_cpp
+    """The folder llama-cpp-python loaded libllama from (its package's ``lib``, or ``LLAMA_CPP_LIB_PATH``)."""
+    from llama_cpp import llama_cpp as bindings
 
-    return Path(llama_cpp.__file__).resolve().parent / "lib"
+    return Path(bindings._base_path)
 
 
 def cpu_variants(lib_dir: Path | None = None) -> list[str]:
@@ -68,9 +70,12 @@ def load_cpu_backends() -> list[str]:
         lib = _lib_dir()
         if not cpu_variants(lib):
             return []
-        from llama_cpp import _ggml  # loads libggml from llama-cpp-python's own folder
+        # through libllama's handle: a wheel holds copies, not links, so libggml.so (what llama_cpp._ggml opens) and
+        # libggml.so.0 (what libllama needs) are two libraries with two backend registries; dlsym on libllama's
+        # handle finds the one libllama uses
+        from llama_cpp import llama_cpp as bindings
 
-        ggml = _ggml.libggml
+        ggml = bindings._lib
         ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
         if ggml.ggml_backend_reg_count() == 0:
             ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
