@@ -6,6 +6,7 @@
 #   bash scripts/setup.sh            # for the main job: local default LLM + tiny test model
 #   bash scripts/setup.sh --dev      # for the tests: dev tools, tiny LLM and the MiniLM encoder
 #   bash scripts/setup.sh --models "default fast tiny minilm mpnet"   # choose models
+#   HF_RGDA_CPU_VARIANTS=1 bash scripts/setup.sh   # llama.cpp with every x86-64 kernel variant (opt-in, long build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,11 +39,15 @@ stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${ext
 # AVX2-only build's). scripts/llama_cpu_variants.cmake installs the variants next to libllama (llama-cpp-python's own
 # install list leaves them out); hf_rgda.llm.engine loads them. The wheel is kept in its own folder, because pip's
 # cache keys a built wheel by version only and would hand back a build made without them.
+# Opt-in for now (HF_RGDA_CPU_VARIANTS=1): the build is measured only on a loaded machine (73 min niced; 20-30 min
+# idle is an estimate) and not yet run end to end from a fresh clone, so the default stays the portable AVX2 build
+# that CI has verified. See issue #32 and benchmarks/README.md (local_speed.py).
 llama_version=$(grep -o 'llama-cpp-python[^"]*==[0-9.]*' pyproject.toml | head -1 | sed 's/.*==//')
 llama_wheels=${HF_RGDA_WHEELS:-$HOME/.cache/hf_rgda/wheels}/llama-cpp-python-cpu-all-variants
 llama_variants() { ls .venv/lib/python3*/site-packages/llama_cpp/lib/libggml-cpu-*.so >/dev/null 2>&1; }
+want_variants() { [ "${HF_RGDA_CPU_VARIANTS:-0}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; }
 install_llama() {
-  [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || return 0   # elsewhere: llama-cpp-python's own build (below)
+  want_variants || return 0   # otherwise: llama-cpp-python's own portable build (below)
   llama_variants && return 0
   wheel=$(ls "$llama_wheels"/llama_cpp_python-"$llama_version"-*.whl 2>/dev/null | head -1 || true)
   if [ -z "$wheel" ]; then
@@ -62,9 +67,8 @@ if [ ! -f "$stamp" ]; then
   CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet torch==2.13.0 -e ".[${extras}]"
   touch "$stamp"
 fi
-if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] && ! llama_variants; then   # a venv set up before the variants
-  if [ "${HF_RGDA_REBUILD_LLAMA:-0}" = 1 ]; then install_llama; else
-    echo "setup: this venv's llama.cpp has AVX2 kernels only; HF_RGDA_REBUILD_LLAMA=1 bash $0 replaces it" >&2; fi
+if want_variants && ! llama_variants; then   # a venv set up before the variants were asked for
+  install_llama
 fi
 export HF_HUB_DISABLE_TELEMETRY=1
 # shellcheck disable=SC2086
