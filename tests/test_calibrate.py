@@ -18,18 +18,9 @@ from hf_rgda.stages.categories import question
 from hf_rgda.tags import detokenize, parse_inline, tags_to_spans
 from hf_rgda.testing import FakeWorld, stage_of
 
-DEV = [
-    "Germline mutations in BRCA1 cause [hereditary breast cancer](Disease) in many families studied here .",
-    "Patients with [cystic fibrosis](Disease) often show chronic lung infection and reduced growth .",
-    "The WASP gene is mutated in [Wiskott Aldrich syndrome](Disease) and related immune disorders .",
-    "Loss of APC function leads to [colorectal cancer](Disease) in adults who carry the variant .",
-    "We screened twelve families with [myotonic dystrophy](Disease) for expansions of the repeat .",
-    "Carriers of the HRAS1 allele had a higher risk of [ovarian cancer](Disease) than the controls .",
-    "Children with [Duchenne muscular dystrophy](Disease) lack dystrophin in skeletal muscle fibres .",
-    "The TP53 protein is inactivated in most [sporadic tumours](Disease) of the colon and rectum .",
-    "Mice lacking ATM developed [thymic lymphoma](Disease) within four months of their birth .",
-    "A rare variant of CFTR was linked to [chronic pancreatitis](Disease) in two unrelated patients .",
-]
+from .test_canaries import BIO, _write
+
+DEV = BIO[:10]  # the canary tests' dev sentences
 TRAIN = [
     "Women with [breast cancer](Disease) were tested for BRCA1 mutations in this study .",
     "Screening for [hemochromatosis](Disease) detects iron overload before organ damage occurs in adults .",
@@ -37,11 +28,6 @@ TRAIN = [
     "Patients with [cystic fibrosis](Disease) were enrolled at three centres .",
 ]
 
-
-def _write(folder: Path, split: str, lines: list[str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = [dict(zip(("tokens", "ner_tags"), parse_inline(x))) for x in lines]
-    (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 @pytest.fixture()

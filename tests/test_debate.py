@@ -249,7 +249,9 @@ def test_a_proposal_that_changes_no_word_is_rejected_alone() -> None:
     assert [p.replacements for p in res.accepted] == [{1: "showed", 6: "men"}] and res.rounds == 2
 
 
-def test_biorda_rejects_an_unchanged_proposal_and_keeps_the_others() -> None:
+def _biorda_seed(first_word: str) -> Any:
+    """One biorda seed through the pipeline, WHERE choosing word 1 and the proposers replacing it with
+    ``first_word``, "found" and "saw" (reviews and the entity verifier all agree)."""
     from hf_rgda import ScriptedLLM
     from hf_rgda.attribution import WordAttribution
     from hf_rgda.checking import Checker
@@ -263,9 +265,9 @@ def test_biorda_rejects_an_unchanged_proposal_and_keeps_the_others() -> None:
 
     def handler(messages, schema, params):
         props = schema["properties"]
-        if "proposals" in props:  # the first proposal repeats the word
+        if "proposals" in props:
             n = props["proposals"]["minItems"]
-            return {"proposals": [{"replacements": [{"position": 1, "new": ["detected", "found", "saw"][k]}]}
+            return {"proposals": [{"replacements": [{"position": 1, "new": [first_word, "found", "saw"][k]}]}
                                   for k in range(n)]}
         if "answer" in props:  # the entity verifier's question (the seed's entity is a disease); a reviewer's rating
             return {"A": 1.0} if "A" in props["answer"]["enum"] else {"5": 1.0}
@@ -274,6 +276,11 @@ def test_biorda_rejects_an_unchanged_proposal_and_keeps_the_others() -> None:
     cfg = AugmentConfig(method="biorda", num_augmented=3, debate_agents=2)
     pipe = Pipeline(cfg, ScriptedLLM(handler), Checker(("Disease",)), attribution=FixedWhere())
     [r] = asyncio.run(pipe.run([Seed("a", tuple(TOKENS), tuple(TAGS))]))
+    return r
+
+
+def test_biorda_rejects_an_unchanged_proposal_and_keeps_the_others() -> None:
+    r = _biorda_seed("detected")  # the first proposal repeats the word
     assert not r.failure and [c.tokens[1] for c in r.accepted] == ["found", "saw"]
     assert [(s, c.reason, c.raw) for s, c in r.rejected] == [("debate", "no_change", {"replacements": {1: "detected"}})]
     assert r.debate["rejected_means"] == [] and r.debate["accepted_means"] == [100.0, 100.0]
@@ -345,30 +352,7 @@ def test_a_blank_or_off_position_proposal_rejects_only_itself(bad: dict, why: st
 
 def test_biorda_seed_survives_a_blank_replacement() -> None:
     """Through the pipeline: the seed is not failed, the faulty proposal is recorded as a debate rejection."""
-    from hf_rgda import ScriptedLLM
-    from hf_rgda.attribution import WordAttribution
-    from hf_rgda.checking import Checker
-    from hf_rgda.config import AugmentConfig
-    from hf_rgda.pipeline import Pipeline
-    from hf_rgda.records import Seed
-
-    class FixedWhere:
-        def attribute(self, tokens, tags):
-            return WordAttribution(list(tokens), [0.0] * len(tokens), [0.0] * len(tokens), [0.0] * len(tokens), [1])
-
-    def handler(messages, schema, params):
-        props = schema["properties"]
-        if "proposals" in props:  # the first proposal's text is blank
-            n = props["proposals"]["minItems"]
-            return {"proposals": [{"replacements": [{"position": 1, "new": ["", "found", "saw"][k]}]}
-                                  for k in range(n)]}
-        if "answer" in props:
-            return {"A": 1.0} if "A" in props["answer"]["enum"] else {"5": 1.0}
-        return {"reviews": [review(100) for _ in range(props["reviews"]["minItems"])]}
-
-    cfg = AugmentConfig(method="biorda", num_augmented=3, debate_agents=2)
-    pipe = Pipeline(cfg, ScriptedLLM(handler), Checker(("Disease",)), attribution=FixedWhere())
-    [r] = asyncio.run(pipe.run([Seed("a", tuple(TOKENS), tuple(TAGS))]))
+    r = _biorda_seed("")  # the first proposal's text is blank
     assert not r.failure and [c.tokens[1] for c in r.accepted] == ["found", "saw"]
     assert [(s, c.reason) for s, c in r.rejected] == [("debate", "bad_replacement")]
     assert "blank text" in r.rejected[0][1].detail
