@@ -83,15 +83,7 @@ def test_browser_runs_an_example_and_shows_entities(space: str) -> None:
         page.get_by_text("conditional random fields", exact=False).first.click()
         sync_api.expect(page.locator("#sentence textarea")).to_have_value(
             re.compile(r"\[part-of-speech tagging\]\(Task\)"), timeout=15_000)
-        number = page.locator("#num input[type=number]")
-        number.fill("4")
-        number.press("Enter")
-        page.locator("#method input").click()
-        page.get_by_role("option", name="naive", exact=True).click()
-        page.locator("#run").click()
-        page.locator("#status").get_by_text("accepted").wait_for(timeout=240_000)
-        status = page.locator("#status").inner_text()
-        accepted = int(re.search(r"(\d+) accepted", status).group(1))
+        accepted, _ = run_naive(page, 4, timeout=240_000)
         types = re.compile(r"^(Generic|Material|Method|Metric|OtherScientificTerm|Task)$")
         if accepted:  # the tiny model's rows are nonsense, and the entity verifier may reject them all
             page.locator("#result").get_by_text(types).first.wait_for(timeout=30_000)
@@ -104,3 +96,17 @@ def test_browser_runs_an_example_and_shows_entities(space: str) -> None:
         assert re.search(r"\b(Generic|Material|Method|Metric|OtherScientificTerm|Task)\b", text) and "1." in text
     else:
         assert re.search(r"\w+/\w+", text)
+
+
+def run_naive(page, sentences: int, *, timeout: int) -> tuple[int, str]:
+    """In the Space's page: ask for ``sentences`` sentences with the naive method, run, wait for the status line;
+    the number accepted and the status text."""
+    number = page.locator("#num input[type=number]")
+    number.fill(str(sentences))
+    number.press("Enter")
+    page.locator("#method input").click()
+    page.get_by_role("option", name="naive", exact=True).click()
+    page.locator("#run").click()
+    page.locator("#status").get_by_text("accepted").wait_for(timeout=timeout)
+    status = page.locator("#status").inner_text()
+    return int(re.search(r"(\d+) accepted", status).group(1)), status

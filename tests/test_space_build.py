@@ -20,6 +20,8 @@ import pytest
 from hf_rgda.testing import FakeWorld
 from hf_rgda.testing.providers import ProviderServer
 
+from .test_space import run_naive
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -114,15 +116,8 @@ def _run_in_browser(sync_api, url: str, base_url: str) -> str:
         page.locator("#sentence textarea").fill(SENTENCE)  # the entity types field starts with "Disease"
         page.locator("#model textarea, #model input").first.fill("scripted-model")
         page.locator("#base_url textarea, #base_url input").first.fill(base_url)
-        number = page.locator("#num input[type=number]")
-        number.fill("2")
-        number.press("Enter")
-        page.locator("#method input").click()
-        page.get_by_role("option", name="naive", exact=True).click()
-        page.locator("#run").click()
-        page.locator("#status").get_by_text("accepted").wait_for(timeout=120_000)
-        status = page.locator("#status").inner_text()
-        assert int(re.search(r"(\d+) accepted", status).group(1)) >= 1, status
+        accepted, status = run_naive(page, 2, timeout=120_000)
+        assert accepted >= 1, status
         page.locator("#result").get_by_text("Disease").first.wait_for(timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "space_built.png"), full_page=True)
         text = page.locator("#result").inner_text()
