@@ -43,6 +43,7 @@ LOGGERS = ("httpx", "httpcore", "openai", "anthropic", "google", "urllib3", "aio
 
 _registry: dict[str, str] = {}
 _registry_lock = threading.Lock()
+_all: list[str] | None = None  # _all_registered()'s answer, dropped when a secret is registered
 
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
@@ -74,9 +75,11 @@ def secret_id(public: Any) -> str:
 def register_secret(sid: str, value: str) -> None:
     """Hold ``value`` (a JSON text of secrets, read by :func:`secret_strings`) under ``sid`` in this process and in
     ``HF_RGDA_SECRET_<sid>`` for its children. The latest registration under an id wins."""
+    global _all
     with _registry_lock:
         _registry[sid] = value
         os.environ[SECRET_ENV_PREFIX + sid] = value
+        _all = None
 
 
 def registered_secret(sid: str) -> str | None:
@@ -88,14 +91,15 @@ def registered_secret(sid: str) -> str | None:
 
 
 def _all_registered() -> list[str]:
-    """Every registered secret: the keys and the passwords (a user name is no secret) of every entry, longest first."""
+    """Every registered secret: the keys and the passwords (a user name is no secret) of every entry, longest first.
+    Computed once (the log filter asks on every record) and again after each :func:`register_secret`; the first call
+    in a child process reads what it inherited through the environment."""
+    global _all
     with _registry_lock:
-        values = list(_registry.values())
-    values += [v for k, v in os.environ.items() if k.startswith(SECRET_ENV_PREFIX)]
-    out: set[str] = set()
-    for v in values:
-        out.update(secret_strings(v))
-    return sorted(out, key=len, reverse=True)
+        if _all is None:
+            values = [*_registry.values(), *(v for k, v in os.environ.items() if k.startswith(SECRET_ENV_PREFIX))]
+            _all = sorted({s for v in values for s in secret_strings(v)}, key=len, reverse=True)
+        return _all
 
 
 def secret_strings(value: str) -> list[str]:

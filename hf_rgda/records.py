@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .columns import META_COLUMNS  # noqa: F401 - re-exported for the imports written before hf_rgda.columns
 from .llm.base import Completion, OptionProbs
 from .tags import Span, detokenize, tags_to_spans
 

@@ -46,6 +46,7 @@ PREFIX = "HF_RGDA_SECRET_"  # hf_rgda._secrets.SECRET_ENV_PREFIX
 def _own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with an empty secret registry, and its registrations (memory, environment) go with it."""
     monkeypatch.setattr(_secrets, "_registry", {}, raising=False)  # raising=False: the test also runs on 8ae9ee0
+    monkeypatch.setattr(_secrets, "_all", None, raising=False)  # the computed list of every registered secret
     for name in [k for k in os.environ if k.startswith(PREFIX)]:
         monkeypatch.delenv(name)
     yield

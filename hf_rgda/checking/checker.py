@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from ..records import Candidate, Seed
 from . import rules as table
-from .rules import Rule, first_failure
 from .sentence import Sentence
 from .stats import SplitStats
+from .table import Rule, first_failure
 
 __all__ = ["Checker"]
 

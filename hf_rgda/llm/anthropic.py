@@ -89,11 +89,11 @@ class AnthropicLLM(Adaptive, RemoteLLM):
             if self.cache_system:
                 block["cache_control"] = {"type": "ephemeral"}
             body["system"] = [block]
-        extra: dict[str, Any] = {}
-        if self.send_temperature and caps.temperature:  # Anthropic's range is 0..1 (a raw field: the SDK dropped it)
-            extra["temperature"] = min(1.0, float(params.get("temperature", 1.0)))
-        if caps.top_p and "top_p" in params:
-            extra["top_p"] = float(params["top_p"])
+        extra: dict[str, Any] = caps.sampling(params)  # raw body fields: the SDK no longer types them
+        if not self.send_temperature:
+            extra.pop("temperature", None)
+        elif "temperature" in extra:  # Anthropic's range is 0..1
+            extra["temperature"] = min(1.0, extra["temperature"])
         if extra:
             body["extra_body"] = extra
         if caps.thinking_off:

@@ -31,10 +31,9 @@ from ..config import AugmentConfig
 from ..llm.base import LLM
 from ..messages import Messages, add_section, chat
 from ..records import Judgement, SeedResult
-from .verdicts import parse_feedback
 
 __all__ = ["FRACTIONS", "SCALE", "Choose", "by_probability", "criteria_lines", "criterion_score", "expected_total",
-           "feedback_messages", "parse_feedback", "rate", "rate_with", "rating_messages", "read_verdict",
+           "feedback_messages", "rate", "rate_with", "rating_messages", "read_verdict",
            "scale_system"]
 
 #: the answers of a rating question (one token each)
@@ -81,7 +80,7 @@ def scale_system(judge_system: str) -> str:
 
 def rating_messages(judge_messages: Messages, system: str, line: str) -> Messages:
     """The question about one criterion (its rubric ``line``) of what the judge reads."""
-    return chat(system, *(m["content"] for m in add_section(judge_messages, "criterion", line)[1:]))
+    return [*chat(system), *add_section(judge_messages, "criterion", line)[1:]]  # each turn keeps its role
 
 
 def criterion_score(probs: Mapping[str, float], top: int) -> float:
