@@ -12,7 +12,7 @@ import pytest
 
 from hf_rgda import load_llm
 from hf_rgda._exceptions import ConfigError
-from hf_rgda.llm.engine import ENGINES, cpu_backend, cpu_variants, load_cpu_backends
+from hf_rgda.llm.engine import ENGINES, KVState, KVStates, cpu_backend, cpu_variants, load_cpu_backends
 from hf_rgda.llm.local import LocalLLM
 
 from .test_local_integration import TINY, needs_tiny
@@ -38,6 +38,68 @@ def _inside_schema(text: str, *, strict: bool = True) -> bool:
         for ent in item["entities"]:
             assert set(ent) == {"text", "type"} and ent["type"] == "Disease" and len(ent["text"]) <= 30
     return True
+
+
+def _state(ids: list[int], size: int = 10) -> KVState:
+    import numpy as np
+
+    return KVState(np.array(ids, dtype=np.intc), None, size, 0)
+
+
+def test_kept_states_serve_the_longest_shared_prefix_and_evict_the_least_recent() -> None:
+    states = KVStates(capacity_bytes=30)
+    assert states and len(states) == 0  # an empty store is still a store (llama-cpp-python tests ``if cache:``)
+    with pytest.raises(KeyError):
+        states[[1, 2, 3]]
+    states[[1, 2, 3, 99]] = _state([1, 2, 3])  # keyed by what the state holds, not the sampled tail
+    states[[7, 8]] = _state([7, 8])
+    assert states[[1, 2, 3, 4, 5]].key == (1, 2, 3) and states[[7, 9]].key == (7, 8)
+    with pytest.raises(KeyError):
+        states[[5, 1, 2]]  # no shared first token
+    states[[1, 2, 3, 4]] = _state([1, 2, 3, 4])  # extends (1, 2, 3): the shorter one is redundant
+    assert len(states) == 2 and states.best([1, 2, 3, 9])[0].key == (1, 2, 3, 4)
+    states[[7, 8]]  # touched: (1, 2, 3, 4) is now the least recently used
+    states[[4, 4]] = _state([4, 4])
+    states[[5, 5]] = _state([5, 5])  # 40 bytes > 30: the least recently used goes
+    assert [s for s in ([1, 2, 3, 4], [7, 8]) if s in states] == [[7, 8]] and states.nbytes <= 30
+    states[[6]] = _state([6], size=31)  # larger than the whole budget: not kept
+    assert [6] not in states
+
+
+def test_kv_states_option_is_checked_and_not_part_of_the_identity() -> None:
+    with pytest.raises(ConfigError, match="kv_states_mb"):
+        LocalLLM("a/b/c.gguf", kv_states_mb=-1)
+    assert LocalLLM("a/b/c.gguf", kv_states_mb=0).identity() == LocalLLM("a/b/c.gguf").identity()
+    old = LocalLLM("a/b/c.gguf").__getstate__()
+    old.pop("kv_states_mb")
+    revived = LocalLLM.__new__(LocalLLM)
+    revived.__setstate__(old)  # pickled before the option existed
+    assert revived.kv_states_mb == 512
+
+
+@pytest.mark.slow
+@needs_tiny
+def test_kept_kv_states_change_what_is_evaluated_not_what_is_written() -> None:
+    """A conversation and another prompt in turn, greedy: with kept states the follow-ups start from the earlier
+    turns' state (more prompt tokens reused), and every answer is the one a full evaluation gives."""
+    pytest.importorskip("llama_cpp")
+    runs = {}
+    for mb in (0, 64):
+        llm = load_llm(TINY, n_ctx=2048, kv_states_mb=mb)
+        talk = [{"role": "system", "content": "You write biomedical sentences. " * 20}, *MESSAGES]
+        other = [{"role": "system", "content": "You judge sentences carefully. " * 20},
+                 {"role": "user", "content": "Is asthma a disease?"}]
+        answers, reused = [], []
+        for _ in range(3):
+            c = asyncio.run(llm.complete(talk, schema=SCHEMA, params={"temperature": 0.0, "max_tokens": 120, "seed": 1}))
+            o = asyncio.run(llm.complete(other, schema=None, params={"temperature": 0.0, "max_tokens": 12, "seed": 1}))
+            answers += [c.text, o.text]
+            reused.append(c.usage.cached_tokens)
+            talk = [*talk, {"role": "assistant", "content": c.text}, {"role": "user", "content": "Two more, shorter."}]
+        runs[mb] = (answers, reused, llm._llama.cache)
+    assert runs[64][0] == runs[0][0]
+    assert runs[0][2] is None and runs[64][2].restored >= 2
+    assert runs[64][1][1] > runs[0][1][1] and runs[64][1][2] > runs[0][1][2]
 
 
 def test_grammar_option_is_checked_and_part_of_the_identity() -> None:

@@ -12,6 +12,16 @@ chat templates unchanged. Outputs follow the grammar as before (a rejected token
 that keep JSON's ban on raw control characters (see ``_STRICT_CHAR``); the tokens sampled differ (the random stream is
 consumed differently), so the engine is part of the backend's identity.
 
+**KV states kept across calls.** llama-cpp-python reuses the KV state only for the prefix a prompt shares with the
+call just before it; with stages run seed by seed, a repair re-ask (the earlier request, its answer, then the
+rejections) or a seed's next judge question finds another seed's prompt there and evaluates its whole prefix again.
+:class:`KVStates` keeps the state each call leaves behind (``llama_state_get_data``: the used KV cells, about 28 KB a
+token for Qwen2.5-1.5B), least recently used first out beyond its byte budget, and the next call starts from the kept
+state that shares the longest prefix with its prompt (llama-cpp-python's ``cache`` hook), evaluating only the rest.
+The logits a restored state would need are recomputed: llama-cpp-python always evaluates at least the prompt's last
+token. As with the prefix reuse llama-cpp-python already does, a reused KV entry was computed in another batch shape,
+so the floating-point sums may differ in the last bits from a full evaluation.
+
 **Kernels chosen at run time.** ``scripts/setup.sh`` builds llama.cpp with ``GGML_BACKEND_DL`` and
 ``GGML_CPU_ALL_VARIANTS``: one CPU backend module per x86-64 level (``libggml-cpu-haswell.so``, ``-zen4``, ...)
 installed next to ``libllama`` (``scripts/llama_cpu_variants.cmake``). Nothing in llama-cpp-python loads them, and
@@ -30,7 +40,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ENGINES", "GrammarAfterSampling", "cpu_backend", "cpu_variants", "load_cpu_backends", "make_llama"]
+__all__ = ["ENGINES", "GrammarAfterSampling", "KVStates", "cpu_backend", "cpu_variants", "load_cpu_backends", "make_llama"]
 
 #: ``grammar``: where the JSON schema's grammar is applied. ``after_sampling`` (default): sample, check the token,
 #: fall back to the whole vocabulary only when it is rejected; ``in_chain``: llama-cpp-python's own chain, the grammar
@@ -178,6 +188,81 @@ class GrammarAfterSampling:
             return
 
 
+class KVState:
+    """One kept KV state: the tokens whose keys and values it holds and llama.cpp's serialised context."""
+
+    __slots__ = ("data", "input_ids", "key", "n_tokens", "seed", "size")
+
+    def __init__(self, input_ids: Any, data: Any, size: int, seed: int) -> None:
+        self.input_ids, self.data, self.size, self.seed = input_ids, data, size, seed
+        self.key: tuple[int, ...] = tuple(input_ids.tolist())
+        self.n_tokens = len(self.key)
+
+
+class KVStates:
+    """The KV states calls left behind, by their tokens; the least recently used go first beyond ``capacity_bytes``.
+
+    Plugged in as llama-cpp-python's ``Llama.cache``: ``states[prompt]`` is the kept state sharing the longest
+    prefix with ``prompt`` (``KeyError`` if none shares a token), ``states[tokens] = state`` keeps one.
+    ``restored`` counts the states calls started from.
+    """
+
+    def __init__(self, capacity_bytes: int = 512 << 20) -> None:
+        from collections import OrderedDict
+
+        self.capacity_bytes = capacity_bytes
+        self._states: OrderedDict[tuple[int, ...], KVState] = OrderedDict()
+        self.restored = 0
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.size for s in self._states.values())
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __bool__(self) -> bool:  # llama-cpp-python tests ``if self.cache:``; an empty store is still a store
+        return True
+
+    @staticmethod
+    def _prefix(a: Any, b: Any) -> int:
+        n = 0
+        for x, y in zip(a, b):
+            if x != y:
+                break
+            n += 1
+        return n
+
+    def best(self, tokens: Any) -> tuple[KVState | None, int]:
+        """The kept state sharing the longest prefix with ``tokens``, and that prefix's length."""
+        best, n = None, 0
+        for key, state in self._states.items():
+            if key and key[0] == tokens[0] and (m := self._prefix(key, tokens)) > n:
+                best, n = state, m
+        return best, n
+
+    def __getitem__(self, tokens: Any) -> KVState:
+        state = self.best(list(tokens))[0] if len(tokens) else None
+        if state is None:
+            raise KeyError("no kept state shares a prefix")
+        self._states.move_to_end(state.key)
+        return state
+
+    def __contains__(self, tokens: Any) -> bool:
+        return bool(len(tokens)) and self.best(list(tokens))[0] is not None
+
+    def __setitem__(self, tokens: Any, state: KVState) -> None:
+        key = state.key  # what the state holds (the last sampled token is never evaluated)
+        if not key or state.size > self.capacity_bytes:
+            return
+        self._states.pop(key, None)
+        for other in [k for k in self._states if len(k) < len(key) and key[:len(k)] == k]:
+            del self._states[other]  # a state that extends another makes it redundant
+        self._states[key] = state
+        while self.nbytes > self.capacity_bytes:
+            self._states.popitem(last=False)
+
+
 def _llama_class() -> type:
     from llama_cpp import Llama
 
@@ -198,14 +283,47 @@ def _llama_class() -> type:
             self.last_sampler = GrammarAfterSampling(chain, self._model.vocab, self._n_vocab, text, grammar._root)
             return self.last_sampler
 
+        def save_state(self) -> KVState:
+            """The context's KV state for :class:`KVStates`, without llama-cpp-python's copy of its score rows
+            (``n_batch`` x vocabulary floats, 311 MB for Qwen2.5, unused without ``logits_all``)."""
+            import llama_cpp
+
+            ctx = self._ctx.ctx
+            size = llama_cpp.llama_state_get_size(ctx)
+            data = (ctypes.c_uint8 * int(size))()
+            n = int(llama_cpp.llama_state_get_data(ctx, data, size))
+            if n > size:
+                raise RuntimeError("llama.cpp wrote more state than it sized")
+            return KVState(self.input_ids[: self.n_tokens].copy(), data, n, self._seed)
+
+        def load_state(self, state: Any) -> None:
+            if not isinstance(state, KVState):
+                return super().load_state(state)
+            import llama_cpp
+
+            if llama_cpp.llama_state_set_data(self._ctx.ctx, state.data, state.size) != state.size:
+                raise RuntimeError("llama.cpp could not restore a kept KV state")
+            self.input_ids[: state.n_tokens] = state.input_ids
+            self.n_tokens = state.n_tokens
+            self._requires_eval = True
+            self._seed = state.seed
+            if isinstance(self.cache, KVStates):
+                self.cache.restored += 1
+            self.last_restored = state
+            return None
+
+        #: the kept state the last call started from (set by :meth:`load_state`; the caller resets it)
+        last_restored: KVState | None = None
+
     return _EngineLlama
 
 
 _class: list[type] = []
 
 
-def make_llama(*, grammar: str = "after_sampling", **kwargs: Any) -> Any:
-    """A llama-cpp-python ``Llama`` on the best CPU backend, with the grammar where ``grammar`` says (:data:`ENGINES`)."""
+def make_llama(*, grammar: str = "after_sampling", kv_states_mb: int = 0, **kwargs: Any) -> Any:
+    """A llama-cpp-python ``Llama`` on the best CPU backend, with the grammar where ``grammar`` says (:data:`ENGINES`)
+    and, with ``kv_states_mb``, up to that many MiB of :class:`KVStates` kept across calls."""
     if grammar not in ENGINES:
         from .._exceptions import ConfigError
 
@@ -215,4 +333,6 @@ def make_llama(*, grammar: str = "after_sampling", **kwargs: Any) -> Any:
         _class.append(_llama_class())
     llama = _class[0](**kwargs)
     llama.grammar_after_sampling = grammar == "after_sampling"
+    if kv_states_mb > 0:
+        llama.set_cache(KVStates(kv_states_mb << 20))
     return llama

@@ -83,19 +83,26 @@ class LocalLLM(LLM):
             (default; the sampled token is checked, the whole vocabulary only when it is rejected) or ``"in_chain"``
             (llama-cpp-python's own sampler chain: the grammar over the whole vocabulary at every token, about 35%
             slower under the composer's schema). Part of the identity: the two sample different tokens.
+        kv_states_mb: MiB of KV states kept across calls (:class:`~hf_rgda.llm.engine.KVStates`): a call starts from
+            the kept state sharing the longest prefix with its prompt, so a repair re-ask or a seed's next question
+            evaluates only its new tokens. 0 keeps llama-cpp-python's reuse of the previous call's prefix alone.
+            Not part of the identity (it changes what is evaluated, not what is asked).
     """
 
     max_concurrency = 1
     has_logprobs = True
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
-                 grammar: str = "after_sampling") -> None:
+                 grammar: str = "after_sampling", kv_states_mb: int = 512) -> None:
         if grammar not in ENGINES:
             raise ConfigError(f"local backend grammar={grammar!r}: expected one of {', '.join(ENGINES)}")
         self.model = model
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.grammar = grammar
+        if kv_states_mb < 0:
+            raise ConfigError(f"local backend kv_states_mb={kv_states_mb} must be 0 or more")
+        self.kv_states_mb = kv_states_mb
         self._llama: Any = None
         self._lock = threading.Lock()
 
@@ -107,6 +114,7 @@ class LocalLLM(LLM):
                 raise ImportError("the local backend needs llama-cpp-python: pip install 'hf_rgda[local]'") from err
             self._llama = make_llama(
                 grammar=self.grammar,
+                kv_states_mb=self.kv_states_mb,
                 model_path=str(resolve_gguf(self.model)),
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads or os.cpu_count() or 1,
@@ -119,6 +127,7 @@ class LocalLLM(LLM):
         with self._lock:
             llama = self._load()
             previous = list(llama._input_ids[: llama.n_tokens])  # the KV state the last call left behind
+            llama.last_restored = None
             start = time.perf_counter()
             try:
                 out = llama.create_chat_completion(messages=messages, **kwargs)
@@ -127,7 +136,9 @@ class LocalLLM(LLM):
             seconds = time.perf_counter() - start
             usage = out.get("usage") or {}
             prompt = list(llama._input_ids[: usage.get("prompt_tokens", 0)])
-        tokens = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), _common_prefix(previous, prompt))
+            restored = getattr(llama, "last_restored", None)
+        reused = max(_common_prefix(previous, prompt), _common_prefix(list(restored.key), prompt) if restored else 0)
+        tokens = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), reused)
         return out, tokens, seconds
 
     def _run(self, messages: list[dict[str, str]], schema: Mapping[str, Any] | None, params: Mapping[str, Any]) -> Completion:
@@ -182,5 +193,6 @@ class LocalLLM(LLM):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("kv_states_mb", 512)
         self.__dict__.update(state)
         self._lock = threading.Lock()
