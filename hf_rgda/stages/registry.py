@@ -130,8 +130,11 @@ def system_prompts(config: AugmentConfig, types: Sequence[str], type_notes: str 
     return {s.name: s.system(s.name, common) for s in STAGES.values() if s.system is not None}
 
 
-_GUIDED = ("where", "seed_generation", "seed_generation_repair", "guidance", "guidance_judge", "composer",
-           "composer_repair", "entity_verify", "composition_judge", "debate_review", "entity_verify", "finish")
+#: the guided methods' seed generation writes the guidance stage's "other phrasings" (context, not rows), so its
+#: rejected sentences are not re-asked there: the repair would buy context with a fifth of the method's tokens
+#: (benchmarks/results/local_profile.json); naive, whose rows they are, repairs them
+_GUIDED = ("where", "seed_generation", "guidance", "guidance_judge", "composer", "composer_repair", "entity_verify",
+           "composition_judge", "debate_review", "entity_verify", "finish")
 
 #: each method's stages, in order (a stage whose ``when`` fails the configuration is passed over)
 PLANS: dict[str, tuple[str, ...]] = {
