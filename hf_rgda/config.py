@@ -20,7 +20,7 @@ __all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig", "Debate
 
 DEFAULT_LLM = "local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "biorda")
-REPRESENTATIONS = ("entities", "segments")
+REPRESENTATIONS = ("entities", "segments", "inline")
 SCHEDULES = ("stage", "row")
 JUDGE_READINGS = ("auto", "probability", "sample")
 
@@ -112,8 +112,10 @@ class AugmentConfig:
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
     max_repairs: int = _f(1, "targeted re-asks for sentences that fail the deterministic checks")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content")
-    representation: str = _f("entities", "what the LLM writes: a sentence plus entity list, or segments",
-                             choices=REPRESENTATIONS)
+    representation: str = _f("entities", "what the LLM writes: a sentence plus entity list ('entities'), typed "
+                             "segments ('segments'), or the sentence with each entity marked in place as "
+                             "[words](Type) ('inline': no entity can be missing from its sentence, and no entity is "
+                             "written twice)", choices=REPRESENTATIONS)
     schedule: str = _f("stage", "'stage' runs one stage for the whole batch before the next (reuses the KV "
                        "prefix); 'row' runs each seed through every stage first", choices=SCHEDULES)
     domain: str = _f("", "short description of the data's domain, e.g. 'biomedical abstracts'")

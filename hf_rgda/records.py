@@ -60,7 +60,18 @@ class Seed:
         """The seed written the way the LLM is asked to write sentences."""
         if representation == "segments":
             return {"segments": _segments(self.tokens, self.spans)}
+        if representation == "inline":
+            return {"text": inline_text(self.tokens, self.spans)}
         return {"text": self.text, "entities": self.entities}
+
+
+def inline_text(tokens: Sequence[str], spans: Sequence[Span]) -> str:
+    """The sentence as readable text with each entity marked in place: ``"Mutations cause [breast cancer](Disease)."``."""
+    out, pos = [], 0
+    for s in spans:
+        out += [*tokens[pos : s.start], f"[{detokenize(tokens[s.start : s.end])}]({s.label})"]
+        pos = s.end
+    return detokenize([*out, *tokens[pos:]])
 
 
 def _segments(tokens: Sequence[str], spans: Sequence[Span]) -> list[dict[str, str]]:

@@ -73,6 +73,35 @@ def test_segments_representation() -> None:
     assert c.tags == ["O", "O", "B-Disease", "I-Disease", "I-Disease", "O", "O"]
 
 
+def test_inline_representation_reads_marks_where_they_stand() -> None:
+    c = decode_sentence({"text": "Carriers of [Prader-Willi syndrome](Disease) and [gout](Disease) (rare) exist."},
+                        ["Disease"], "inline", split_hyphens=True)
+    assert c.ok and c.tokens == ["Carriers", "of", "Prader", "-", "Willi", "syndrome", "and", "gout", "(", "rare", ")",
+                                 "exist", "."]
+    assert c.tags == ["O", "O", "B-Disease", "I-Disease", "I-Disease", "I-Disease", "O", "B-Disease", "O", "O", "O",
+                      "O", "O"]
+    # brackets that are no mark stay words; a citation is text
+    assert decode_sentence({"text": "As in [12], [gout](Disease) recurs."}, ["Disease"], "inline").tags[6] == "B-Disease"
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("Mutations cause [breast cancer](Effect).", "unknown_type"),
+    ("Mutations cause [breast cancer](Disease .", "malformed"),
+    ("Mutations cause breast cancer](Disease).", "malformed"),
+    ("Mutations cause [breast cancer (Disease).", "malformed"),
+    ("Mutations cause [ ](Disease).", "empty_entity"),
+])
+def test_inline_marks_that_are_not_marks_reject_the_sentence(text: str, reason: str) -> None:
+    assert decode_sentence({"text": text}, ["Disease"], "inline").reason == reason
+
+
+def test_inline_rendering_round_trips() -> None:
+    item = SEED.as_item("inline")
+    assert item == {"text": "Germline mutations in BRCA1 cause [breast cancer](Disease)."}
+    back = decode_sentence(item, ["Disease"], "inline")
+    assert (back.tokens, back.tags) == (list(SEED.tokens), list(SEED.tags))
+
+
 @pytest.mark.parametrize(("text", "ents", "reason"), [
     ("Lupus .", [("Lupus", "Disease")], "too_short"),
     ("Mutations in PTEN are frequent in tumours .", [], "no_entity"),

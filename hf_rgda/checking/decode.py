@@ -1,10 +1,13 @@
 """Decoding model answers: JSON (fenced or not, surrogates made encodable) into tokens and IOB2 tags.
 
-Two output forms are supported (chosen by measurement: ``benchmarks/local_pipeline.py --representations``):
+Three output forms are supported (``AugmentConfig.representation``; measured by ``benchmarks/local_pipeline.py
+--representations`` and ``benchmarks/local_profile.py``):
 
 - ``entities``: ``{"text": "...", "entities": [{"text": "...", "type": "..."}]}``; entity strings are matched
   back into the tokenized sentence (every occurrence is tagged; an unmatched entity rejects the sentence);
-- ``segments``: ``{"segments": [{"text": "...", "type": "O" | type}]}``, concatenated in order.
+- ``segments``: ``{"segments": [{"text": "...", "type": "O" | type}]}``, concatenated in order;
+- ``inline``: ``{"text": "... [entity words](Type) ..."}``, each entity marked where it stands, so an entity missing
+  from its sentence cannot be written, and none is written twice.
 
 Example:
     >>> decode_sentence({"text": "Gout hurts.", "entities": [{"text": "gout", "type": "Disease"}]}, ["Disease"]).tags
@@ -129,6 +132,39 @@ def _decode_segments(item: Mapping[str, Any], types: Sequence[str], split_hyphen
     return cand
 
 
+#: ``[words](Type)``; the words hold no bracket, the type no bracket, parenthesis or space
+_MARK = re.compile(r"\[([^\[\]]+)\]\(([^()\s\[\]]+)\)")
+#: what is left of a mark the model did not close or type (``[words]`` then ``(``, or ``](``)
+_BROKEN_MARK = re.compile(r"\]\s*\(|\[[^\[\]]*\]\((?![^()]*\))")
+
+
+def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool) -> Candidate:
+    cand = Candidate(raw=item)
+    text = item.get("text")
+    if not isinstance(text, str):
+        return cand.reject("malformed", "item needs 'text' (string)")
+    text = re.sub(r"(?<!\.)\.\.\s*$", ".", text.rstrip())
+    tokens: list[str] = []
+    spans: list[Span] = []
+    pos = 0
+    for m in _MARK.finditer(text):
+        words, etype = tokenize(m.group(1), split_hyphens=split_hyphens), m.group(2)
+        if etype not in types:
+            return cand.reject("unknown_type", f"type {etype!r} is not in {list(types)}")
+        tokens += tokenize(text[pos : m.start()], split_hyphens=split_hyphens)
+        if not words:
+            return cand.reject("empty_entity", f"mark {m.group(0)!r} has no words")
+        spans.append(Span(len(tokens), len(tokens) + len(words), etype))
+        tokens += words
+        pos = m.end()
+    tokens += tokenize(text[pos:], split_hyphens=split_hyphens)
+    rest = _MARK.sub(" ", text)
+    if _BROKEN_MARK.search(rest) or rest.count("[") != rest.count("]"):
+        return cand.reject("malformed", f"an entity mark is not of the form [words](Type): {text!r}")
+    cand.tokens, cand.tags = tokens, spans_to_tags(spans, len(tokens))
+    return cand
+
+
 def decode_sentence(item: Any, types: Sequence[str], representation: str = "entities", *,
                     split_hyphens: bool = False) -> Candidate:
     """Turn one answer item into tokens and IOB2 tags (or a rejected :class:`Candidate`); ``split_hyphens`` follows
@@ -138,6 +174,8 @@ def decode_sentence(item: Any, types: Sequence[str], representation: str = "enti
     try:
         if representation == "segments":
             return _decode_segments(item, types, split_hyphens)
+        if representation == "inline":
+            return _decode_inline(item, types, split_hyphens)
         return _decode_entities(item, types, split_hyphens)
     except SchemaError as err:  # overlapping spans etc.
         return Candidate(raw=item).reject("invalid_tags", str(err))

@@ -25,6 +25,7 @@ TEMPLATE_NAMES = (
     "guidance",
     "guidance_judge",
     "guidance_refine",
+    "inline_format",
     "json_reask",
     "judge_scale",
     "repair",
