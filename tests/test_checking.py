@@ -95,6 +95,14 @@ def test_inline_marks_that_are_not_marks_reject_the_sentence(text: str, reason: 
     assert decode_sentence({"text": text}, ["Disease"], "inline").reason == reason
 
 
+def test_inline_mark_of_a_type_the_dataset_lacks_is_untagged_when_salvaging() -> None:
+    item = {"text": "Mutations in [BRCA1](Gene) cause [breast cancer](Disease)."}
+    c = decode_sentence(item, ["Disease"], "inline", untag_unknown=True)
+    assert c.ok and c.tags == ["O", "O", "O", "O", "B-Disease", "I-Disease", "O"]
+    assert c.salvaged == ["unknown_type: untagged 'BRCA1' (marked Gene)"]
+    assert decode_sentence(item, ["Disease"], "inline").reason == "unknown_type"
+
+
 def test_inline_rendering_round_trips() -> None:
     item = SEED.as_item("inline")
     assert item == {"text": "Germline mutations in BRCA1 cause [breast cancer](Disease)."}

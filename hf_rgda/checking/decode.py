@@ -138,7 +138,8 @@ _MARK = re.compile(r"\[([^\[\]]+)\]\(([^()\s\[\]]+)\)")
 _BROKEN_MARK = re.compile(r"\]\s*\(|\[[^\[\]]*\]\((?![^()]*\))")
 
 
-def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool) -> Candidate:
+def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool,
+                   untag_unknown: bool = False) -> Candidate:
     cand = Candidate(raw=item)
     text = item.get("text")
     if not isinstance(text, str):
@@ -149,9 +150,15 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
     pos = 0
     for m in _MARK.finditer(text):
         words, etype = tokenize(m.group(1), split_hyphens=split_hyphens), m.group(2)
-        if etype not in types:
-            return cand.reject("unknown_type", f"type {etype!r} is not in {list(types)}")
         tokens += tokenize(text[pos : m.start()], split_hyphens=split_hyphens)
+        if etype not in types:
+            if not untag_unknown:
+                return cand.reject("unknown_type", f"type {etype!r} is not in {list(types)}")
+            # marked as a type the dataset does not have: the model says it is none of the dataset's; its words stay
+            cand.salvaged.append(f"unknown_type: untagged {m.group(1)!r} (marked {etype})")
+            tokens += words
+            pos = m.end()
+            continue
         if not words:
             return cand.reject("empty_entity", f"mark {m.group(0)!r} has no words")
         spans.append(Span(len(tokens), len(tokens) + len(words), etype))
@@ -166,16 +173,18 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
 
 
 def decode_sentence(item: Any, types: Sequence[str], representation: str = "entities", *,
-                    split_hyphens: bool = False) -> Candidate:
+                    split_hyphens: bool = False, untag_unknown: bool = False) -> Candidate:
     """Turn one answer item into tokens and IOB2 tags (or a rejected :class:`Candidate`); ``split_hyphens`` follows
-    the dataset's tokenization (see :attr:`SplitStats.split_hyphens <hf_rgda.checking.SplitStats>`)."""
+    the dataset's tokenization (see :attr:`SplitStats.split_hyphens <hf_rgda.checking.SplitStats>`). With
+    ``untag_unknown`` (``inline`` only; the pipeline passes ``salvage``), a mark of a type the dataset does not have
+    leaves its words untagged, recorded in ``salvaged``, instead of rejecting the sentence."""
     if not isinstance(item, Mapping):
         return Candidate(raw=item).reject("malformed", f"expected an object, got {type(item).__name__}")
     try:
         if representation == "segments":
             return _decode_segments(item, types, split_hyphens)
         if representation == "inline":
-            return _decode_inline(item, types, split_hyphens)
+            return _decode_inline(item, types, split_hyphens, untag_unknown)
         return _decode_entities(item, types, split_hyphens)
     except SchemaError as err:  # overlapping spans etc.
         return Candidate(raw=item).reject("invalid_tags", str(err))
