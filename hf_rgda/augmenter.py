@@ -97,6 +97,7 @@ class RGDAAugmenter:
         config = cal.apply(config or AugmentConfig()) if cal else config  # the options given here win over it
         self.config = dataclasses.replace(config, **config_fields) if config else AugmentConfig(**config_fields)
         self.llm = load_llm(llm, **dict(llm_options or {}))
+        self.config = self.config.for_backend(self.llm)  # representation "auto": the backend's own
         self.calibration = cal.summary() if cal else None
         if cal and cal.llm and cal.llm != self.llm.identity():
             log.warning("%s was measured with %s, not with this run's %s", cal.source, cal.llm, self.llm.identity())

@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from ._exceptions import ConfigError
@@ -20,7 +20,7 @@ __all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig", "Debate
 
 DEFAULT_LLM = "local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "biorda")
-REPRESENTATIONS = ("entities", "segments", "inline")
+REPRESENTATIONS = ("auto", "entities", "segments", "inline")
 SCHEDULES = ("stage", "row")
 JUDGE_READINGS = ("auto", "probability", "sample")
 
@@ -112,10 +112,12 @@ class AugmentConfig:
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
     max_repairs: int = _f(1, "targeted re-asks for sentences that fail the deterministic checks")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content")
-    representation: str = _f("entities", "what the LLM writes: a sentence plus entity list ('entities'), typed "
+    representation: str = _f("auto", "what the LLM writes: a sentence plus entity list ('entities'), typed "
                              "segments ('segments'), or the sentence with each entity marked in place as "
-                             "[words](Type) ('inline': no entity can be missing from its sentence, and no entity is "
-                             "written twice)", choices=REPRESENTATIONS)
+                             "[words](Type) ('inline': no entity can be missing from its sentence, and none is "
+                             "written twice); 'auto': the backend's own (inline for the local model: more accepted "
+                             "rows for fewer tokens, benchmarks/README.md; entities for the APIs, whose schemas "
+                             "hold the entity types to the label set)", choices=REPRESENTATIONS)
     schedule: str = _f("stage", "'stage' runs one stage for the whole batch before the next (reuses the KV "
                        "prefix); 'row' runs each seed through every stage first", choices=SCHEDULES)
     domain: str = _f("", "short description of the data's domain, e.g. 'biomedical abstracts'")
@@ -218,6 +220,13 @@ class AugmentConfig:
         if self.uses_attribution and not model:
             raise ConfigError(f"method {self.method!r}{' with where=True' if self.where else ''} needs "
                               "attribution_model=<folder or Hub id> (hf_rgda.attribution.fit_seed_model trains one)")
+
+    def for_backend(self, llm: Any) -> AugmentConfig:
+        """This configuration with ``representation="auto"`` made the backend's own (its ``representation``
+        attribute: ``"inline"`` for the local model, ``"entities"`` otherwise)."""
+        if self.representation != "auto":
+            return self
+        return replace(self, representation=getattr(llm, "representation", "entities"))
 
     def threshold_for(self, verdict_method: str) -> int:
         """The refine loops' threshold for a verdict read by ``verdict_method`` (``Judgement.method``)."""

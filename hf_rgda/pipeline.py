@@ -96,6 +96,7 @@ class Pipeline:
                  attribution: Any = None, debate_llms: Sequence[LLM] = (),
                  mentions: Mapping[str, Sequence[str]] | None = None, progress: bool = False) -> None:
         config.check_attribution(attribution)
+        config = config.for_backend(llm)  # representation "auto": the backend's own
         self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
         self.attribution, self.debate_llms = attribution, list(debate_llms) or [llm]
         self.pool = EntityPool({t: list(v) for t, v in (mentions or {}).items()})

@@ -71,6 +71,19 @@ def test_config_errors_are_clear() -> None:
         RGDAAugmenter(llm=ScriptedLLM([]))
 
 
+def test_representation_auto_is_the_backends_own() -> None:
+    from hf_rgda import AugmentConfig
+    from hf_rgda.llm.local import LocalLLM
+
+    local = LocalLLM("a/b/c.gguf")  # nothing is loaded until a call
+    assert AugmentConfig().representation == "auto"
+    assert AugmentConfig().for_backend(local).representation == "inline"
+    assert AugmentConfig().for_backend(ScriptedLLM([])).representation == "entities"
+    assert AugmentConfig(representation="segments").for_backend(local).representation == "segments"
+    assert make_aug().config.representation == "entities"  # resolved once, where the backend is known
+    assert make_aug(representation="inline").config.representation == "inline"
+
+
 def test_fingerprint_depends_on_configuration_only(monkeypatch: pytest.MonkeyPatch) -> None:
     base = Hasher.hash(make_aug())
     assert Hasher.hash(make_aug()) == base

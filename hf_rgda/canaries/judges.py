@@ -64,7 +64,7 @@ class Judges:
                  cache: ResponseCache | None = None, descriptions: Mapping[str, str] | None = None,
                  confusers: Sequence[str] | None = None) -> None:
         self.gold, self.llm = gold, llm
-        config = config or AugmentConfig(method="rgda")
+        config = (config or AugmentConfig(method="rgda")).for_backend(llm)
         self.config = config if config.domain else dataclasses.replace(config, domain=gold.domain)
         self.checker = Checker(gold.types, stats or SplitStats(), self.config.near_copy_ratio,
                                salvage=self.config.salvage)

@@ -102,6 +102,9 @@ class LLM(abc.ABC):
     #: whether :meth:`option_probs` reads next-token logprobs (else it is the sampling fallback, several calls); the
     #: remote backends answer per model (a property over their capability record)
     has_logprobs: bool = False
+    #: what the generating stages ask this backend to write under ``representation="auto"``
+    #: (:meth:`hf_rgda.config.AugmentConfig.for_backend`)
+    representation: str = "entities"
 
     @abc.abstractmethod
     async def complete(
