@@ -17,10 +17,18 @@ chain with the grammar (``in_chain``), the grammar after sampling (``after_sampl
 interleaved, N completions each: tokens/s, the sampler's CPU time per token (thread time: robust to a loaded
 machine), whether each output parses and fits the schema, and the prompt-processing speed of this build.
 
+``--kernels NAME=LIBDIR[:MODULE] ...`` instead measures llama.cpp builds: each named folder of llama.cpp libraries (a
+venv's ``llama_cpp/lib``, or any build's) is loaded in a fresh process through ``LLAMA_CPP_LIB_PATH`` (with
+``:MODULE``, only that CPU backend variant module is loaded, as on a CPU whose best variant it is), and prompt
+processing (512 tokens) and generation (32 tokens) are timed at ``--threads`` threads, the builds interleaved
+``--reps`` times; each also writes a greedy completion, to show the kernels compute the same thing.
+
 Usage:
     git worktree add /tmp/base 8ae9ee0
-    python -m benchmarks.local_speed --arm base=/tmp/base --arm main=. --num-seeds 20 --chunk 4
+    python -m benchmarks.local_speed --arm base=/tmp/base::/tmp/portable_lib --arm main=. --num-seeds 20 --chunk 4
     python -m benchmarks.local_speed --decode 4 --out benchmarks/results/local_decode.json
+    python -m benchmarks.local_speed --kernels portable=/tmp/portable/lib variants=.venv/lib/python3.11/site-packages/llama_cpp/lib \
+        native=/tmp/nativelib haswell=.venv/lib/python3.11/site-packages/llama_cpp/lib:libggml-cpu-haswell.so
 """
 
 from __future__ import annotations
@@ -65,11 +73,92 @@ for r in run.rows:
         per_seed[-1] += 1
         tags = [names[t] for t in r["ner_tags"]] if names else list(r["ner_tags"])
         rows.append({"tokens": list(r["tokens"]), "tags": tags})
-import llama_cpp, os
-lib = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
+import os
+from llama_cpp import llama_cpp as bindings
+lib = str(bindings._base_path)  # llama_cpp/lib, or LLAMA_CPP_LIB_PATH (an arm run on another build)
 print("RESULT " + json.dumps({"summary": run.summary.to_dict(), "per_seed": per_seed, "rows": rows,
-      "identity": aug.llm.identity(), "llama_cpp_lib": sorted(os.listdir(lib))}))
+      "identity": aug.llm.identity(), "llama_cpp_lib": lib, "llama_cpp_modules": sorted(os.listdir(lib)),
+      "system_info": bindings.llama_print_system_info().decode(errors="replace")}))
 '''
+
+
+#: one build's speed, run by this venv's Python with ``LLAMA_CPP_LIB_PATH`` set to the build's folder
+KERNEL_WORKER = r'''
+import ctypes, json, os, sys, time
+args = json.loads(sys.argv[1])
+import llama_cpp
+from llama_cpp import llama_cpp as bindings
+lib, module = bindings._base_path, args["module"]
+ggml = bindings._lib
+ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
+if module:  # this variant alone, as ggml would pick it on a CPU where it scores best
+    ggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
+    ggml.ggml_backend_load.restype = ctypes.c_void_p
+    assert ggml.ggml_backend_load(str(lib / module).encode()), module
+else:
+    from hf_rgda.llm.engine import load_cpu_backends
+    load_cpu_backends()
+llm = llama_cpp.Llama(model_path=args["model"], n_ctx=2048, n_threads=args["threads"], n_batch=512, verbose=False)
+text = open(args["text"]).read() * 8
+toks = llm.tokenize(text.encode())[:512]
+pp, tg = [], []
+for _ in range(args["reps"]):
+    llm.reset()
+    t = time.perf_counter(); llm.eval(toks); pp.append(len(toks) / (time.perf_counter() - t))
+    t = time.perf_counter()
+    for tok in toks[:32]:
+        llm.eval([tok])
+    tg.append(32 / (time.perf_counter() - t))
+llm.reset()
+greedy = llm.create_completion("Asthma is a chronic disease of the", max_tokens=16, temperature=0.0)["choices"][0]["text"]
+print("RESULT " + json.dumps({"pp": pp, "tg": tg, "greedy": greedy,
+      "system_info": llama_cpp.llama_print_system_info().decode(errors="replace"),
+      "modules": sorted(p.name for p in lib.glob("libggml-cpu*.so"))}))
+'''
+
+
+def kernels(args: argparse.Namespace) -> dict[str, Any]:
+    """Prompt processing and generation speed of llama.cpp builds, interleaved, each in a fresh process."""
+    from hf_rgda import DEFAULT_LLM
+    from hf_rgda.llm.local import resolve_gguf
+
+    model = str(resolve_gguf(DEFAULT_LLM.split(":", 1)[1]))
+    builds = {}
+    for spec in args.kernels:
+        name, _, rest = spec.partition("=")
+        folder, _, module = rest.partition(":")
+        builds[name] = {"lib": str(Path(folder).resolve()), "module": module or None}
+    out: dict[str, Any] = {"command": command("local_speed"), "machine": machine(), "model": DEFAULT_LLM,
+                           "threads": args.threads or os.cpu_count(), "load_average_start": _load(), "builds": builds}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in builds}
+    for rep in range(args.reps):
+        for name, build in (builds.items() if rep % 2 == 0 else reversed(builds.items())):
+            job = {"model": model, "threads": args.threads or os.cpu_count(), "reps": 1, "module": build["module"],
+                   "text": str(ROOT / "hf_rgda" / "prompts" / "composer.md")}
+            env = {**os.environ, "LLAMA_CPP_LIB_PATH": build["lib"], "HF_HUB_OFFLINE": "1"}
+            proc = subprocess.run([sys.executable, "-c", KERNEL_WORKER, json.dumps(job)], env=env, capture_output=True,
+                                  text=True, check=False)
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+            if proc.returncode or not lines:
+                raise RuntimeError(f"build {name} failed:\n{proc.stderr[-3000:]}")
+            got = json.loads(lines[-1][len("RESULT "):])
+            runs[name].append({**got, "load": _load()})
+            print(name, round(got["pp"][0], 1), "pp t/s", round(got["tg"][0], 1), "tg t/s", repr(got["greedy"]), flush=True)
+    for name, rs in runs.items():
+        build = builds[name]
+        build["prompt_tokens_per_s"] = [round(r["pp"][0], 1) for r in rs]
+        build["gen_tokens_per_s"] = [round(r["tg"][0], 1) for r in rs]
+        build["prompt_tokens_per_s_median"] = round(statistics.median(r["pp"][0] for r in rs), 1)
+        build["gen_tokens_per_s_median"] = round(statistics.median(r["tg"][0] for r in rs), 1)
+        build["greedy"] = rs[-1]["greedy"]
+        build["system_info"] = rs[-1]["system_info"]
+        build["modules"] = rs[-1]["modules"]
+    base = next(iter(builds))
+    out["prompt_speed_vs_" + base] = {name: round(b["prompt_tokens_per_s_median"] / builds[base]["prompt_tokens_per_s_median"], 3)
+                                      for name, b in builds.items()}
+    out["load_average_end"] = _load()
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    return out
 
 
 def _load() -> str:
@@ -83,6 +172,9 @@ def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace)
                "domain": DOMAIN, "cache": str(Path(tmp) / "cache.sqlite3")}
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(Path(tmp) / "datasets")}
         env.pop("PYTHONPATH", None)
+        env.pop("LLAMA_CPP_LIB_PATH", None)
+        if arm.get("lib"):  # the arm's llama.cpp build, when it is not its Python's own
+            env["LLAMA_CPP_LIB_PATH"] = arm["lib"]
         load_before, start = _load(), time.perf_counter()
         proc = subprocess.run([arm["python"], "-c", WORKER, json.dumps(job)], cwd=arm["path"], env=env,
                               capture_output=True, text=True, check=False)
@@ -97,6 +189,7 @@ def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace)
             "completion_tokens": s["completion_tokens"], "prompt_tokens": s["prompt_tokens"],
             "cached_prompt_tokens": s["cached_prompt_tokens"], "rejected_by_reason": s["rejected_by_reason"],
             "failed_seeds": s["failed_seeds"], "identity": out["identity"], "llama_cpp_lib": out["llama_cpp_lib"],
+            "llama_cpp_modules": out["llama_cpp_modules"], "system_info": out["system_info"],
             "rows": out["rows"]}
 
 
@@ -134,13 +227,14 @@ def ab(args: argparse.Namespace) -> dict[str, Any]:
     arms = []
     for spec in args.arm:
         name, _, rest = spec.partition("=")
-        path, _, python = rest.partition(":")
+        path, _, rest = rest.partition(":")
+        python, _, lib = rest.partition(":")
         path = str(Path(path).resolve())
-        arms.append({"name": name, "path": path, "python": python or sys.executable,
+        arms.append({"name": name, "path": path, "python": python or sys.executable, "lib": lib or None,
                      "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=path, capture_output=True,
                                               text=True, check=False).stdout.strip()})
     result: dict[str, Any] = {"command": command("local_speed"), "machine": machine(), "load_average_start": _load(),
-                              "arms": {a["name"]: {k: a[k] for k in ("path", "python", "commit")} for a in arms},
+                              "arms": {a["name"]: {k: a[k] for k in ("path", "python", "lib", "commit")} for a in arms},
                               "chunks": {a["name"]: [] for a in arms}, "cells": {}}
     seeds = list(range(args.num_seeds))
     for i, start in enumerate(range(0, args.num_seeds, args.chunk)):
@@ -241,15 +335,23 @@ def _fits(text: str, schema: dict[str, Any]) -> bool:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--arm", action="append", default=[],
-                   help="NAME=PATH[:PYTHON]: a checkout and the Python that runs it (default: this venv's)")
+                   help="NAME=PATH[:PYTHON[:LIBDIR]]: a checkout, the Python that runs it (default: this venv's) and "
+                        "the llama.cpp build it loads (default: its Python's own; LIBDIR sets LLAMA_CPP_LIB_PATH)")
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--num-seeds", type=int, default=20)
     p.add_argument("--chunk", type=int, default=4, help="seeds per run (the README's command runs 4)")
     p.add_argument("--decode", type=int, default=0, help="measure generation under the composer's schema instead")
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--kernels", nargs="+", default=[], metavar="NAME=LIBDIR[:MODULE]",
+                   help="measure llama.cpp builds instead (the first is the ratios' baseline)")
+    p.add_argument("--reps", type=int, default=3, help="--kernels: rounds over the builds")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    args.out = args.out or ROOT / "benchmarks" / "results" / ("local_decode.json" if args.decode else "local_speed.json")
+    default = "local_kernels.json" if args.kernels else "local_decode.json" if args.decode else "local_speed.json"
+    args.out = args.out or ROOT / "benchmarks" / "results" / default
+    if args.kernels:
+        kernels(args)
+        return 0
     if args.decode:
         decode(args)
         return 0
