@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Set up hf_rgda on a fresh machine: virtual environment, the package (torch pinned to the CPU wheel),
-# llama-cpp-python (compiled once, ~10 min on 2 cores; pip caches the wheel), and the models, provisioned
+# llama-cpp-python (compiled once with CPU kernels chosen at run time, ~20 min on 2 cores; the wheel is cached), and the models, provisioned
 # offline into the Hugging Face cache. Idempotent: a second run only checks.
 #
 #   bash scripts/setup.sh            # for the main job: local default LLM + tiny test model
 #   bash scripts/setup.sh --dev      # for the tests: dev tools, tiny LLM and the MiniLM encoder
 #   bash scripts/setup.sh --models "default fast tiny minilm mpnet"   # choose models
-#   HF_RGDA_CPU_VARIANTS=1 bash scripts/setup.sh   # llama.cpp with every x86-64 kernel variant (opt-in, long build)
+#   HF_RGDA_CPU_VARIANTS=0 bash scripts/setup.sh   # llama-cpp-python's portable AVX2 build, not the CPU variants
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,12 +21,15 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# system packages the tests use: Debian's Chromium (Space browser test) and WordNet (EDA baseline)
-if [ "$dev" = 1 ] && { ! command -v chromium >/dev/null || [ ! -f /usr/share/wordnet/index.noun ]; }; then
+# system packages the tests use: Debian's Chromium (Space browser test), WordNet (EDA baseline) and QEMU's user-mode
+# emulator (the llama.cpp build run as on a CPU without AVX-512)
+if [ "$dev" = 1 ] && { ! command -v chromium >/dev/null || [ ! -f /usr/share/wordnet/index.noun ] \
+                       || ! command -v qemu-x86_64 >/dev/null; }; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium wordnet-base >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium wordnet-base qemu-user >/dev/null
   else
-    echo "setup: install Debian's chromium and wordnet-base for the browser and EDA tests (they are skipped without)" >&2
+    echo "setup: install Debian's chromium, wordnet-base and qemu-user for the browser, EDA and CPU-variant tests" \
+         "(they are skipped without)" >&2
   fi
 fi
 
@@ -34,27 +37,35 @@ PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${extras//,/-}"
 
-# llama.cpp with every x86-64 CPU kernel variant (GGML_BACKEND_DL + GGML_CPU_ALL_VARIANTS): one wheel that runs on any
-# x86-64 machine and uses the best kernels its CPU has (AVX-512 where there is one: prompt processing about 1.8x the
-# AVX2-only build's). scripts/llama_cpu_variants.cmake installs the variants next to libllama (llama-cpp-python's own
-# install list leaves them out); hf_rgda.llm.engine loads them. The wheel is kept in its own folder, because pip's
-# cache keys a built wheel by version only and would hand back a build made without them.
-# Opt-in for now (HF_RGDA_CPU_VARIANTS=1): the build is measured only on a loaded machine (73 min niced; 20-30 min
-# idle is an estimate) and not yet run end to end from a fresh clone, so the default stays the portable AVX2 build
-# that CI has verified. See issue #32 and benchmarks/README.md (local_speed.py).
+# llama.cpp with CPU kernels chosen at run time (GGML_BACKEND_DL): one backend module per x86-64 level, next to
+# libllama, and ggml loads the best one the CPU has (hf_rgda.llm.engine.load_cpu_backends). The wheel runs on any
+# x86-64 machine: on this project's AVX-512 machines prompt processing is ~1.3x the AVX2-only build's and within a few
+# percent of a native one (benchmarks/README.md, local_speed.py --kernels). llama.cpp's GGML_CPU_ALL_VARIANTS builds
+# 14 x86 modules; six cover the CPUs of the last decade (x64, the any-CPU fallback; haswell, AVX2; alderlake,
+# AVX-VNNI; skylakex, AVX-512; icelake, +VBMI/VNNI; zen4, +BF16), so the other eight are taken out of the list in
+# llama-cpp-python's own source distribution before it is compiled (~20 min on 2 cores, once).
+# scripts/llama_cpu_variants.cmake installs the modules (llama-cpp-python's install list leaves them out). The wheel
+# is kept in its own folder: pip's cache keys a built wheel by version only.
+# HF_RGDA_CPU_VARIANTS=0 keeps llama-cpp-python's own portable build (AVX2 kernels only) instead.
 llama_version=$(grep -o 'llama-cpp-python[^"]*==[0-9.]*' pyproject.toml | head -1 | sed 's/.*==//')
-llama_wheels=${HF_RGDA_WHEELS:-$HOME/.cache/hf_rgda/wheels}/llama-cpp-python-cpu-all-variants
+cpu_variants="x64 haswell alderlake skylakex icelake zen4"
+llama_wheels=${HF_RGDA_WHEELS:-$HOME/.cache/hf_rgda/wheels}/llama-cpp-python-cpu-$(echo "$cpu_variants" | tr ' ' -)
 llama_variants() { ls .venv/lib/python3*/site-packages/llama_cpp/lib/libggml-cpu-*.so >/dev/null 2>&1; }
-want_variants() { [ "${HF_RGDA_CPU_VARIANTS:-0}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; }
+want_variants() { [ "${HF_RGDA_CPU_VARIANTS:-1}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; }
 install_llama() {
   want_variants || return 0   # otherwise: llama-cpp-python's own portable build (below)
   llama_variants && return 0
   wheel=$(ls "$llama_wheels"/llama_cpp_python-"$llama_version"-*.whl 2>/dev/null | head -1 || true)
   if [ -z "$wheel" ]; then
-    echo "setup: compiling llama-cpp-python $llama_version with every x86-64 CPU variant (20-30 min on 2 cores, once)" >&2
+    echo "setup: compiling llama-cpp-python $llama_version with CPU variants $cpu_variants (~20 min on 2 cores, once)" >&2
+    src=$(mktemp -d)
+    .venv/bin/python -m pip download --quiet --no-deps --no-binary :all: -d "$src" "llama-cpp-python==$llama_version"
+    tar xzf "$src"/llama_cpp_python-"$llama_version".tar.gz -C "$src"
+    tree="$src/llama_cpp_python-$llama_version"
+    .venv/bin/python scripts/llama_cpu_variants.py "$tree/vendor/llama.cpp/ggml/src/CMakeLists.txt" $cpu_variants
     CMAKE_ARGS="-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_PROJECT_llama_cpp_INCLUDE=$PWD/scripts/llama_cpu_variants.cmake" \
-      .venv/bin/python -m pip wheel --quiet --no-cache-dir --no-deps --no-binary llama-cpp-python -w "$llama_wheels" \
-      "llama-cpp-python==$llama_version"
+      .venv/bin/python -m pip wheel --quiet --no-cache-dir --no-deps -w "$llama_wheels" "$tree"
+    rm -rf "$src"
     wheel=$(ls "$llama_wheels"/llama_cpp_python-"$llama_version"-*.whl | head -1)
   fi
   .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$wheel"

@@ -124,6 +124,49 @@ def test_cpu_backend_variants_load_when_the_build_has_them() -> None:
     assert "system_info" in cpu_backend()
 
 
+_GREEDY = r'''
+import json, llama_cpp
+from hf_rgda.llm.engine import cpu_backend
+from hf_rgda.llm.local import resolve_gguf
+info = cpu_backend()
+llm = llama_cpp.Llama(model_path=str(resolve_gguf(TINY_MODEL)), n_ctx=512, n_threads=1, verbose=False)
+text = llm.create_completion("Asthma is a chronic disease of the", max_tokens=12, temperature=0.0)["choices"][0]["text"]
+print("RESULT " + json.dumps({"system_info": info["system_info"], "text": text}))
+'''
+
+
+def _greedy(prefix: list[str]) -> tuple[str, dict[str, str]]:
+    import os
+    import subprocess
+    import sys
+
+    code = _GREEDY.replace("TINY_MODEL", repr(TINY.split(":", 1)[1]))
+    proc = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=False)
+    result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and result, proc.stderr[-2000:]
+    return proc.stderr, json.loads(result[0][len("RESULT "):])
+
+
+@pytest.mark.slow
+@needs_tiny
+def test_the_cached_build_runs_on_a_cpu_without_avx512() -> None:
+    """The same build under QEMU's user-mode emulation of a Haswell CPU (AVX2, no AVX-512): ggml loads the haswell
+    module and the tiny model writes what it writes on this machine's own kernels."""
+    import shutil
+
+    pytest.importorskip("llama_cpp")
+    if not cpu_variants():
+        pytest.skip("this llama.cpp build has the CPU backend linked in (HF_RGDA_CPU_VARIANTS=0): no variants to pick")
+    if shutil.which("qemu-x86_64") is None:
+        pytest.skip("qemu-user is not installed (bash scripts/setup.sh --dev installs it)")
+    _, native = _greedy([])
+    log, haswell = _greedy(["qemu-x86_64", "-cpu", "Haswell-v4"])
+    assert "libggml-cpu-haswell.so" in log and "AVX2 = 1" in haswell["system_info"]
+    assert "AVX512" not in haswell["system_info"]
+    assert haswell["text"] == native["text"] and haswell["text"].strip()
+
+
 @pytest.mark.slow
 @needs_tiny
 @pytest.mark.parametrize("grammar", ENGINES)

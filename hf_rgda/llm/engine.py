@@ -23,8 +23,9 @@ token. As with the prefix reuse llama-cpp-python already does, a reused KV entry
 so the floating-point sums may differ in the last bits from a full evaluation.
 
 **Kernels chosen at run time.** ``scripts/setup.sh`` builds llama.cpp with ``GGML_BACKEND_DL`` and
-``GGML_CPU_ALL_VARIANTS``: one CPU backend module per x86-64 level (``libggml-cpu-haswell.so``, ``-zen4``, ...)
-installed next to ``libllama`` (``scripts/llama_cpu_variants.cmake``). Nothing in llama-cpp-python loads them, and
+``GGML_CPU_ALL_VARIANTS``, the list cut to six x86-64 levels (``x64``, ``haswell``, ``alderlake``, ``skylakex``,
+``icelake``, ``zen4``; ``scripts/llama_cpu_variants.py``): one CPU backend module per level
+(``libggml-cpu-haswell.so``, ...) installed next to ``libllama`` (``scripts/llama_cpu_variants.cmake``). Nothing in llama-cpp-python loads them, and
 llama.cpp's default search looks beside the executable (Python's) and in the working directory, so
 :func:`load_cpu_backends` calls ``ggml_backend_load_all_from_path`` on llama-cpp-python's library folder once, before
 the first model, in the libggml that libllama links: ggml scores each variant against the CPU and loads the best
