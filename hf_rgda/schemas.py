@@ -57,13 +57,14 @@ def sentences_schema(types: Sequence[str], n: int, representation: str = "entiti
     return _obj({"sentences": _array(item, min_items=n, max_items=n)})
 
 
-def guidance_schema(types: Sequence[str]) -> dict[str, Any]:
-    """Schema of a guidance: context, structure, entity roles and keywords."""
+def guidance_schema(types: Sequence[str], entities: int = 10) -> dict[str, Any]:
+    """Schema of a guidance: context, structure, entity roles (at most ``entities``: one per entity of the seed) and
+    keywords."""
     role = _obj({"text": _str(80), "type": {"type": "string", "enum": list(types)}, "role": _str(120)})
     return _obj({
         "context": _str(160),
         "structure": _str(300),
-        "entity_roles": _array(role, max_items=10),
+        "entity_roles": _array(role, max_items=max(1, min(entities, 10))),
         "keywords": _array(_str(40), max_items=5),
     })
 

@@ -60,7 +60,9 @@ def judge_messages(run: Run, r: SeedResult) -> Messages:
 
 
 def _schema(run: Run, r: SeedResult) -> dict[str, Any]:
-    return guidance_schema(run.checker.types)
+    """One entity role per entity of the seed at most: a small model otherwise lists the sentence's other nouns as
+    entities ("Both parents" as a Disease), which misleads the composer and costs tokens."""
+    return guidance_schema(run.checker.types, len(r.seed.spans))
 
 
 def _land(r: SeedResult, guide: dict[str, Any]) -> None:
