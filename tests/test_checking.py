@@ -103,6 +103,14 @@ def test_inline_mark_of_a_type_the_dataset_lacks_is_untagged_when_salvaging() ->
     assert decode_sentence(item, ["Disease"], "inline").reason == "unknown_type"
 
 
+def test_inline_bracket_without_a_type_is_an_untyped_mark_but_a_citation_stays() -> None:
+    item = {"text": "[Sarcoidosis](Disease) [ is ] a condition of the lungs [ 1 ] [ IVS3 G ( - 1 ) ]."}
+    c = decode_sentence(item, ["Disease"], "inline", untag_unknown=True)
+    assert c.ok and c.tokens[:3] == ["Sarcoidosis", "is", "a"] and c.tags[:2] == ["B-Disease", "O"]
+    assert c.tokens[-12:-9] == ["[", "1", "]"] and c.salvaged == ["untyped_mark: untagged 'is'"]
+    assert decode_sentence(item, ["Disease"], "inline").reason == "malformed"
+
+
 def test_inline_rendering_round_trips() -> None:
     item = SEED.as_item("inline")
     assert item == {"text": "Germline mutations in BRCA1 cause [breast cancer](Disease)."}

@@ -136,6 +136,9 @@ def _decode_segments(item: Mapping[str, Any], types: Sequence[str], split_hyphen
 _MARK = re.compile(r"\[([^\[\]]+)\]\(([^()\s\[\]]+)\)")
 #: what is left of a mark the model did not close or type (``[words]`` then ``(``, or ``](``)
 _BROKEN_MARK = re.compile(r"\]\s*\(|\[[^\[\]]*\]\((?![^()]*\))")
+#: ``[words]`` with no type after it and no digit inside: a mark the model left untyped ("[ is ]"), not a citation
+#: or a mutation's name ("[ 1 ]", "[ IVS3 G ( - 1 ) ]"), which the datasets keep in brackets
+_UNTYPED_MARK = re.compile(r"\[([^\[\]\d]*[^\W\d_][^\[\]\d]*)\](?!\s*\()")
 
 
 def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool,
@@ -145,6 +148,12 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
     if not isinstance(text, str):
         return cand.reject("malformed", "item needs 'text' (string)")
     text = re.sub(r"(?<!\.)\.\.\s*$", ".", text.rstrip())
+    untyped = [m.group(1).strip() for m in _UNTYPED_MARK.finditer(text)]
+    if untyped:
+        if not untag_unknown:
+            return cand.reject("malformed", f"an entity mark has no type: [{untyped[0]}]")
+        text = _UNTYPED_MARK.sub(lambda m: m.group(1), text)  # its words stay, untagged
+        cand.salvaged += [f"untyped_mark: untagged {w!r}" for w in untyped]
     tokens: list[str] = []
     spans: list[Span] = []
     pos = 0
