@@ -50,7 +50,10 @@ stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${ext
 llama_version=$(grep -o 'llama-cpp-python[^"]*==[0-9.]*' pyproject.toml | head -1 | sed 's/.*==//')
 cpu_variants="x64 haswell alderlake skylakex icelake zen4"
 llama_wheels=${HF_RGDA_WHEELS:-$HOME/.cache/hf_rgda/wheels}/llama-cpp-python-cpu-$(echo "$cpu_variants" | tr ' ' -)
-llama_variants() { ls .venv/lib/python3*/site-packages/llama_cpp/lib/libggml-cpu-*.so >/dev/null 2>&1; }
+llama_variants() {   # the variants installed, and the bindings that load them (scripts/llama_wheel_backends.py)
+  ls .venv/lib/python3*/site-packages/llama_cpp/lib/libggml-cpu-*.so >/dev/null 2>&1 &&
+    grep -q "hf_rgda: register the CPU backend" .venv/lib/python3*/site-packages/llama_cpp/llama_cpp.py
+}
 want_variants() { [ "${HF_RGDA_CPU_VARIANTS:-1}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; }
 install_llama() {
   want_variants || return 0   # otherwise: llama-cpp-python's own portable build (below)
@@ -68,7 +71,11 @@ install_llama() {
     rm -rf "$src"
     wheel=$(ls "$llama_wheels"/llama_cpp_python-"$llama_version"-*.whl | head -1)
   fi
-  .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$wheel"
+  # the compiled wheel stays as built; the one installed registers its CPU modules on import, so llama_cpp.server and
+  # a user's own llama_cpp.Llama work too (llama-cpp-python itself never loads them)
+  patched=$(.venv/bin/python scripts/llama_wheel_backends.py "$wheel" "$(mktemp -d)")
+  .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$patched"
+  rm -rf "$(dirname "$patched")"
   llama_variants || { echo "setup: $wheel has no CPU variants" >&2; exit 1; }
 }
 if [ ! -f "$stamp" ]; then
@@ -78,7 +85,7 @@ if [ ! -f "$stamp" ]; then
   CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet torch==2.13.0 -e ".[${extras}]"
   touch "$stamp"
 fi
-if want_variants && ! llama_variants; then   # a venv set up before the variants were asked for
+if want_variants && ! llama_variants; then   # a venv set up before the variants (or their loading) were asked for
   install_llama
 fi
 export HF_HUB_DISABLE_TELEMETRY=1

@@ -51,3 +51,37 @@ def test_a_list_without_the_fallback_or_with_an_unknown_name_is_refused(tmp_path
     proc = _run(tmp_path, *names)
     assert proc.returncode != 0 and message in proc.stderr
     assert (tmp_path / "CMakeLists.txt").read_text() == CMAKE  # nothing written
+
+
+def test_the_wheel_patch_makes_the_bindings_load_the_backends_and_keeps_record_true(tmp_path: Path) -> None:
+    """scripts/llama_wheel_backends.py: llama-cpp-python never loads a GGML_BACKEND_DL build's CPU modules, so
+    ``python -m llama_cpp.server`` failed with "no backends are loaded" (CI of stop 36); the installed wheel's
+    bindings now load them, and pip's RECORD check still holds for the changed file."""
+    import base64
+    import hashlib
+    import importlib.util
+    import zipfile
+
+    spec = importlib.util.spec_from_file_location("wheel_backends", SCRIPT.parent / "llama_wheel_backends.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    bindings = "import ctypes\n_base_path = 'lib'\n_lib = load_shared_library('llama', _base_path)\n"
+    wheel = tmp_path / "llama_cpp_python-0.3.36-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("llama_cpp/llama_cpp.py", bindings)
+        z.writestr("llama_cpp/lib/libllama.so", b"\x7fELF")
+        z.writestr("llama_cpp_python-0.3.36.dist-info/RECORD",
+                   "llama_cpp/llama_cpp.py,sha256=old,70\nllama_cpp/lib/libllama.so,sha256=x,4\n"
+                   "llama_cpp_python-0.3.36.dist-info/RECORD,,\n")
+    out = mod.patch_wheel(wheel, tmp_path / "out")
+    with zipfile.ZipFile(out) as z:
+        text = z.read("llama_cpp/llama_cpp.py")
+        record = z.read("llama_cpp_python-0.3.36.dist-info/RECORD").decode().splitlines()
+        assert z.read("llama_cpp/lib/libllama.so") == b"\x7fELF"
+    assert text.decode().startswith(bindings) and b"ggml_backend_load_all_from_path(str(_base_path).encode())" in text
+    digest = base64.urlsafe_b64encode(hashlib.sha256(text).digest()).rstrip(b"=").decode()
+    assert record == [f"llama_cpp/llama_cpp.py,sha256={digest},{len(text)}", "llama_cpp/lib/libllama.so,sha256=x,4",
+                      "llama_cpp_python-0.3.36.dist-info/RECORD,,"]
+    assert mod.patch_bindings(text.decode()) == text.decode()  # patching twice changes nothing
+    with pytest.raises(ValueError, match="does not open the library"):
+        mod.patch_bindings("print('not the bindings')\n")
