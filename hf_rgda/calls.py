@@ -28,13 +28,13 @@ from typing import Any, NamedTuple, TypeVar
 from . import prompts
 from ._exceptions import ParseError
 from .cache import ResponseCache, cache_key, option_probs_key
-from .checking import parse_json
+from .checking import complete_items, parse_json
 from .config import AugmentConfig
 from .llm.base import LLM, Completion, OptionProbs
 from .messages import Messages, follow_up
 from .records import SeedResult
 
-__all__ = ["CallInfo", "Caller", "Messages", "call_of", "derive_seed", "reask_messages", "run_sync"]
+__all__ = ["CallInfo", "Caller", "Messages", "Partial", "call_of", "derive_seed", "reask_messages", "run_sync"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,15 @@ def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+class Partial(dict):  # type: ignore[type-arg]
+    """A list answer that stopped inside an item (``max_tokens`` reached): its complete items, and in
+    :attr:`cut_off` the text of the item it stopped in."""
+
+    def __init__(self, key: str, items: list[Any], cut_off: str) -> None:
+        super().__init__({key: items})
+        self.cut_off = cut_off
 
 
 class CallInfo(NamedTuple):
@@ -119,7 +128,8 @@ class Caller:
         self._sem = asyncio.Semaphore(max(1, llm.max_concurrency))
 
     async def ask(self, r: SeedResult, stage: str, messages: Messages, schema: dict[str, Any], *, judge: bool = False,
-                  salt: object = "", rnd: int | None = None, llm: LLM | None = None) -> tuple[Any, str]:
+                  salt: object = "", rnd: int | None = None, llm: LLM | None = None,
+                  partial: str | None = None) -> tuple[Any, str]:
         """One call of ``stage`` for seed ``r``: the parsed JSON answer and its text.
 
         Args:
@@ -127,6 +137,8 @@ class Caller:
             salt: what tells this call from the seed's other calls of the same stage (a round, a repair attempt).
             rnd: the judge or debate round the call is counted under (default: ``salt`` when it is a number).
             llm: the backend to ask (default: the run's).
+            partial: the answer is ``{partial: [items]}``: one that stops inside an item (``max_tokens`` reached)
+                keeps its complete items, returned as a :class:`Partial`, instead of being asked again.
 
         Raises:
             ParseError: the answer to the re-ask is not JSON either.
@@ -139,6 +151,11 @@ class Caller:
         try:
             return parse_json(text), text
         except ParseError as err:
+            items, cut = complete_items(text, partial) if partial else ([], "")
+            if items:
+                log.info("%s: the answer stopped inside item %d; the %d complete ones are kept", stage, len(items) + 1,
+                         len(items))
+                return Partial(partial or "", items, cut), text
             params = self._params(r, stage, f"{salt}/json", judge)
             text = await self._complete(r, CallInfo(stage, f"{salt}/json"), reask_messages(messages, text, err), schema,
                                         params, rnd, llm)

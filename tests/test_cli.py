@@ -73,7 +73,7 @@ def _cache_rows(path: Path) -> int:
 def test_killed_cli_run_resumes_without_reissuing_calls(tmp_path: Path) -> None:
     cache = tmp_path / "r.sqlite3"
     cmd = [sys.executable, "-m", "hf_rgda.cli", "augment", str(DATA), "--num-seeds", "3", "--method", "gda",
-           "--llm", TINY, "--max-tokens", "256", "--out", str(tmp_path / "out"), "--cache", str(cache)]
+           "--llm", TINY, "--max-tokens", "256", "--max-failed", "2", "--out", str(tmp_path / "out"), "--cache", str(cache)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 1200  # safety nets only (seconds here; minutes on cores shared with other jobs)

@@ -187,6 +187,30 @@ def test_invalid_sentences_are_repaired_once_then_rejected() -> None:
     assert reasons == ["seed_entity_reused"] * 4
 
 
+def test_an_answer_cut_at_max_tokens_keeps_its_complete_sentences() -> None:
+    """A small model at a low ``max_tokens`` stops inside the last sentence (the JSON unterminated). Its complete
+    sentences are kept without a re-ask; the cut one is a rejection (``cut_off``) and goes to the repair."""
+    world, asked = FakeWorld(), []
+
+    def handler(messages, schema, params):
+        stage = stage_of(list(messages))
+        asked.append((stage, len(messages)))
+        answer = world(messages, schema, params)
+        if stage in ("seed_generation", "composer") and len(messages) == 2:
+            text = json.dumps(answer)
+            return text[: text.index("}, {") + 4] + '"text": "Inherited PTEN var'  # one whole item, then the cut
+        return answer
+
+    pipe = Pipeline(AugmentConfig(method="gda"), ScriptedLLM(handler), Checker(("Disease",)))
+    [r] = asyncio.run(pipe.run(SEEDS[:1]))
+    assert not r.failure and len(r.accepted) == 3
+    cut = [(s, c) for s, c in r.rejected if c.reason == "cut_off"]
+    assert [s for s, _ in cut] == ["seed_generation", "composer"]
+    assert cut[0][1].raw == '{"text": "Inherited PTEN var' and "max_tokens (768)" in cut[0][1].detail
+    assert [s for s, n in asked].count("seed_generation") == 1  # no re-ask for valid JSON
+    assert ("repair", 4) in asked  # the composer's repair asked for the missing two
+
+
 def test_cache_makes_second_run_free(tmp_path) -> None:
     cache = ResponseCache(tmp_path / "c.sqlite3")
     first = run(FakeWorld(), cache=cache)

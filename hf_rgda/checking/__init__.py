@@ -8,9 +8,9 @@
 """
 
 from .checker import Checker
-from .decode import decode_sentence, parse_json
+from .decode import complete_items, decode_sentence, parse_json
 from .rules import RULES, Example, Rule
 from .stats import SplitStats, entity_inventory, entity_length_limits, entity_mentions
 
-__all__ = ["RULES", "Checker", "Example", "Rule", "SplitStats", "decode_sentence", "entity_inventory",
+__all__ = ["RULES", "Checker", "Example", "Rule", "SplitStats", "complete_items", "decode_sentence", "entity_inventory",
            "entity_length_limits", "entity_mentions", "parse_json"]

@@ -25,7 +25,7 @@ from .._exceptions import ParseError, SchemaError
 from ..records import Candidate
 from ..tags import Span, spans_to_tags, tokenize
 
-__all__ = ["decode_sentence", "parse_json"]
+__all__ = ["complete_items", "decode_sentence", "parse_json"]
 
 
 def parse_json(text: str) -> Any:
@@ -43,6 +43,36 @@ def parse_json(text: str) -> Any:
     except json.JSONDecodeError as err:
         raise ParseError(f"answer is not valid JSON ({err.msg} at char {err.pos})", raw=text) from None
     return _clean_surrogates(value) if _SURROGATE.search(body) else value
+
+
+def complete_items(text: str, key: str = "sentences") -> tuple[list[Any], str]:
+    """The complete items of an answer ``{"<key>": [item, item, ...`` that stopped before its end (the model ran
+    out of ``max_tokens`` inside an item), and the text of the item it stopped in.
+
+    Returns ``([], "")`` when the text does not open such a list, or no item in it is complete.
+
+    Example:
+        >>> complete_items('{"sentences": [{"text": "Gout hurts ."}, {"text": "Lupus is')
+        ([{'text': 'Gout hurts .'}], '{"text": "Lupus is')
+    """
+    opening = re.match(r'\s*(?:```(?:json)?\s*)?\{\s*"' + re.escape(key) + r'"\s*:\s*\[', text)
+    if not opening:
+        return [], ""
+    decoder, items, pos = json.JSONDecoder(), [], opening.end()
+    while True:
+        pos = _SKIP(text, pos).end()
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        items.append(item)
+    rest = text[pos:].strip()
+    if not items or rest.startswith("]"):  # nothing to keep, or the list is whole (the fault is elsewhere)
+        return [], ""
+    return [_clean_surrogates(i) for i in items], rest
+
+
+_SKIP = re.compile(r"[\s,]*").match
 
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]|\\[uU][dD][89a-fA-F]")  # a surrogate, or a JSON escape of one

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .._exceptions import ParseError
-from ..calls import Caller
+from ..calls import Caller, Partial
 from ..checking import Checker, decode_sentence
 from ..config import AugmentConfig
 from ..messages import Messages, build_messages
@@ -72,8 +72,14 @@ class Run:
             rejection is also recorded on ``r``) and the answer's text.
         """
         schema = sentences_schema(self.checker.types, n, self.config.representation)
-        data, raw = await self.caller.ask(r, stage, messages, schema, salt=salt)
-        return self._check_all(r, stage, data, n, keep, new_entities), raw
+        data, raw = await self.caller.ask(r, stage, messages, schema, salt=salt, partial="sentences")
+        out = self._check_all(r, stage, data, n, keep, new_entities)
+        if isinstance(data, Partial) and len(data["sentences"]) < n:
+            cut = Candidate(raw=data.cut_off).reject("cut_off", f"the answer reached max_tokens ({self.config.max_tokens}) "
+                                                     "inside this sentence")
+            r.rejected.append((stage, cut))
+            out.append(cut)
+        return out, raw
 
     def _check_all(self, r: SeedResult, stage: str, data: Any, n: int, keep: Sequence[Candidate],
                    new_entities: bool) -> list[Candidate]:
