@@ -42,6 +42,7 @@ def test_entity_listed_with_other_casing_is_found() -> None:
     ("The <Disease> gene abnormality was associated with gout .", [("<Disease>", "Disease"), ("gout", "Disease")]),
     ("Recent studies suggest that <Disease> may drive gout in adults .", [("gout", "Disease")]),
     ("Mutations of this gene cause a disease in most adults .", [("disease", "Disease")]),
+    ("The mutation may affect RNA in cells of retinoblastoma at the RNA level Disease .", [("retinoblastoma", "Disease")]),
 ])
 def test_placeholders_and_type_names_are_not_entities(text: str, ents: list[tuple[str, str]]) -> None:
     c = decode(text, *ents)
