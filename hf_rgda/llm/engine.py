@@ -25,8 +25,10 @@ so the floating-point sums may differ in the last bits from a full evaluation.
 **Kernels chosen at run time.** ``scripts/setup.sh`` builds llama.cpp with ``GGML_BACKEND_DL`` and
 ``GGML_CPU_ALL_VARIANTS``, the list cut to six x86-64 levels (``x64``, ``haswell``, ``alderlake``, ``skylakex``,
 ``icelake``, ``zen4``; ``scripts/llama_cpu_variants.py``): one CPU backend module per level
-(``libggml-cpu-haswell.so``, ...) installed next to ``libllama`` (``scripts/llama_cpu_variants.cmake``). Nothing in llama-cpp-python loads them, and
-llama.cpp's default search looks beside the executable (Python's) and in the working directory, so
+(``libggml-cpu-haswell.so``, ...) installed next to ``libllama`` (``scripts/llama_cpu_variants.cmake``). Nothing in
+llama-cpp-python loads them (setup.sh adds the call to the bindings of the wheel it installs,
+``scripts/llama_wheel_backends.py``, for ``llama_cpp.server`` and users' own scripts; a wheel built otherwise lacks
+it), and llama.cpp's default search looks beside the executable (Python's) and in the working directory, so
 :func:`load_cpu_backends` calls ``ggml_backend_load_all_from_path`` on llama-cpp-python's library folder once, before
 the first model, in the libggml that libllama links: ggml scores each variant against the CPU and loads the best
 (``GGML_BACKEND_PATH`` adds one more module, as in llama.cpp). A build without variants (the CPU
