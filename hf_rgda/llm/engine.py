@@ -43,7 +43,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ENGINES", "GrammarAfterSampling", "KVStates", "cpu_backend", "cpu_variants", "load_cpu_backends", "make_llama"]
+__all__ = ["ENGINES", "GrammarAfterSampling", "KVStates", "common_prefix", "cpu_backend", "cpu_variants", "load_cpu_backends",
+           "make_llama"]
 
 #: ``grammar``: where the JSON schema's grammar is applied. ``after_sampling`` (default): sample, check the token,
 #: fall back to the whole vocabulary only when it is rejected; ``in_chain``: llama-cpp-python's own chain, the grammar
@@ -55,6 +56,16 @@ ENGINES = ("after_sampling", "in_chain")
 #: forbids them; its unbounded ``string`` rule excludes them. The engine's grammar uses the strict character class.
 _LOOSE_CHAR = 'char ::= [^"\\\\] |'
 _STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+
+def common_prefix(a: Any, b: Any) -> int:
+    """How many tokens two token sequences share from their start: the KV entries one call can reuse from another."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
 
 _backends_lock = threading.Lock()
 _backends_loaded: list[str] = []
@@ -227,20 +238,11 @@ class KVStates:
     def __bool__(self) -> bool:  # llama-cpp-python tests ``if self.cache:``; an empty store is still a store
         return True
 
-    @staticmethod
-    def _prefix(a: Any, b: Any) -> int:
-        n = 0
-        for x, y in zip(a, b):
-            if x != y:
-                break
-            n += 1
-        return n
-
     def best(self, tokens: Any) -> tuple[KVState | None, int]:
         """The kept state sharing the longest prefix with ``tokens``, and that prefix's length."""
         best, n = None, 0
         for key, state in self._states.items():
-            if key and key[0] == tokens[0] and (m := self._prefix(key, tokens)) > n:
+            if key and key[0] == tokens[0] and (m := common_prefix(key, tokens)) > n:
                 best, n = state, m
         return best, n
 

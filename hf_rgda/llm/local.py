@@ -25,7 +25,7 @@ from typing import Any
 
 from .._exceptions import BackendError, ConfigError
 from .base import LLM, Completion, Message, OptionProbs, Usage
-from .engine import ENGINES, make_llama
+from .engine import ENGINES, common_prefix, make_llama
 from .options import check_options, top_logprobs_of
 
 __all__ = ["LocalLLM", "resolve_gguf"]
@@ -49,16 +49,6 @@ def resolve_gguf(model: str) -> Path:
             f"local model {model!r} is not in the Hugging Face cache and could not be downloaded "
             f"({type(err).__name__}). Offline, provision it first: `hf-rgda provision`."
         ) from err
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    """Prompt tokens whose KV state llama.cpp could reuse from the previous call (reported as cached tokens)."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _top_tokens(llama: Any, logits: Any, n: int) -> list[tuple[str, float]]:
@@ -140,7 +130,7 @@ class LocalLLM(LLM):
             usage = out.get("usage") or {}
             prompt = list(llama._input_ids[: usage.get("prompt_tokens", 0)])
             restored = getattr(llama, "last_restored", None)
-        reused = max(_common_prefix(previous, prompt), _common_prefix(list(restored.key), prompt) if restored else 0)
+        reused = max(common_prefix(previous, prompt), common_prefix(restored.key, prompt) if restored else 0)
         tokens = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), reused)
         return out, tokens, seconds
 
