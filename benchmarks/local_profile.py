@@ -10,6 +10,7 @@ seconds is sampling, grammar and Python overhead. Writes per-call rows and per-s
 Usage:
     python -m benchmarks.local_profile                      # the default engine
     python -m benchmarks.local_profile --grammar in_chain --out /tmp/profile_in_chain.json
+    python -m benchmarks.local_profile --schedule row --out benchmarks/results/local_profile_row.json
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
 
     llm._chat = observed  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory(prefix="local_profile_") as tmp:
+        options = [x for name in ("representation", "schedule") if getattr(args, name)
+                   for x in (f"--{name}", getattr(args, name))]
         argv = ["augment", str(args.data_dir / "ncbi_disease"), "--num-seeds", str(args.num_seeds), "--method", "rgda",
-                "--domain", DOMAIN, *(["--representation", args.representation] if args.representation else []), "--out", str(Path(tmp) / "out"), "--cache", str(Path(tmp) / "cache.sqlite3")]
+                "--domain", DOMAIN, *options, "--out", str(Path(tmp) / "out"), "--cache", str(Path(tmp) / "cache.sqlite3")]
         start = time.perf_counter()
         rc = cli.main(argv, llm=llm)
         wall = time.perf_counter() - start
@@ -81,6 +84,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
                                                              "prompt_tokens", "prompt_eval_tokens", "completion_tokens")}
     return {"command": command("local_profile"), "commit": commit(), "machine": machine(), "engine": cpu_backend(),
             "identity": llm.identity(), "kv_states_mb": llm.kv_states_mb, "representation": args.representation,
+            "schedule": args.schedule,
             "rc": rc, "wall_seconds": round(wall, 1), "accepted": summary["accepted"],
             "rejected_by_reason": summary["rejected_by_reason"], "total": total,
             "prompt_eval_tokens_per_s": round(total["prompt_eval_tokens"] / total["prompt_eval_s"], 1)
@@ -109,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-seeds", type=int, default=4)
     p.add_argument("--grammar", default=None, help="the local engine's grammar (default: the backend's default)")
     p.add_argument("--representation", default=None, help="what the model writes (default: the library's default)")
+    p.add_argument("--schedule", default=None, help="the pipeline's schedule, stage or row (default: the library's)")
     p.add_argument("--kv-states-mb", type=int, default=None, help="the local backend's kept KV states (0: off)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile.json")
     args = p.parse_args(argv)
