@@ -206,7 +206,7 @@ def test_an_answer_cut_at_max_tokens_keeps_its_complete_sentences() -> None:
     assert not r.failure and len(r.accepted) == 3
     cut = [(s, c) for s, c in r.rejected if c.reason == "cut_off"]
     assert [s for s, _ in cut] == ["seed_generation", "composer"]
-    assert cut[0][1].raw == '{"text": "Inherited PTEN var' and "max_tokens (768)" in cut[0][1].detail
+    assert cut[0][1].raw == '{"text": "Inherited PTEN var' and "max_tokens is 768" in cut[0][1].detail
     assert [s for s, n in asked].count("seed_generation") == 1  # no re-ask for valid JSON
     assert ("repair", 4) in asked  # the composer's repair asked for the missing two
 

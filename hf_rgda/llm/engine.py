@@ -57,6 +57,7 @@ ENGINES = ("after_sampling", "in_chain")
 _LOOSE_CHAR = 'char ::= [^"\\\\] |'
 _STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
 
+
 def common_prefix(a: Any, b: Any) -> int:
     """How many tokens two token sequences share from their start: the KV entries one call can reuse from another."""
     n = 0

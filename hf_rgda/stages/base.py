@@ -75,8 +75,8 @@ class Run:
         data, raw = await self.caller.ask(r, stage, messages, schema, salt=salt, partial="sentences")
         out = self._check_all(r, stage, data, n, keep, new_entities)
         if isinstance(data, Partial) and len(data["sentences"]) < n:
-            cut = Candidate(raw=data.cut_off).reject("cut_off", f"the answer reached max_tokens ({self.config.max_tokens}) "
-                                                     "inside this sentence")
+            cut = Candidate(raw=data.cut_off).reject("cut_off", "the answer broke off inside this sentence "
+                                                     f"(max_tokens is {self.config.max_tokens})")
             r.rejected.append((stage, cut))
             out.append(cut)
         return out, raw
