@@ -112,6 +112,17 @@ def test_inline_bracket_without_a_type_is_an_untyped_mark_but_a_citation_stays()
     assert decode_sentence(item, ["Disease"], "inline").reason == "malformed"
 
 
+def test_inline_type_name_alone_in_brackets_is_dropped_when_salvaging() -> None:
+    """The 1.5B wrote "... retinoblastoma ... at the RNA level [Disease]." six times for one seed (profile of
+    6689f5c): a label for an entity it left unmarked. Kept as a word it made every such sentence a placeholder."""
+    item = {"text": "Loss of RB1 in [retinoblastoma](Disease) acts at the RNA level [Disease]."}
+    c = decode_sentence(item, ["Disease"], "inline", untag_unknown=True)
+    assert c.ok and c.tokens[-3:] == ["RNA", "level", "."]
+    assert "Disease" not in c.tokens and c.salvaged == ["type_label: dropped [Disease]"]
+    assert c.tags[4] == "B-Disease"
+    assert decode_sentence(item, ["Disease"], "inline").reason == "malformed"
+
+
 def test_inline_rendering_round_trips() -> None:
     item = SEED.as_item("inline")
     assert item == {"text": "Germline mutations in BRCA1 cause [breast cancer](Disease)."}

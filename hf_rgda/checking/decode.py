@@ -182,8 +182,12 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
     if untyped:
         if not untag_unknown:
             return cand.reject("malformed", f"an entity mark has no type: [{untyped[0]}]")
-        text = _UNTYPED_MARK.sub(lambda m: m.group(1), text)  # its words stay, untagged
-        cand.salvaged += [f"untyped_mark: untagged {w!r}" for w in untyped]
+        labels = {t.lower() for t in types}
+        # a type name alone in brackets ("... at the RNA level [Disease].") is the model's label for an entity it left
+        # unmarked, not text: dropped (the checker may then tag a known mention); other words stay, untagged
+        text = _UNTYPED_MARK.sub(lambda m: "" if m.group(1).strip().lower() in labels else m.group(1), text)
+        cand.salvaged += [f"type_label: dropped [{w}]" if w.lower() in labels else f"untyped_mark: untagged {w!r}"
+                          for w in untyped]
     tokens: list[str] = []
     spans: list[Span] = []
     pos = 0
