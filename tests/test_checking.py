@@ -98,7 +98,7 @@ def test_inline_marks_that_are_not_marks_reject_the_sentence(text: str, reason: 
 
 def test_inline_mark_of_a_type_the_dataset_lacks_is_untagged_when_salvaging() -> None:
     item = {"text": "Mutations in [BRCA1](Gene) cause [breast cancer](Disease)."}
-    c = decode_sentence(item, ["Disease"], "inline", untag_unknown=True)
+    c = decode_sentence(item, ["Disease"], "inline", salvage=True)
     assert c.ok and c.tags == ["O", "O", "O", "O", "B-Disease", "I-Disease", "O"]
     assert c.salvaged == ["unknown_type: untagged 'BRCA1' (marked Gene)"]
     assert decode_sentence(item, ["Disease"], "inline").reason == "unknown_type"
@@ -106,7 +106,7 @@ def test_inline_mark_of_a_type_the_dataset_lacks_is_untagged_when_salvaging() ->
 
 def test_inline_bracket_without_a_type_is_an_untyped_mark_but_a_citation_stays() -> None:
     item = {"text": "[Sarcoidosis](Disease) [ is ] a condition of the lungs [ 1 ] [ IVS3 G ( - 1 ) ]."}
-    c = decode_sentence(item, ["Disease"], "inline", untag_unknown=True)
+    c = decode_sentence(item, ["Disease"], "inline", salvage=True)
     assert c.ok and c.tokens[:3] == ["Sarcoidosis", "is", "a"] and c.tags[:2] == ["B-Disease", "O"]
     assert c.tokens[-12:-9] == ["[", "1", "]"] and c.salvaged == ["untyped_mark: untagged 'is'"]
     assert decode_sentence(item, ["Disease"], "inline").reason == "malformed"
@@ -116,7 +116,7 @@ def test_inline_type_name_alone_in_brackets_is_dropped_when_salvaging() -> None:
     """The 1.5B wrote "... retinoblastoma ... at the RNA level [Disease]." six times for one seed (profile of
     6689f5c): a label for an entity it left unmarked. Kept as a word it made every such sentence a placeholder."""
     item = {"text": "Loss of RB1 in [retinoblastoma](Disease) acts at the RNA level [Disease]."}
-    c = decode_sentence(item, ["Disease"], "inline", untag_unknown=True)
+    c = decode_sentence(item, ["Disease"], "inline", salvage=True)
     assert c.ok and c.tokens[-3:] == ["RNA", "level", "."]
     assert "Disease" not in c.tokens and c.salvaged == ["type_label: dropped [Disease]"]
     assert c.tags[4] == "B-Disease"

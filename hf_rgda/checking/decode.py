@@ -172,7 +172,7 @@ _UNTYPED_MARK = re.compile(r"\[([^\[\]\d]*[^\W\d_][^\[\]\d]*)\](?!\s*\()")
 
 
 def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool,
-                   untag_unknown: bool = False) -> Candidate:
+                   salvage: bool = False) -> Candidate:
     cand = Candidate(raw=item)
     text = item.get("text")
     if not isinstance(text, str):
@@ -180,7 +180,7 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
     text = re.sub(r"(?<!\.)\.\.\s*$", ".", text.rstrip())
     untyped = [m.group(1).strip() for m in _UNTYPED_MARK.finditer(text)]
     if untyped:
-        if not untag_unknown:
+        if not salvage:
             return cand.reject("malformed", f"an entity mark has no type: [{untyped[0]}]")
         labels = {t.lower() for t in types}
         # a type name alone in brackets ("... at the RNA level [Disease].") is the model's label for an entity it left
@@ -195,7 +195,7 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
         words, etype = tokenize(m.group(1), split_hyphens=split_hyphens), m.group(2)
         tokens += tokenize(text[pos : m.start()], split_hyphens=split_hyphens)
         if etype not in types:
-            if not untag_unknown:
+            if not salvage:
                 return cand.reject("unknown_type", f"type {etype!r} is not in {list(types)}")
             # marked as a type the dataset does not have: the model says it is none of the dataset's; its words stay
             cand.salvaged.append(f"unknown_type: untagged {m.group(1)!r} (marked {etype})")
@@ -216,18 +216,20 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
 
 
 def decode_sentence(item: Any, types: Sequence[str], representation: str = "entities", *,
-                    split_hyphens: bool = False, untag_unknown: bool = False) -> Candidate:
+                    split_hyphens: bool = False, salvage: bool = False) -> Candidate:
     """Turn one answer item into tokens and IOB2 tags (or a rejected :class:`Candidate`); ``split_hyphens`` follows
     the dataset's tokenization (see :attr:`SplitStats.split_hyphens <hf_rgda.checking.SplitStats>`). With
-    ``untag_unknown`` (``inline`` only; the pipeline passes ``salvage``), a mark of a type the dataset does not have
-    leaves its words untagged, recorded in ``salvaged``, instead of rejecting the sentence."""
+    ``salvage`` (``inline`` only; the pipeline passes the configuration's), three slips of a small model are repaired,
+    each recorded in ``salvaged``, instead of rejecting the sentence: a mark of a type the dataset does not have
+    leaves its words untagged (``unknown_type``), a bracket without a type keeps its words (``untyped_mark``), and a
+    type name alone in brackets is dropped (``type_label``)."""
     if not isinstance(item, Mapping):
         return Candidate(raw=item).reject("malformed", f"expected an object, got {type(item).__name__}")
     try:
         if representation == "segments":
             return _decode_segments(item, types, split_hyphens)
         if representation == "inline":
-            return _decode_inline(item, types, split_hyphens, untag_unknown)
+            return _decode_inline(item, types, split_hyphens, salvage)
         return _decode_entities(item, types, split_hyphens)
     except SchemaError as err:  # overlapping spans etc.
         return Candidate(raw=item).reject("invalid_tags", str(err))
