@@ -53,9 +53,9 @@ def oracle(messages: Any, schema: Any, params: Any) -> Any:
         good = any(json.loads(parts["Guide"]) == build_guide(t, g, "bio") for t, g in gold
                    if detokenize(t) == parts["Sentence"])
     else:  # ac_judge: a gold row written from another sentence
-        items = {json.dumps(Seed("", tuple(t), tuple(g)).as_item(), ensure_ascii=False) for t, g in gold}
+        items = {json.dumps(Seed("", tuple(t), tuple(g)).as_item(), ensure_ascii=False): detokenize(t) for t, g in gold}
         row = json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)
-        good = row in items and row != parts["Original"]
+        good = row in items and items[row] != parts["Sentence"]
     return {"5" if good else "1": 1.0}
 
 

@@ -228,6 +228,7 @@ def _oracle(built: list[cn.Canary], calls: list[str], types: dict[str, tuple[str
         return json.dumps(Seed("", tuple(tokens), tuple(tags)).as_item(), ensure_ascii=False)
 
     rows = {(item(c.seed_tokens, c.seed_tags), item(c.tokens, c.tags)): c.good for c in built if c.level == "row"}
+    seen = {(detokenize(c.seed_tokens), item(c.tokens, c.tags)): c.good for c in built if c.level == "row"}  # AC's view
     guides = {(detokenize(c.tokens), json.dumps(c.guide, ensure_ascii=False)): c.good for c in built if c.level == "guide"}
     entities = {(detokenize(c.tokens), question(detokenize(c.tokens[c.span[0] : c.span[1]]), c.span[2], types[c.dataset])
                  .text()): c.good for c in built if c.span is not None and c.dataset in types}
@@ -243,7 +244,7 @@ def _oracle(built: list[cn.Canary], calls: list[str], types: dict[str, tuple[str
             good = guides[parts["Sentence"], parts["Guide"]]
             return {"5" if good else "1": 1.0} if rating else FakeWorld.verdict(100 * good, GR_RUBRIC)
         if stage == "ac_judge":
-            good = rows[parts["Original"], json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)]
+            good = seen[parts["Sentence"], json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)]
             return {"5" if good else "1": 1.0} if rating else FakeWorld.verdict(100 * good, AC_RUBRIC)
         shown = {k: v for k, v in json.loads(parts["New sentences"])[0].items() if k != "sentence"}
         good = rows[parts["Original sentence"], json.dumps(shown, ensure_ascii=False)]

@@ -66,6 +66,18 @@ def test_kept_states_serve_the_longest_shared_prefix_and_evict_the_least_recent(
     assert [6] not in states
 
 
+def test_a_sibling_state_that_differs_only_in_its_last_tokens_is_dropped_for_the_new_one() -> None:
+    states, n = KVStates(capacity_bytes=1 << 20), KVStates.SIBLING_TOKENS
+    body = list(range(1, 2 * n + 1))
+    states[body + [900, 901]] = _state(body + [900])  # one criterion question of a verdict
+    states[[5000 + i for i in range(3 * n)]] = _state([5000 + i for i in range(3 * n)])  # another seed's call
+    states[body + [910, 911]] = _state(body + [910])  # the next criterion: the first is redundant now
+    assert len(states) == 2 and states.best(body + [920])[0].key == tuple(body + [910])
+    states[body[: n // 2] + [7] * n] = _state(body[: n // 2] + [7] * n)  # parts in the first half: kept
+    states[body[:3] + [8] * (n + 10)] = _state(body[:3] + [8] * (n + 10))  # parts too early: kept as well
+    assert len(states) == 4 and states.best(body)[1] == len(body)
+
+
 def test_kv_states_option_is_checked_and_not_part_of_the_identity() -> None:
     with pytest.raises(ConfigError, match="kv_states_mb"):
         LocalLLM("a/b/c.gguf", kv_states_mb=-1)

@@ -61,8 +61,19 @@ def test_the_rating_prompt_reuses_the_rubric_of_the_judge(stage: str, rubric: di
     assert list(lines) == list(rubric) and all(f"{name} (max {top}): " in lines[name] for name, top in rubric.items())
     assert all(line in system for line in lines.values()) and judge.splitlines()[0] in system
     assert "Disease, Chemical" in system and system.rstrip().endswith("nothing else.")
+    assert "The rubric:\n" in system and "of this rubric at a time" in system
     with pytest.raises(ValueError, match="keyword_detection"):
         criteria_lines(judge, {**rubric, "keyword_detection": 99})
+
+
+def test_one_rating_prompt_shows_both_rubrics_with_the_shared_header_lines_once() -> None:
+    gr, ac = (prompts.render(s, types="Disease") for s in ("guidance_judge", "composition_judge"))
+    system = scale_system(gr, ("new sentences", ac), title="a guide")
+    assert system.count("Entity types of this dataset") == 1 and gr.splitlines()[0] in system
+    assert ac.splitlines()[0] in system and "of one rubric at a time" in system
+    guide, sentences = system.index("The rubric for a guide:\n1. context_abstraction"), system.index(
+        "The rubric for new sentences:\n1. domain_alignment")
+    assert guide < sentences and all(line in system for line in criteria_lines(ac, AC_RUBRIC).values())
 
 
 def _run(rating: dict[str, float], **cfg: Any) -> tuple[SeedResult, FakeWorld, ScriptedLLM]:
@@ -95,7 +106,11 @@ def test_a_passing_verdict_costs_one_token_per_criterion_and_asks_no_feedback() 
     asked = _calls(llm, "gr_judge", "ac_judge")
     assert len(asked) == len(GR_RUBRIC) + len(AC_RUBRIC) and all(s == answer_schema(SCALE) for _, s in asked)
     gr = [m for m, _ in _calls(llm, "gr_judge")]
-    assert {m[0]["content"] for m in gr} == {scale_system(prompts.render("guidance_judge", types="Disease"))}
+    shared = scale_system(prompts.render("guidance_judge", types="Disease"),
+                          ("new sentences", prompts.render("composition_judge", types="Disease")), title="a guide")
+    assert {m[0]["content"] for m in gr} == {m[0]["content"] for m, _ in asked} == {shared}  # one prompt, both judges
+    ac = [m for m, _ in _calls(llm, "ac_judge")]  # the AC judge's message opens as the GR judge's: one KV prefix
+    assert ac[0][1]["content"].startswith(gr[0][1]["content"].split("\n\nCriterion:")[0] + "\n\nNew sentences:")
     assert [m[-1]["content"].rsplit("Criterion:\n", 1)[1].split(" ")[0] for m in gr] == list(GR_RUBRIC)
     usage = r.accounting.stage_usage["guidance_judge/round1"]
     assert usage["calls"] == len(GR_RUBRIC) and usage["completion_tokens"] == len(GR_RUBRIC)

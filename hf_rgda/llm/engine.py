@@ -239,6 +239,20 @@ class KVStates:
     def __bool__(self) -> bool:  # llama-cpp-python tests ``if self.cache:``; an empty store is still a store
         return True
 
+    #: a kept state whose tokens differ from a new state's only in their last this many is dropped for it
+    SIBLING_TOKENS = 64
+
+    @classmethod
+    def _covers(cls, key: tuple[int, ...], other: tuple[int, ...]) -> bool:
+        """Whether the new state ``key`` makes the kept ``other`` redundant: ``other`` is a prefix of ``key``, or a
+        sibling that parts from it within its last :attr:`SIBLING_TOKENS` tokens and after its first half (the
+        questions of one verdict, which differ in their last line: one of them serves the next question as well,
+        and the family no longer pushes the other seeds' states out)."""
+        if len(other) <= len(key) and key[: len(other)] == other:
+            return True
+        shared = common_prefix(key, other)
+        return shared >= len(other) - cls.SIBLING_TOKENS and 2 * shared > len(other)
+
     def best(self, tokens: Any) -> tuple[KVState | None, int]:
         """The kept state sharing the longest prefix with ``tokens``, and that prefix's length."""
         best, n = None, 0
@@ -262,8 +276,8 @@ class KVStates:
         if not key or state.size > self.capacity_bytes:
             return
         self._states.pop(key, None)
-        for other in [k for k in self._states if len(k) < len(key) and key[:len(k)] == k]:
-            del self._states[other]  # a state that extends another makes it redundant
+        for other in [k for k in self._states if self._covers(key, k)]:
+            del self._states[other]
         self._states[key] = state
         while self.nbytes > self.capacity_bytes:
             self._states.popitem(last=False)

@@ -254,8 +254,9 @@ def _entity_pattern(seed: Seed) -> re.Pattern[str]:
 
 
 def judge_messages(run: Run, r: SeedResult) -> Messages:
-    """What the AC judge reads: the seed as an item, the guide and the seed's valid sentences."""
-    return run.messages("composition_judge", original=r.seed.as_item(run.config.representation), guide=r.guidance,
+    """What the AC judge reads: the seed, its entities and the guide, as the GR judge reads them (so a backend that
+    reuses its KV prefix reads them once for both, :data:`~.judge.SHARED_RATING`), then the seed's valid sentences."""
+    return run.messages("composition_judge", sentence=r.seed.text, entities=r.seed.entities, guide=r.guidance,
                         new_sentences=[c.raw for c in valid(r)])
 
 

@@ -25,7 +25,12 @@ from .base import Each, Run, Step
 from .rating import by_probability, criteria_lines, feedback_messages, rate, scale_system
 from .verdicts import parse_feedback, parse_verdict
 
-__all__ = ["JudgeLoop"]
+__all__ = ["SHARED_RATING", "JudgeLoop"]
+
+#: the judges whose rubrics one rating prompt shows, ``(what is rated, judge stage)`` in order: the GR and AC judges
+#: read the same seed sentence, entities and guide first, so under one system prompt a backend that reuses its KV
+#: prefix reads them once for both (:func:`.rating.scale_system`)
+SHARED_RATING: tuple[tuple[str, str], ...] = (("a guide", "guidance_judge"), ("new sentences", "composition_judge"))
 
 
 @dataclass
@@ -40,6 +45,7 @@ class JudgeLoop:
         refine: ``refine(r, verdict, round)`` rewrites the seed's output; False ends the loop for that seed.
         applies: which seeds the loop runs for.
         after_refine: a step run on the refined seeds before the judge sees them again (the entity verifier).
+        shared_rating: the judges whose rubrics the rating prompt shows (:data:`SHARED_RATING`); empty: its own.
     """
 
     run: Run
@@ -51,6 +57,7 @@ class JudgeLoop:
     refine: Callable[[SeedResult, Judgement, int], Awaitable[bool]]
     applies: Callable[[SeedResult], bool] = field(default=lambda r: True)
     after_refine: Step | None = None
+    shared_rating: Sequence[tuple[str, str]] = SHARED_RATING
 
     async def __call__(self, rs: Sequence[SeedResult], each: Each) -> None:
         """Run the loop over the seeds ``rs`` with the scheduler's ``each``."""
@@ -93,7 +100,11 @@ class JudgeLoop:
     def _scale(self) -> tuple[str, dict[str, str]]:
         """The rating questions' system prompt and each criterion's rubric line."""
         system = self.run.systems[self.judge_stage]
-        return scale_system(system), criteria_lines(system, self.rubric)
+        shared = [(title, self.run.systems[s]) for title, s in self.shared_rating if s in self.run.systems]
+        if len(shared) < 2 or self.judge_stage not in {s for _, s in self.shared_rating}:
+            return scale_system(system), criteria_lines(system, self.rubric)
+        (title, first), *others = shared
+        return scale_system(first, *others, title=title), criteria_lines(system, self.rubric)
 
     async def judge(self, r: SeedResult, rnd: int) -> None:
         """One verdict on the seed's current output."""

@@ -64,18 +64,38 @@ def criteria_lines(judge_system: str, rubric: Mapping[str, int]) -> dict[str, st
     return {name: found[name][1] for name in rubric}
 
 
-def scale_system(judge_system: str) -> str:
+def scale_system(judge_system: str, *others: tuple[str, str], title: str = "") -> str:
     """The rating questions' system prompt: the judge prompt's header, its criteria lines and what follows them, in
     the ``judge_scale`` prompt. The header is what comes before the first blank line, or, in a prompt without one
     before its criteria (the debate reviewers'), every line before the one that introduces the criteria (which asks
-    for a whole verdict)."""
+    for a whole verdict).
+
+    With ``others`` (``(title, judge prompt)`` pairs), one prompt shows every judge's rubric, each under "The rubric
+    for <title>:" (``title`` names the first judge's): two judges that read the same material then share their
+    rating prompt, so a backend that reuses its KV prefix reads what both judges read once (the GR and AC judges
+    read the same sentence, entities and guide, which the AC judge follows with the new sentences). The headers'
+    shared lines (the entity types) come once, after each judge's own lines.
+    """
+    parts = [_scale_parts(judge_system), *(_scale_parts(s) for _, s in others)]
+    if not others:
+        header, criteria, closing = parts[0]
+        return prompts.render("judge_scale", header="\n".join(header),
+                              rubrics=f"The rubric:\n{criteria}\n{closing}", which="of this rubric")
+    titles = [title, *(t for t, _ in others)]
+    shared = [line for line in parts[0][0] if all(line in p[0] for p in parts[1:])]
+    header = [line for p in parts for line in p[0] if line not in shared] + shared
+    rubrics = "\n\n".join(f"The rubric for {t}:\n{criteria}\n{closing}".rstrip()
+                           for t, (_, criteria, closing) in zip(titles, parts))
+    return prompts.render("judge_scale", header="\n".join(header), rubrics=rubrics, which="of one rubric")
+
+
+def _scale_parts(judge_system: str) -> tuple[list[str], str, str]:
+    """A judge prompt's header lines, criteria lines and closing (:func:`scale_system`)."""
     lines = judge_system.splitlines()
     numbered = [i for i, line in enumerate(lines) if _CRITERION.match(line)]
     before = lines[: numbered[0]] if numbered else lines
     header = lines[: lines.index("")] if "" in before else before[: max(1, len(before) - 1)]
-    return prompts.render("judge_scale", header="\n".join(header),
-                          criteria="\n".join(lines[i] for i in numbered),
-                          closing="\n".join(lines[numbered[-1] + 1 :]).strip())
+    return header, "\n".join(lines[i] for i in numbered), "\n".join(lines[numbered[-1] + 1 :]).strip()
 
 
 def rating_messages(judge_messages: Messages, system: str, line: str) -> Messages:
