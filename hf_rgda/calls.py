@@ -29,6 +29,7 @@ from . import prompts
 from ._exceptions import ParseError
 from .cache import ResponseCache, cache_key, option_probs_key
 from .checking import complete_items, parse_json
+from .checking.rules import text_loops
 from .config import AugmentConfig
 from .llm.base import LLM, Completion, OptionProbs
 from .messages import Messages, follow_up
@@ -137,8 +138,9 @@ class Caller:
             salt: what tells this call from the seed's other calls of the same stage (a round, a repair attempt).
             rnd: the judge or debate round the call is counted under (default: ``salt`` when it is a number).
             llm: the backend to ask (default: the run's).
-            partial: the answer is ``{partial: [items]}``: one that stops inside an item (``max_tokens`` reached)
-                keeps its complete items, returned as a :class:`Partial`, instead of being asked again.
+            partial: the answer is ``{partial: [items]}``: one that stops inside an item (``max_tokens`` reached,
+                or the local engine ended a loop) keeps its complete items, returned as a :class:`Partial`, instead
+                of being asked again; so does one that stops in a loop inside its first item (with no items).
 
         Raises:
             ParseError: the answer to the re-ask is not JSON either.
@@ -152,7 +154,7 @@ class Caller:
             return parse_json(text), text
         except ParseError as err:
             items, cut = complete_items(text, partial) if partial else ([], "")
-            if items:
+            if items or (cut and text_loops(cut)):  # a looping model asked again mostly loops again
                 log.info("%s: the answer stopped inside item %d; the %d complete ones are kept", stage, len(items) + 1,
                          len(items))
                 return Partial(partial or "", items, cut), text

@@ -12,7 +12,7 @@ import pytest
 
 from hf_rgda import load_llm
 from hf_rgda._exceptions import ConfigError
-from hf_rgda.llm.engine import ENGINES, KVState, KVStates, cpu_backend, cpu_variants, load_cpu_backends
+from hf_rgda.llm.engine import ENGINES, KVState, KVStates, cpu_backend, cpu_variants, load_cpu_backends, loops
 from hf_rgda.llm.local import LocalLLM
 
 from .test_local_integration import TINY, needs_tiny
@@ -76,6 +76,14 @@ def test_a_sibling_state_that_differs_only_in_its_last_tokens_is_dropped_for_the
     states[body[: n // 2] + [7] * n] = _state(body[: n // 2] + [7] * n)  # parts in the first half: kept
     states[body[:3] + [8] * (n + 10)] = _state(body[:3] + [8] * (n + 10))  # parts too early: kept as well
     assert len(states) == 4 and states.best(body)[1] == len(body)
+
+
+def test_a_loop_is_a_short_cycle_repeated_over_enough_tokens() -> None:
+    mark = [58, 35, 60, 35, 701, 11]  # "[Disease](Disease), " as six tokens
+    assert loops([1, 2, 3] + mark * 4) and not loops([1, 2, 3] + mark * 3)  # 4 times: 24 tokens
+    assert loops([9] * 24) and not loops([9] * 23)  # one token: 24 times
+    assert not loops(list(range(100))) and not loops([1, 2] * 3 + list(range(30)))
+    assert loops(list(range(16)) * 4) and not loops(list(range(17)) * 4)  # periods up to 16 tokens
 
 
 def test_kv_states_option_is_checked_and_not_part_of_the_identity() -> None:

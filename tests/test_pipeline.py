@@ -7,7 +7,8 @@ import pytest
 
 from hf_rgda import AugmentConfig, ScriptedLLM
 from hf_rgda.cache import ResponseCache
-from hf_rgda.checking import Checker
+from hf_rgda.checking import Checker, complete_items
+from hf_rgda.checking.rules import text_loops
 from hf_rgda.pipeline import Pipeline
 from hf_rgda.records import Seed
 from hf_rgda.schemas import GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
@@ -209,6 +210,28 @@ def test_an_answer_cut_at_max_tokens_keeps_its_complete_sentences() -> None:
     assert cut[0][1].raw == '{"text": "Inherited PTEN var' and "max_tokens is 768" in cut[0][1].detail
     assert [s for s, n in asked].count("seed_generation") == 1  # no re-ask for valid JSON
     assert ("repair", 4) in asked  # the composer's repair asked for the missing two
+
+
+def test_an_answer_ended_in_a_loop_inside_its_first_sentence_is_not_asked_again() -> None:
+    """The local engine ends an answer caught in a loop ("[Disease](Disease), [Disease](Disease), ..."): with no
+    complete sentence, the seed generation keeps none and asks nothing again (a looping model mostly loops again);
+    the cut sentence is a ``looping`` rejection."""
+    world, asked = FakeWorld(), []
+    loop = '{"sentences": [{"text": "G6PD deficiency is linked to ' + "[Disease](Disease), " * 4
+
+    def handler(messages, schema, params):
+        stage = stage_of(list(messages))
+        asked.append(stage)
+        return loop if stage == "seed_generation" else world(messages, schema, params)
+
+    pipe = Pipeline(AugmentConfig(method="gda"), ScriptedLLM(handler), Checker(("Disease",)))
+    [r] = asyncio.run(pipe.run(SEEDS[:1]))
+    assert not r.failure and asked.count("seed_generation") == 1 and r.accepted
+    [c] = [c for s, c in r.rejected if s == "seed_generation"]
+    assert c.reason == "looping" and c.raw.startswith('{"text": "G6PD') and "stopped inside it" in c.detail
+    # an answer cut at max_tokens inside its first sentence, without a loop, is asked again as before
+    assert complete_items('{"sentences": [{"text": "Gout is') == ([], '{"text": "Gout is')
+    assert not text_loops('{"text": "Gout is') and text_loops(loop)
 
 
 def test_cache_makes_second_run_free(tmp_path) -> None:

@@ -49,7 +49,8 @@ def complete_items(text: str, key: str = "sentences") -> tuple[list[Any], str]:
     """The complete items of an answer ``{"<key>": [item, item, ...`` that stopped before its end (the model ran
     out of ``max_tokens`` inside an item), and the text of the item it stopped in.
 
-    Returns ``([], "")`` when the text does not open such a list, or no item in it is complete.
+    Returns ``([], "")`` when the text does not open such a list or the list is whole, and ``([], <the first
+    item's text>)`` when it stopped inside its first item.
 
     Example:
         >>> complete_items('{"sentences": [{"text": "Gout hurts ."}, {"text": "Lupus is')
@@ -67,7 +68,7 @@ def complete_items(text: str, key: str = "sentences") -> tuple[list[Any], str]:
             break
         items.append(item)
     rest = text[pos:].strip()
-    if not items or rest.startswith("]"):  # nothing to keep, or the list is whole (the fault is elsewhere)
+    if rest.startswith("]"):  # the list is whole: the fault is elsewhere
         return [], ""
     return [_clean_surrogates(i) for i in items], rest
 

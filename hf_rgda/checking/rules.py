@@ -35,8 +35,8 @@ from .sentence import Sentence
 from .stats import SplitStats, is_letterless, is_lowercase
 from .table import Example, Finding, Repair, Rule, first_failure
 
-__all__ = ["RULES", "UNTAG_RULES", "Example", "Finding", "Repair", "Rule", "first_failure", "keep_one_sentence",
-           "known_untagged", "sentence_breaks", "tag_known", "untag"]
+__all__ = ["LOOPING", "RULES", "UNTAG_RULES", "Example", "Finding", "Repair", "Rule", "first_failure",
+           "keep_one_sentence", "known_untagged", "repeats_phrase", "sentence_breaks", "tag_known", "text_loops", "untag"]
 
 
 # ---------------------------------------------------------------- sentence rules
@@ -159,12 +159,25 @@ def _similarity_bound(seed_counts: Counter[str], words: Sequence[str]) -> float:
 def looping(s: Sentence) -> str | None:
     """A 4-word phrase three times, or an 8-word phrase twice. (A 4-word phrase twice is ordinary prose, "the
     matrices in M ... the matrices in M" in SciERC: see ``benchmarks/checker_gold.py``.)"""
-    words = [t for t in s.low if _ALNUM(t)]
+    return LOOPING if repeats_phrase([t for t in s.low if _ALNUM(t)]) else None
+
+
+#: :func:`looping`'s finding
+LOOPING = "a phrase repeats (4 words three times, or 8 words twice)"
+
+
+def repeats_phrase(words: Sequence[str]) -> bool:
+    """Whether ``words`` (lower-cased) hold a 4-word phrase three times or an 8-word phrase twice."""
     for n, times in ((4, 3), (8, 2)):
         grams = list(zip(*(words[i:] for i in range(n))))
         if len(set(grams)) < len(grams) and max(Counter(grams).values()) >= times:  # counted only if one repeats
-            return "a phrase repeats (4 words three times, or 8 words twice)"
-    return None
+            return True
+    return False
+
+
+def text_loops(text: str) -> bool:
+    """:func:`looping` on raw text (its words, lower-cased): whether an answer cut inside an item stopped in a loop."""
+    return repeats_phrase([w.lower() for w in re.findall(r"[^\W_]+", text)])
 
 
 def self_coordinated(s: Sentence) -> str | None:
