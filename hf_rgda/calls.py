@@ -55,8 +55,8 @@ def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
 
 
 class Partial(dict):  # type: ignore[type-arg]
-    """A list answer that stopped inside an item (``max_tokens`` reached): its complete items, and in
-    :attr:`cut_off` the text of the item it stopped in."""
+    """A list answer that stopped inside an item (``max_tokens`` reached, or the local engine ended a loop): its
+    complete items (none when it looped inside the first), and in :attr:`cut_off` the text of the item it stopped in."""
 
     def __init__(self, key: str, items: list[Any], cut_off: str) -> None:
         super().__init__({key: items})
@@ -155,8 +155,8 @@ class Caller:
         except ParseError as err:
             items, cut = complete_items(text, partial) if partial else ([], "")
             if items or (cut and text_loops(cut)):  # a looping model asked again mostly loops again
-                log.info("%s: the answer stopped inside item %d; the %d complete ones are kept", stage, len(items) + 1,
-                         len(items))
+                log.info("%s: the answer stopped inside item %d (%s); %d complete ones kept", stage, len(items) + 1,
+                         "a loop" if text_loops(cut) else "cut", len(items))
                 return Partial(partial or "", items, cut), text
             params = self._params(r, stage, f"{salt}/json", judge)
             text = await self._complete(r, CallInfo(stage, f"{salt}/json"), reask_messages(messages, text, err), schema,

@@ -76,11 +76,16 @@ def test_a_sibling_state_that_differs_only_in_its_last_tokens_is_dropped_for_the
     states[body[: n // 2] + [7] * n] = _state(body[: n // 2] + [7] * n)  # parts in the first half: kept
     states[body[:3] + [8] * (n + 10)] = _state(body[:3] + [8] * (n + 10))  # parts too early: kept as well
     assert len(states) == 4 and states.best(body)[1] == len(body)
+    kept = KVStates(capacity_bytes=1 << 20)  # parts within its last 64 tokens but before its half: kept
+    kept[list(range(40)) + [7] * 60] = _state(list(range(40)) + [7] * 60)
+    kept[list(range(40)) + [8] * 10] = _state(list(range(40)) + [8] * 10)
+    assert len(kept) == 2
 
 
 def test_a_loop_is_a_short_cycle_repeated_over_enough_tokens() -> None:
     mark = [58, 35, 60, 35, 701, 11]  # "[Disease](Disease), " as six tokens
     assert loops([1, 2, 3] + mark * 4) and not loops([1, 2, 3] + mark * 3)  # 4 times: 24 tokens
+    assert loops(list(range(6)) * 4) and not loops(list(range(10)) * 3)  # 24 tokens of period 6; 3 times is prose
     assert loops([9] * 24) and not loops([9] * 23)  # one token: 24 times
     assert not loops(list(range(100))) and not loops([1, 2] * 3 + list(range(30)))
     assert loops(list(range(16)) * 4) and not loops(list(range(17)) * 4)  # periods up to 16 tokens

@@ -76,8 +76,9 @@ def test_one_rating_prompt_shows_both_rubrics_with_the_shared_header_lines_once(
     assert guide < sentences and all(line in system for line in criteria_lines(ac, AC_RUBRIC).values())
 
 
-def _run(rating: dict[str, float], **cfg: Any) -> tuple[SeedResult, FakeWorld, ScriptedLLM]:
-    """rgda on one seed; every rating question answered with ``rating``; ``llm.stage_names`` is each call's stage."""
+def _run(rating: dict[str, float], reuses_prefix: bool = False, **cfg: Any) -> tuple[SeedResult, FakeWorld, ScriptedLLM]:
+    """rgda on one seed; every rating question answered with ``rating``; ``llm.stage_names`` is each call's stage;
+    ``reuses_prefix``: the backend says it keeps its KV prefix (as the local engine does)."""
     world = FakeWorld()
     names: list[str] = []
 
@@ -90,6 +91,7 @@ def _run(rating: dict[str, float], **cfg: Any) -> tuple[SeedResult, FakeWorld, S
 
     llm = ScriptedLLM(handler)
     llm.stage_names = names  # type: ignore[attr-defined]
+    llm.reuses_prefix = reuses_prefix
     [r] = asyncio.run(Pipeline(AugmentConfig(**cfg), llm, Checker(("Disease",))).run([SEED]))
     return r, world, llm
 
@@ -100,7 +102,7 @@ def _calls(llm: ScriptedLLM, *stages: str) -> list[tuple[Any, Any]]:
 
 
 def test_a_passing_verdict_costs_one_token_per_criterion_and_asks_no_feedback() -> None:
-    r, world, llm = _run({"5": 0.9, "4": 0.1})  # 0.975 of each maximum: passes 90
+    r, world, llm = _run({"5": 0.9, "4": 0.1}, reuses_prefix=True)  # 0.975 of each maximum: passes 90
     assert [j.score for j in r.judgements["gr"]] == [99] and [j.score for j in r.judgements["ac"]] == [97]
     assert all(j.method == "probability" and j.feedback == {} for j in r.judgements["gr"] + r.judgements["ac"])
     asked = _calls(llm, "gr_judge", "ac_judge")
@@ -115,6 +117,20 @@ def test_a_passing_verdict_costs_one_token_per_criterion_and_asks_no_feedback() 
     usage = r.accounting.stage_usage["guidance_judge/round1"]
     assert usage["calls"] == len(GR_RUBRIC) and usage["completion_tokens"] == len(GR_RUBRIC)
     assert "gr_feedback" not in world.stages and "ac_feedback" not in world.stages
+
+
+@pytest.mark.parametrize(("reuses_prefix", "method"), [(False, "rgda"), (True, "rgda-no-ac")])
+def test_each_judge_rates_under_its_own_rubric_where_sharing_would_buy_nothing(reuses_prefix: bool,
+                                                                               method: str) -> None:
+    """A backend that keeps no prefix (a remote API) would only pay for the other rubric, and a run with one loop
+    has no second judge to share with."""
+    r, _, llm = _run({"5": 1.0}, reuses_prefix=reuses_prefix, method=method)
+    own = scale_system(prompts.render("guidance_judge", types="Disease"))
+    assert [j.score for j in r.judgements["gr"]] == [100]
+    assert {m[0]["content"] for m, _ in _calls(llm, "gr_judge")} == {own}
+    if method == "rgda":
+        assert {m[0]["content"] for m, _ in _calls(llm, "ac_judge")} == {
+            scale_system(prompts.render("composition_judge", types="Disease"))}
 
 
 def test_feedback_is_asked_only_below_the_threshold_with_rounds_left() -> None:

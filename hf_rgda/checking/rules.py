@@ -176,8 +176,19 @@ def repeats_phrase(words: Sequence[str]) -> bool:
 
 
 def text_loops(text: str) -> bool:
-    """:func:`looping` on raw text (its words, lower-cased): whether an answer cut inside an item stopped in a loop."""
-    return repeats_phrase([w.lower() for w in re.findall(r"[^\W_]+", text)])
+    """:func:`looping` on the text of a JSON item cut short (its words, lower-cased, without the item's keys, which
+    every piece repeats): whether the answer stopped inside it in a loop.
+
+    Example:
+        >>> text_loops('{"text": "Gout is linked to [Disease](Disease), [Disease](Disease), [Disease](Disease)')
+        True
+        >>> text_loops('{"text": "BRCA1", "type": "Gene"}, {"text": " and ", "type": "O"}, {"text": "TP53", "type"')
+        False
+    """
+    return repeats_phrase([w.lower() for w in re.findall(r"[^\W_]+", _JSON_KEY("", text))])
+
+
+_JSON_KEY = re.compile(r'"\w+"\s*:').sub
 
 
 def self_coordinated(s: Sentence) -> str | None:

@@ -102,6 +102,10 @@ class LLM(abc.ABC):
     #: whether :meth:`option_probs` reads next-token logprobs (else it is the sampling fallback, several calls); the
     #: remote backends answer per model (a property over their capability record)
     has_logprobs: bool = False
+    #: whether a call's evaluated prompt prefix is kept for the next calls at no extra cost (llama.cpp in this process):
+    #: the judges then lay out their prompts to share it (:data:`hf_rgda.stages.judge.SHARED_RATING`); a remote API
+    #: would only pay for the longer prompt
+    reuses_prefix: bool = False
     #: what the generating stages ask this backend to write under ``representation="auto"``
     #: (:meth:`hf_rgda.config.AugmentConfig.for_backend`)
     representation: str = "entities"

@@ -137,8 +137,8 @@ def loops(tokens: Sequence[int], max_period: int = 16, repeats: int = 4, min_tok
     """
     for period in range(1, max_period + 1):
         length = period * max(repeats, -(-min_tokens // period))
-        if len(tokens) < length:
-            break
+        if len(tokens) < length:  # not monotonic in the period (5 needs 25 tokens, 6 needs 24)
+            continue
         if tokens[len(tokens) - length + period :] == tokens[len(tokens) - length : len(tokens) - period]:
             return True
     return False
@@ -173,7 +173,8 @@ class GrammarAfterSampling:
         self._cur_p = self._cur.ctypes.data_as(llama_cpp.llama_token_data_p)
         self.rejected = 0  # tokens the grammar rejected after sampling (each cost one whole-vocabulary pass)
         self.sampled = 0
-        self._eos = int(llama_cpp.llama_vocab_eos(vocab))
+        eos = int(llama_cpp.llama_vocab_eos(vocab))
+        self._eos = eos if eos >= 0 else int(llama_cpp.llama_vocab_eot(vocab))  # < 0: no loop is ended
         self._history: list[int] = []
         self.looped = False  # the answer was ended in a loop (:func:`loops`)
 
@@ -209,7 +210,7 @@ class GrammarAfterSampling:
                 raise RuntimeError("the grammar allows no token here")
             token = int(arr.data[arr.selected].id)
         self._history.append(token)
-        if loops(self._history):  # ended here: the answer is read as one cut at max_tokens (Caller.ask)
+        if self._eos >= 0 and loops(self._history):  # ended here: the answer is read as one cut at max_tokens (Caller.ask)
             self.looped = True
             return self._eos
         self._c.llama_sampler_accept(self.grammar, token)

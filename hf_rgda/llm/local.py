@@ -81,6 +81,7 @@ class LocalLLM(LLM):
 
     max_concurrency = 1
     has_logprobs = True
+    reuses_prefix = True
     #: inline entity marks: with the local 1.5B, more accepted rows for fewer completion tokens than a sentence plus an
     #: entity list, and no entity missing from its sentence (benchmarks/README.md, local_profile.py)
     representation = "inline"

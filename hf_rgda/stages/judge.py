@@ -29,7 +29,8 @@ __all__ = ["SHARED_RATING", "JudgeLoop"]
 
 #: the judges whose rubrics one rating prompt shows, ``(what is rated, judge stage)`` in order: the GR and AC judges
 #: read the same seed sentence, entities and guide first, so under one system prompt a backend that reuses its KV
-#: prefix reads them once for both (:func:`.rating.scale_system`)
+#: prefix (``LLM.reuses_prefix``) reads them once for both (:func:`.rating.scale_system`); used when both loops run on
+#: such a backend, else each judge rates under its own rubric alone
 SHARED_RATING: tuple[tuple[str, str], ...] = (("a guide", "guidance_judge"), ("new sentences", "composition_judge"))
 
 
@@ -45,7 +46,8 @@ class JudgeLoop:
         refine: ``refine(r, verdict, round)`` rewrites the seed's output; False ends the loop for that seed.
         applies: which seeds the loop runs for.
         after_refine: a step run on the refined seeds before the judge sees them again (the entity verifier).
-        shared_rating: the judges whose rubrics the rating prompt shows (:data:`SHARED_RATING`); empty: its own.
+        shared_rating: the judges whose rubrics the rating prompt shows (:data:`SHARED_RATING`), when both run on a
+            backend that reuses its prefix; empty: its own.
     """
 
     run: Run
@@ -100,8 +102,10 @@ class JudgeLoop:
     def _scale(self) -> tuple[str, dict[str, str]]:
         """The rating questions' system prompt and each criterion's rubric line."""
         system = self.run.systems[self.judge_stage]
+        cfg, llm = self.run.config, self.run.caller.llm
         shared = [(title, self.run.systems[s]) for title, s in self.shared_rating if s in self.run.systems]
-        if len(shared) < 2 or self.judge_stage not in {s for _, s in self.shared_rating}:
+        if (len(shared) < 2 or self.judge_stage not in {s for _, s in self.shared_rating}
+                or not (cfg.uses_gr and cfg.uses_ac and llm.reuses_prefix)):
             return scale_system(system), criteria_lines(system, self.rubric)
         (title, first), *others = shared
         return scale_system(first, *others, title=title), criteria_lines(system, self.rubric)

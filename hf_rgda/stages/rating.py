@@ -10,7 +10,8 @@ to an integer; the verdict's total is the sum of the criteria's scores, an int a
 distributions are kept on the verdict (:attr:`~hf_rgda.records.Judgement.distributions`).
 
 **The messages.** System: the judge's own rubric prompt, rewritten for rating by :func:`scale_system` (its header and
-criteria lines in the ``judge_scale`` prompt); user: what the judge reads, plus the one criterion asked
+criteria lines in the ``judge_scale`` prompt), or, where both loops run on a backend that reuses its prefix, one prompt
+with the GR and AC rubrics (:data:`~.judge.SHARED_RATING`); user: what the judge reads, plus the one criterion asked
 ("Criterion: <name> (max N): <description>", the rubric's own line). The questions of one verdict differ only in
 their last line, so a backend that reuses its KV prefix (llama.cpp) or caches prompts pays the long part once.
 
