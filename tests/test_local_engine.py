@@ -12,8 +12,11 @@ import pytest
 
 from hf_rgda import load_llm
 from hf_rgda._exceptions import ConfigError
+from hf_rgda.checking import complete_items
+from hf_rgda.checking.rules import text_loops
 from hf_rgda.llm.engine import ENGINES, KVState, KVStates, cpu_backend, cpu_variants, load_cpu_backends, loops
 from hf_rgda.llm.local import LocalLLM
+from hf_rgda.schemas import sentences_schema
 
 from .test_local_integration import TINY, needs_tiny
 
@@ -190,6 +193,23 @@ def test_the_cached_build_runs_on_a_cpu_without_avx512() -> None:
     assert "libggml-cpu-haswell.so" in log and "AVX2 = 1" in haswell["system_info"]
     assert "AVX512" not in haswell["system_info"]
     assert haswell["text"] == native["text"] and haswell["text"].strip()
+
+
+@pytest.mark.slow
+@needs_tiny
+def test_the_sampler_ends_an_answer_caught_in_a_loop() -> None:
+    """The tiny model asked for "la la la ..." at temperature 0 loops inside its first sentence: the sampler ends the
+    answer at the loop instead of at ``max_tokens``, and the caller reads it as a loop cut in its first item."""
+    pytest.importorskip("llama_cpp")
+    llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0)
+    messages = [{"role": "system", "content": "You write JSON."},
+                {"role": "user", "content": "Write one sentence that repeats the words 'la la' one hundred times: "
+                                            + "la " * 14}]
+    comp = asyncio.run(llm.complete(messages, schema=sentences_schema(("Disease",), 1, "inline"),
+                                    params={"temperature": 0.0, "max_tokens": 300, "seed": 0}))
+    assert llm._llama.last_sampler.looped and comp.usage.completion_tokens < 100
+    items, cut = complete_items(comp.text)
+    assert items == [] and text_loops(cut) and "la la la la" in cut
 
 
 @pytest.mark.slow
