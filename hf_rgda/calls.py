@@ -56,11 +56,12 @@ def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
 
 class Partial(dict):  # type: ignore[type-arg]
     """A list answer that stopped inside an item (``max_tokens`` reached, or the local engine ended a loop): its
-    complete items (none when it looped inside the first), and in :attr:`cut_off` the text of the item it stopped in."""
+    complete items (none when it looped inside the first), in :attr:`cut_off` the text of the item it stopped in,
+    and in :attr:`looped` whether that text loops (:func:`~hf_rgda.checking.rules.text_loops`)."""
 
-    def __init__(self, key: str, items: list[Any], cut_off: str) -> None:
+    def __init__(self, key: str, items: list[Any], cut_off: str, looped: bool = False) -> None:
         super().__init__({key: items})
-        self.cut_off = cut_off
+        self.cut_off, self.looped = cut_off, looped
 
 
 class CallInfo(NamedTuple):
@@ -154,10 +155,11 @@ class Caller:
             return parse_json(text), text
         except ParseError as err:
             items, cut = complete_items(text, partial) if partial else ([], "")
-            if items or (cut and text_loops(cut)):  # a looping model asked again mostly loops again
+            looped = bool(cut) and text_loops(cut)
+            if items or looped:  # a looping model asked again mostly loops again
                 log.info("%s: the answer stopped inside item %d (%s); %d complete ones kept", stage, len(items) + 1,
-                         "a loop" if text_loops(cut) else "cut", len(items))
-                return Partial(partial or "", items, cut), text
+                         "a loop" if looped else "cut", len(items))
+                return Partial(partial or "", items, cut, looped), text
             params = self._params(r, stage, f"{salt}/json", judge)
             text = await self._complete(r, CallInfo(stage, f"{salt}/json"), reask_messages(messages, text, err), schema,
                                         params, rnd, llm)

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from .._exceptions import ParseError
 from ..calls import Caller, Partial
 from ..checking import Checker, decode_sentence
-from ..checking.rules import LOOPING, text_loops
+from ..checking.rules import LOOPING
 from ..config import AugmentConfig
 from ..messages import Messages, build_messages
 from ..records import Candidate, SeedResult
@@ -76,9 +76,11 @@ class Run:
         data, raw = await self.caller.ask(r, stage, messages, schema, salt=salt, partial="sentences")
         out = self._check_all(r, stage, data, n, keep, new_entities)
         if isinstance(data, Partial) and len(data["sentences"]) < n:
-            cut = (Candidate(raw=data.cut_off).reject("looping", f"{LOOPING}; the answer stopped inside it")
-                   if text_loops(data.cut_off) else Candidate(raw=data.cut_off).reject(
-                       "cut_off", f"the answer broke off inside this sentence (max_tokens is {self.config.max_tokens})"))
+            cut = Candidate(raw=data.cut_off)
+            if data.looped:
+                cut.reject("looping", f"{LOOPING}; the answer stopped inside it")
+            else:
+                cut.reject("cut_off", f"the answer broke off inside this sentence (max_tokens is {self.config.max_tokens})")
             r.rejected.append((stage, cut))
             out.append(cut)
         return out, raw

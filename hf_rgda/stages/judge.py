@@ -46,8 +46,6 @@ class JudgeLoop:
         refine: ``refine(r, verdict, round)`` rewrites the seed's output; False ends the loop for that seed.
         applies: which seeds the loop runs for.
         after_refine: a step run on the refined seeds before the judge sees them again (the entity verifier).
-        shared_rating: the judges whose rubrics the rating prompt shows (:data:`SHARED_RATING`), when both run on a
-            backend that reuses its prefix; empty: its own.
     """
 
     run: Run
@@ -59,7 +57,6 @@ class JudgeLoop:
     refine: Callable[[SeedResult, Judgement, int], Awaitable[bool]]
     applies: Callable[[SeedResult], bool] = field(default=lambda r: True)
     after_refine: Step | None = None
-    shared_rating: Sequence[tuple[str, str]] = SHARED_RATING
 
     async def __call__(self, rs: Sequence[SeedResult], each: Each) -> None:
         """Run the loop over the seeds ``rs`` with the scheduler's ``each``."""
@@ -101,13 +98,10 @@ class JudgeLoop:
     @cached_property
     def _scale(self) -> tuple[str, dict[str, str]]:
         """The rating questions' system prompt and each criterion's rubric line."""
-        system = self.run.systems[self.judge_stage]
-        cfg, llm = self.run.config, self.run.caller.llm
-        shared = [(title, self.run.systems[s]) for title, s in self.shared_rating if s in self.run.systems]
-        if (len(shared) < 2 or self.judge_stage not in {s for _, s in self.shared_rating}
-                or not (cfg.uses_gr and cfg.uses_ac and llm.reuses_prefix)):
+        system, cfg = self.run.systems[self.judge_stage], self.run.config
+        if not (cfg.uses_gr and cfg.uses_ac and self.run.caller.llm.reuses_prefix):
             return scale_system(system), criteria_lines(system, self.rubric)
-        (title, first), *others = shared
+        (title, first), *others = [(title, self.run.systems[stage]) for title, stage in SHARED_RATING]
         return scale_system(first, *others, title=title), criteria_lines(system, self.rubric)
 
     async def judge(self, r: SeedResult, rnd: int) -> None:
