@@ -23,12 +23,19 @@ venv's ``llama_cpp/lib``, or any build's) is loaded in a fresh process through `
 processing (512 tokens) and generation (32 tokens) are timed at ``--threads`` threads, the builds interleaved
 ``--reps`` times; each also writes a greedy completion, to show the kernels compute the same thing.
 
+``--batches`` instead measures what one llama.cpp decode costs as it carries more tokens, on this venv's build, at
+``--threads`` threads, in one process: B sequences one new token each (generation of B answers at once, after a
+200-token prompt each: tokens/s over all of them), and one sequence n new tokens at once (what a draft verifier or
+a short prompt pays: tokens/s). Were generation bound by reading the weights from memory, B sequences would cost
+about what one does.
+
 Usage:
     git worktree add /tmp/base 8ae9ee0
     python -m benchmarks.local_speed --arm base=/tmp/base::/tmp/portable_lib --arm main=. --num-seeds 20 --chunk 4
     python -m benchmarks.local_speed --decode 4 --out benchmarks/results/local_decode.json
     python -m benchmarks.local_speed --kernels portable=/tmp/portable/lib variants=.venv/lib/python3.11/site-packages/llama_cpp/lib \
         native=/tmp/nativelib haswell=.venv/lib/python3.11/site-packages/llama_cpp/lib:libggml-cpu-haswell.so
+    python -m benchmarks.local_speed --batches --out benchmarks/results/local_batches.json
 """
 
 from __future__ import annotations
@@ -262,6 +269,73 @@ def ab(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3) -> dict[str, Any]:
+    """Tokens/s of one decode carrying B sequences' next tokens, and one sequence's n next tokens (medians of
+    ``reps`` rounds of ``steps`` decodes)."""
+    import llama_cpp as L
+
+    from hf_rgda import DEFAULT_LLM
+    from hf_rgda.llm.engine import cpu_backend, load_cpu_backends
+    from hf_rgda.llm.local import resolve_gguf
+
+    load_cpu_backends()
+    threads = args.threads or os.cpu_count() or 1
+    model = L.llama_model_load_from_file(str(resolve_gguf(DEFAULT_LLM.split(":", 1)[1])).encode(),
+                                         L.llama_model_default_params())
+    cp = L.llama_context_default_params()
+    cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max, cp.kv_unified = 4096, 512, 512, 4, True
+    cp.n_threads = cp.n_threads_batch = threads
+    ctx = L.llama_init_from_model(model, cp)
+    batch = L.llama_batch_init(512, 0, 4)
+    mem = L.llama_get_memory(ctx)
+    prompt = 200
+
+    def decode_(items: list[tuple[int, int, int]]) -> None:  # (token, position, sequence)
+        batch.n_tokens = len(items)
+        for i, (tok, pos, seq) in enumerate(items):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0], batch.logits[i] = tok, pos, 1, seq, 1
+        if L.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+
+    for seq in range(4):  # a 200-token prompt per sequence
+        for start in range(0, prompt, 100):
+            decode_([(100 + i % 50, start + i, seq) for i in range(100)])
+
+    def timed(make: Any, n_steps: int) -> float:
+        start = time.perf_counter()
+        for k in range(n_steps):
+            decode_(make(k))
+        seconds = time.perf_counter() - start
+        for seq in range(4):
+            L.llama_memory_seq_rm(mem, seq, prompt, -1)
+        return seconds
+
+    sequences: dict[str, list[float]] = {str(b): [] for b in (1, 2, 3, 4)}
+    tokens: dict[str, list[float]] = {str(n): [] for n in (1, 2, 4, 8, 16, 32)}
+    for _ in range(reps):
+        for b in (1, 2, 3, 4):
+            seconds = timed(lambda k, b=b: [(500 + k, prompt + k, seq) for seq in range(b)], steps)
+            sequences[str(b)].append(b * steps / seconds)
+        for n in (1, 2, 4, 8, 16, 32):
+            n_steps = max(4, steps * 4 // n)
+            seconds = timed(lambda k, n=n: [(600 + j, prompt + k * n + j, 0) for j in range(n)], n_steps)
+            tokens[str(n)].append(n * n_steps / seconds)
+    L.llama_batch_free(batch)
+    L.llama_free(ctx)
+    L.llama_model_free(model)
+    med = {name: {k: round(statistics.median(v), 1) for k, v in d.items()} for name, d in
+           (("sequences", sequences), ("tokens", tokens))}
+    out = {"command": command("local_speed"), "machine": machine(), "model": DEFAULT_LLM, "threads": threads,
+           "engine": cpu_backend(), "load_average_start": _load(), "prompt_tokens_per_sequence": prompt,
+           "tokens_per_s_by_sequences": med["sequences"], "tokens_per_s_by_tokens_of_one_sequence": med["tokens"],
+           "throughput_vs_one_sequence": {k: round(v / med["sequences"]["1"], 2) for k, v in med["sequences"].items()},
+           "rounds": {"sequences": sequences, "tokens": tokens}}
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps({k: out[k] for k in ("tokens_per_s_by_sequences", "tokens_per_s_by_tokens_of_one_sequence",
+                                          "throughput_vs_one_sequence")}))
+    return out
+
+
 def decode(args: argparse.Namespace) -> dict[str, Any]:
     """Generation speed under the composer's schema, the three ways, interleaved, in this process."""
     import llama_cpp
@@ -345,10 +419,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kernels", nargs="+", default=[], metavar="NAME=LIBDIR[:MODULE]",
                    help="measure llama.cpp builds instead (the first is the ratios' baseline)")
     p.add_argument("--reps", type=int, default=3, help="--kernels: rounds over the builds")
+    p.add_argument("--batches", action="store_true",
+                   help="measure one decode's cost by the sequences and tokens it carries instead")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    default = "local_kernels.json" if args.kernels else "local_decode.json" if args.decode else "local_speed.json"
+    default = ("local_kernels.json" if args.kernels else "local_decode.json" if args.decode
+               else "local_batches.json" if args.batches else "local_speed.json")
     args.out = args.out or ROOT / "benchmarks" / "results" / default
+    if args.batches:
+        batches(args)
+        return 0
     if args.kernels:
         kernels(args)
         return 0

@@ -37,7 +37,7 @@ def _add_config_options(parser: argparse.ArgumentParser, config: type) -> None:
         if f.type in ("bool", bool):
             kw["action"] = argparse.BooleanOptionalAction
         else:
-            kw["type"] = type(f.default)
+            kw["type"] = f.metadata.get("type", type(f.default))  # ``type`` where the default is None
             if "choices" in f.metadata:
                 kw["choices"] = f.metadata["choices"]
         parser.add_argument("--" + f.name.replace("_", "-"), **kw)

@@ -78,7 +78,7 @@ _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "threshold": (lambda v: 0 <= v <= 100, "between 0 and 100"),
     "probability_threshold": (lambda v: 0 <= v <= 100, "between 0 and 100"),
     "max_rounds": (lambda v: v >= 1, "at least 1"),
-    "max_repairs": (lambda v: v >= 0, "0 or more"),
+    "max_repairs": (lambda v: v is None or v >= 0, "0 or more, or None (the backend's own)"),
     "temperature": (lambda v: 0.0 <= v <= 2.0, "between 0.0 and 2.0"),
     "judge_temperature": (lambda v: 0.0 <= v <= 2.0, "between 0.0 and 2.0"),
     "near_copy_ratio": (lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
@@ -110,7 +110,9 @@ class AugmentConfig:
                                     "the local 1.5B model they barely move, see benchmarks/README.md; calibrate your "
                                     "own model with hf-rgda calibrate)")
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
-    max_repairs: int = _f(1, "targeted re-asks for sentences that fail the deterministic checks")
+    max_repairs: int | None = _f(None, "targeted re-asks for sentences that fail the deterministic checks; unset: the "
+                                 "backend's own (1 for the APIs; 0 for the local model, whose re-asks repeat the "
+                                 "rejected sentence's fault: benchmarks/README.md, repairs.py)", type=int)
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content")
     representation: str = _f("auto", "what the LLM writes: a sentence plus entity list ('entities'), typed "
                              "segments ('segments'), or the sentence with each entity marked in place as "
@@ -222,11 +224,15 @@ class AugmentConfig:
                               "attribution_model=<folder or Hub id> (hf_rgda.attribution.fit_seed_model trains one)")
 
     def for_backend(self, llm: Any) -> AugmentConfig:
-        """This configuration with ``representation="auto"`` made the backend's own (its ``representation``
-        attribute: ``"inline"`` for the local model, ``"entities"`` otherwise)."""
-        if self.representation != "auto":
-            return self
-        return replace(self, representation=getattr(llm, "representation", "entities"))
+        """This configuration with the backend's own values where it leaves them to the backend: ``representation``
+        ``"auto"`` (its ``representation`` attribute: ``"inline"`` for the local model, ``"entities"`` otherwise) and
+        ``max_repairs`` unset (its ``max_repairs``: 0 for the local model, 1 otherwise)."""
+        own: dict[str, Any] = {}
+        if self.representation == "auto":
+            own["representation"] = getattr(llm, "representation", "entities")
+        if self.max_repairs is None:
+            own["max_repairs"] = getattr(llm, "max_repairs", 1)
+        return replace(self, **own) if own else self
 
     def threshold_for(self, verdict_method: str) -> int:
         """The refine loops' threshold for a verdict read by ``verdict_method`` (``Judgement.method``)."""

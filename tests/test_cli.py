@@ -141,8 +141,8 @@ def test_config_options_are_generated_from_the_dataclasses(tmp_path: Path, capsy
         for f in dataclasses.fields(config):
             assert "--" + f.name.replace("_", "-") in text, (command, f.name)
     folder = _write_folder(tmp_path)
-    assert main(["augment", str(folder), "--method", "gda", "--num-augmented", "2", "--no-salvage", "--out",
-                 str(tmp_path / "out")], llm=ScriptedLLM(stateless_handler)) == 0
+    assert main(["augment", str(folder), "--method", "gda", "--num-augmented", "2", "--no-salvage", "--max-repairs", "0",
+                 "--out", str(tmp_path / "out")], llm=ScriptedLLM(stateless_handler)) == 0
     config = json.loads((tmp_path / "out" / "summary.json").read_text())["config"]
-    assert (config["method"], config["num_augmented"], config["salvage"]) == ("gda", 2, False)
+    assert (config["method"], config["num_augmented"], config["salvage"], config["max_repairs"]) == ("gda", 2, False, 0)
     assert config["keep_originals"] and config["keep_rejected"]  # the CLI's outputs need both

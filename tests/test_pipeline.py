@@ -188,6 +188,28 @@ def test_invalid_sentences_are_repaired_once_then_rejected() -> None:
     assert reasons == ["seed_entity_reused"] * 4
 
 
+@pytest.mark.parametrize(("own", "given", "asked"), [(0, None, 1), (0, 1, 2), (1, None, 2), (1, 0, 1)])
+def test_an_unset_max_repairs_is_the_backends_own(own: int, given: int | None, asked: int) -> None:
+    """``max_repairs`` unset takes the backend's ``max_repairs`` (the local model's 0: its re-asks repeat the fault);
+    a value given wins either way."""
+    calls = {"composer": 0}
+
+    def handler(messages, schema, params):
+        if stage_of(list(messages)) in ("composer", "repair") and messages[1]["content"].startswith("Guide:"):
+            calls["composer"] += 1
+            n = schema["properties"]["sentences"]["minItems"]
+            return {"sentences": [{"text": "Germline mutations in BRCA1 cause breast cancer .",
+                                   "entities": [{"text": "breast cancer", "type": "Disease"}]}] * n}
+        return FakeWorld()(messages, schema, params)
+
+    llm = ScriptedLLM(handler)
+    llm.max_repairs = own
+    pipe = Pipeline(AugmentConfig(method="gda", max_repairs=given), llm, Checker(("Disease",)))
+    assert pipe.cfg.max_repairs == (own if given is None else given)
+    [r] = asyncio.run(pipe.run(SEEDS[:1]))
+    assert calls["composer"] == asked and not r.accepted
+
+
 def test_an_answer_cut_at_max_tokens_keeps_its_complete_sentences() -> None:
     """A small model at a low ``max_tokens`` stops inside the last sentence (the JSON unterminated). Its complete
     sentences are kept without a re-ask; the cut one is a rejection (``cut_off``) and goes to the repair."""

@@ -109,6 +109,8 @@ class LLM(abc.ABC):
     #: what the generating stages ask this backend to write under ``representation="auto"``
     #: (:meth:`hf_rgda.config.AugmentConfig.for_backend`)
     representation: str = "entities"
+    #: targeted re-asks of rejected sentences under an unset ``max_repairs`` (:meth:`~hf_rgda.config.AugmentConfig.for_backend`)
+    max_repairs: int = 1
 
     @abc.abstractmethod
     async def complete(

@@ -85,6 +85,9 @@ class LocalLLM(LLM):
     #: inline entity marks: with the local 1.5B, more accepted rows for fewer completion tokens than a sentence plus an
     #: entity list, and no entity missing from its sentence (benchmarks/README.md, local_profile.py)
     representation = "inline"
+    #: no targeted re-asks: the local 1.5B writes the rejected sentence's fault again (a near copy, a malformed mark,
+    #: the prompt's words) and its re-asks cost as much as the first ask (benchmarks/README.md, repairs.py)
+    max_repairs = 0
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
                  grammar: str = "after_sampling", kv_states_mb: int = 512) -> None:
