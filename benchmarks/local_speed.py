@@ -25,9 +25,10 @@ processing (512 tokens) and generation (32 tokens) are timed at ``--threads`` th
 
 ``--batches`` instead measures what one llama.cpp decode costs as it carries more tokens, on this venv's build, at
 ``--threads`` threads, in one process: B sequences one new token each (generation of B answers at once, after a
-200-token prompt each: tokens/s over all of them), and one sequence n new tokens at once (what a draft verifier or
-a short prompt pays: tokens/s). Were generation bound by reading the weights from memory, B sequences would cost
-about what one does.
+64-token prompt each: tokens/s over all of them), one sequence n new tokens at once with logits at every one (what a
+draft verifier pays), and a prompt's next n tokens with logits for the last only (a judge question, a prompt's last
+chunk). Were generation bound by reading the weights from memory, B sequences would cost about what one does. Each
+measurement starts from an emptied cache (freed cells would widen what attention reads), medians of 3 rounds.
 
 Usage:
     git worktree add /tmp/base 8ae9ee0
@@ -269,7 +270,7 @@ def ab(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3) -> dict[str, Any]:
+def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3, prompt: int = 64) -> dict[str, Any]:
     """Tokens/s of one decode carrying B sequences' next tokens, and one sequence's n next tokens (medians of
     ``reps`` rounds of ``steps`` decodes)."""
     import llama_cpp as L
@@ -288,30 +289,28 @@ def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3) -> dict[st
     ctx = L.llama_init_from_model(model, cp)
     batch = L.llama_batch_init(512, 0, 4)
     mem = L.llama_get_memory(ctx)
-    prompt = 200
 
-    def decode_(items: list[tuple[int, int, int]]) -> None:  # (token, position, sequence)
+    def decode_(items: list[tuple[int, int, int]], logits: bool = True) -> None:  # (token, position, sequence)
         batch.n_tokens = len(items)
         for i, (tok, pos, seq) in enumerate(items):
-            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0], batch.logits[i] = tok, pos, 1, seq, 1
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0] = tok, pos, 1, seq
+            batch.logits[i] = 1 if logits or i == len(items) - 1 else 0
         if L.llama_decode(ctx, batch) != 0:
             raise RuntimeError("llama_decode failed")
 
-    for seq in range(4):  # a 200-token prompt per sequence
-        for start in range(0, prompt, 100):
-            decode_([(100 + i % 50, start + i, seq) for i in range(100)])
-
-    def timed(make: Any, n_steps: int) -> float:
+    def timed(make: Any, n_steps: int, logits: bool = True) -> float:
+        """Seconds of ``n_steps`` decodes, each a fresh context's: the cache emptied and a prompt per sequence
+        (else the freed cells of earlier rounds widen what attention reads, and later rounds run slower)."""
+        L.llama_memory_clear(mem, True)
+        decode_([(100 + i % 50, i, seq) for seq in range(4) for i in range(prompt)], logits=False)
         start = time.perf_counter()
         for k in range(n_steps):
-            decode_(make(k))
-        seconds = time.perf_counter() - start
-        for seq in range(4):
-            L.llama_memory_seq_rm(mem, seq, prompt, -1)
-        return seconds
+            decode_(make(k), logits)
+        return time.perf_counter() - start
 
     sequences: dict[str, list[float]] = {str(b): [] for b in (1, 2, 3, 4)}
     tokens: dict[str, list[float]] = {str(n): [] for n in (1, 2, 4, 8, 16, 32)}
+    chunks: dict[str, list[float]] = {str(n): [] for n in (8, 16, 32, 64, 128, 256)}
     for _ in range(reps):
         for b in (1, 2, 3, 4):
             seconds = timed(lambda k, b=b: [(500 + k, prompt + k, seq) for seq in range(b)], steps)
@@ -320,19 +319,24 @@ def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3) -> dict[st
             n_steps = max(4, steps * 4 // n)
             seconds = timed(lambda k, n=n: [(600 + j, prompt + k * n + j, 0) for j in range(n)], n_steps)
             tokens[str(n)].append(n * n_steps / seconds)
+        for n in (8, 16, 32, 64, 128, 256):  # a prompt's next n tokens, logits for the last only (a judge question)
+            n_steps = max(2, 256 // n)
+            seconds = timed(lambda k, n=n: [(700 + j, prompt + k * n + j, 0) for j in range(n)], n_steps, logits=False)
+            chunks[str(n)].append(n * n_steps / seconds)
     L.llama_batch_free(batch)
     L.llama_free(ctx)
     L.llama_model_free(model)
     med = {name: {k: round(statistics.median(v), 1) for k, v in d.items()} for name, d in
-           (("sequences", sequences), ("tokens", tokens))}
+           (("sequences", sequences), ("tokens", tokens), ("chunks", chunks))}
     out = {"command": command("local_speed"), "machine": machine(), "model": DEFAULT_LLM, "threads": threads,
            "engine": cpu_backend(), "load_average_start": _load(), "prompt_tokens_per_sequence": prompt,
            "tokens_per_s_by_sequences": med["sequences"], "tokens_per_s_by_tokens_of_one_sequence": med["tokens"],
+           "prompt_tokens_per_s_by_chunk": med["chunks"],
            "throughput_vs_one_sequence": {k: round(v / med["sequences"]["1"], 2) for k, v in med["sequences"].items()},
-           "rounds": {"sequences": sequences, "tokens": tokens}}
+           "rounds": {"sequences": sequences, "tokens": tokens, "chunks": chunks}}
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: out[k] for k in ("tokens_per_s_by_sequences", "tokens_per_s_by_tokens_of_one_sequence",
-                                          "throughput_vs_one_sequence")}))
+                                          "prompt_tokens_per_s_by_chunk", "throughput_vs_one_sequence")}))
     return out
 
 
