@@ -4,8 +4,9 @@ shown with their reasons), then with ``max_repairs=0``, on one response cache, s
 the two share from the cache and asks only what differs (the AC judge's questions where the repaired sentences
 changed what it reads).
 
-Reported per setting: accepted rows, LLM seconds (a cached call counts the seconds it took when it was asked), calls,
-completion tokens and rejections by reason; and for the repairs: their calls, the rows they added, the sentences they
+Reported per setting: accepted rows, LLM seconds (a cached call counts the seconds it took when it was asked), calls
+(cached ones included), the completion tokens of the calls asked in that run (the second run's cached calls count
+none) and rejections by reason; and for the repairs: their calls, the rows they added, the sentences they
 wrote that were rejected (by reason: the difference of the two runs' rejections) and the seconds per row they added.
 
 Usage:
