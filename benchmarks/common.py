@@ -20,7 +20,7 @@ from hf_rgda.recipe import load_source
 from hf_rgda.records import seed_key
 from hf_rgda.tags import to_tag_names
 
-__all__ = ["DATA_DIR", "DOMAINS", "ROOT", "Sentence", "command", "commit", "header", "load", "machine", "parser",
+__all__ = ["DATA_DIR", "DOMAINS", "MAIN_COMMAND_DOMAIN", "ROOT", "Sentence", "command", "commit", "header", "load", "machine", "parser",
            "seed_key", "sentences"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +32,8 @@ DOMAINS = {
     "scierc": "computer science research abstracts (AI, NLP, vision)",
     "fin": "financial agreements and SEC filings",
 }
+#: the ``--domain`` of the README's main command (NCBI-disease), which the local-engine benchmarks run as it is
+MAIN_COMMAND_DOMAIN = "biomedical research abstracts (disease mentions)"
 #: a sentence as tokens and tag names
 Sentence = tuple[tuple[str, ...], tuple[str, ...]]
 

@@ -54,9 +54,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import DATA_DIR, ROOT, command, machine
-
-DOMAIN = "biomedical research abstracts (disease mentions)"  # the README's main command
+from benchmarks.common import DATA_DIR, MAIN_COMMAND_DOMAIN, ROOT, command, machine
 
 #: run in the arm's folder by the arm's Python (``python -c``): only names both the baseline and main export
 WORKER = r'''
@@ -177,7 +175,7 @@ def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace)
     """One chunk of seeds through one arm, in a fresh process; its figures."""
     with tempfile.TemporaryDirectory(prefix="local_speed_") as tmp:
         job = {"data": str(args.data_dir / "ncbi_disease"), "num_seeds": args.num_seeds, "indices": indices,
-               "domain": DOMAIN, "cache": str(Path(tmp) / "cache.sqlite3")}
+               "domain": MAIN_COMMAND_DOMAIN, "cache": str(Path(tmp) / "cache.sqlite3")}
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(Path(tmp) / "datasets")}
         env.pop("PYTHONPATH", None)
         env.pop("LLAMA_CPP_LIB_PATH", None)
@@ -271,8 +269,8 @@ def ab(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3, prompt: int = 64) -> dict[str, Any]:
-    """Tokens/s of one decode carrying B sequences' next tokens, and one sequence's n next tokens (medians of
-    ``reps`` rounds of ``steps`` decodes)."""
+    """Tokens/s of one decode by what it carries: B sequences' next tokens; one sequence's n next tokens, logits at
+    each; a prompt's next n tokens, logits for the last only (medians of ``reps`` rounds)."""
     import llama_cpp as L
 
     from hf_rgda import DEFAULT_LLM
@@ -280,7 +278,7 @@ def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3, prompt: in
     from hf_rgda.llm.local import resolve_gguf
 
     load_cpu_backends()
-    threads = args.threads or os.cpu_count() or 1
+    threads, load_start = args.threads or os.cpu_count() or 1, _load()
     model = L.llama_model_load_from_file(str(resolve_gguf(DEFAULT_LLM.split(":", 1)[1])).encode(),
                                          L.llama_model_default_params())
     cp = L.llama_context_default_params()
@@ -329,7 +327,8 @@ def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3, prompt: in
     med = {name: {k: round(statistics.median(v), 1) for k, v in d.items()} for name, d in
            (("sequences", sequences), ("tokens", tokens), ("chunks", chunks))}
     out = {"command": command("local_speed"), "machine": machine(), "model": DEFAULT_LLM, "threads": threads,
-           "engine": cpu_backend(), "load_average_start": _load(), "prompt_tokens_per_sequence": prompt,
+           "engine": cpu_backend(), "load_average_start": load_start, "load_average_end": _load(),
+           "prompt_tokens_per_sequence": prompt,
            "tokens_per_s_by_sequences": med["sequences"], "tokens_per_s_by_tokens_of_one_sequence": med["tokens"],
            "prompt_tokens_per_s_by_chunk": med["chunks"],
            "throughput_vs_one_sequence": {k: round(v / med["sequences"]["1"], 2) for k, v in med["sequences"].items()},

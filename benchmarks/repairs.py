@@ -15,33 +15,35 @@ Usage:
 
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, header, parser
-
-DOMAIN = "biomedical research abstracts (disease mentions)"  # the README's main command
+from benchmarks.common import DATA_DIR, MAIN_COMMAND_DOMAIN, ROOT, header
 
 
 def run_setting(seeds: Any, split: Any, cache: Path, max_repairs: int) -> dict[str, Any]:
     from hf_rgda import DEFAULT_LLM, AugmentConfig, RGDAAugmenter
     from hf_rgda.recipe import augment
 
-    cfg = AugmentConfig(method="rgda", domain=DOMAIN, max_repairs=max_repairs, keep_originals=True, keep_rejected=True)
+    cfg = AugmentConfig(method="rgda", domain=MAIN_COMMAND_DOMAIN, max_repairs=max_repairs, keep_originals=True,
+                        keep_rejected=True)
     aug = RGDAAugmenter.from_dataset(split, llm=DEFAULT_LLM, config=cfg, cache=str(cache))
     run = augment(seeds, aug, batch_size=8, desc=f"rgda, max_repairs={max_repairs}")
     s = run.summary.to_dict()
     rows = [" ".join(r["tokens"]) for r in run.rows if r["rgda_status"] == "accepted"]
-    return {"max_repairs": max_repairs, "accepted": s["accepted"], "llm_seconds": round(s["llm_seconds"] + s["cached_seconds"], 1),
+    return {"max_repairs": max_repairs, "accepted": s["accepted"],
+            "llm_seconds": round(s["llm_seconds"] + s["cached_seconds"], 1),
             "calls": s["calls"], "stage_calls": s["stage_calls"], "completion_tokens": s["completion_tokens"],
             "rejected_by_reason": s["rejected_by_reason"], "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = parser(__doc__)
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--num-seeds", type=int, default=12)
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "repairs.json")
     args = p.parse_args(argv)
