@@ -158,6 +158,20 @@ def test_the_threshold_is_relative_to_the_seeds_own_entities(seed_p: float, deci
     assert r.entity_verdicts[1].decision == decision
 
 
+def test_the_seeds_reference_is_asked_only_when_a_decision_needs_it() -> None:
+    """The seed's threshold is at most verify_threshold: where every entity scores at least that, each is verified
+    whatever the seed's reference would be, so its question is not asked; one entity below, and it is asked (once per
+    seed, however many rows follow)."""
+    verdicts = {"glioma": SURE, "glutamate": {"A": 0.3, "F": 0.7}, "breast cancer": {"A": 0.9, "F": 0.1}}
+    r, llm = verify([TWO], verdicts, verify_threshold=0.25, verify_relative=0.5)
+    asked = [re.search(r'"(.+)" is:', m[-1]["content"]).group(1) for m, _, _ in llm.calls]
+    assert sorted(asked) == ["glioma", "glutamate"] and [v.decision for v in r.entity_verdicts] == ["verified"] * 2
+    verdicts["glutamate"] = {"A": 0.2, "F": 0.8}  # below 0.25: the reference is asked (t = min(0.25, 0.5 x 0.9))
+    r, llm = verify([TWO, TWO.replace("adults", "children")], verdicts, verify_threshold=0.25, verify_relative=0.5)
+    asked = [re.search(r'"(.+)" is:', m[-1]["content"]).group(1) for m, _, _ in llm.calls]
+    assert asked.count("breast cancer") == 1 and r.entity_verdicts[1].decision == "untagged"
+
+
 def test_just_below_the_threshold_is_below() -> None:
     r, _ = verify([TWO], {"glioma": SURE, "glutamate": {"A": 0.4999, "F": 0.5001}}, verify_threshold=0.5)
     assert r.entity_verdicts[1].decision == "untagged"
@@ -262,7 +276,8 @@ def test_refined_sentences_are_verified_before_the_judge_sees_them() -> None:
 
 def test_naive_rows_are_verified(world: FakeWorld) -> None:
     asyncio.run(Pipeline(AugmentConfig(method="naive"), ScriptedLLM(world), Checker(("Disease",))).run([SEED]))
-    assert world.stages == ["seed_generation"] + ["entity_verify"] * 4  # the seed's own entity, then the 3 rows
+    # the 3 rows' entities; the seed's own is asked only when one of them is below verify_threshold
+    assert world.stages == ["seed_generation"] + ["entity_verify"] * 3
 
 
 def test_trace_and_summary_carry_the_verdicts(tmp_path: Path) -> None:
@@ -294,5 +309,5 @@ def test_a_backend_without_logprobs_verifies_by_sampling(world: FakeWorld) -> No
     """The sampling fallback (Anthropic): each question costs ``samples`` (5) completions; the world answers 'A'."""
     pipe = Pipeline(AugmentConfig(method="naive"), ScriptedLLM(world, logprobs=False), Checker(("Disease",)))
     (r,) = asyncio.run(pipe.run([SEED]))
-    assert world.stages == ["seed_generation"] + ["entity_verify"] * 20  # 1 seed entity + 3 rows, 5 samples each
+    assert world.stages == ["seed_generation"] + ["entity_verify"] * 15  # 3 rows, 5 samples each (all above: no reference)
     assert len(r.accepted) == 3 and {(v.probability, v.decision) for v in r.entity_verdicts} == {(1.0, "verified")}
