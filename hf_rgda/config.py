@@ -139,7 +139,8 @@ class AugmentConfig:
                                  "the local 1.5B model, see benchmarks/README.md; calibrate your own model with "
                                  "hf-rgda calibrate)")
     verify_relative: float = _f(0.5, "entity verification relative to the seed: the model's P(type) for the seed's "
-                                "own (gold) entities is read once per seed (one question each), and an entity needs "
+                                "own (gold) entities is read once per seed (one question each, asked only when an entity "
+                                "scores below verify_threshold), and an entity needs "
                                 "min(verify_threshold, verify_relative x that mean) to stay tagged; the P a model gives "
                                 "a correct entity differs by dataset (local 1.5B: 0.44 NCBI-disease, 0.13 SciERC, 0.22 "
                                 "FIN). 0: verify_threshold alone")
