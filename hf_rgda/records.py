@@ -56,12 +56,12 @@ class Seed:
     def _entity_texts(self) -> tuple[str, ...]:
         return tuple(detokenize(self.tokens[s.start : s.end]) for s in self.spans)
 
-    def as_item(self, representation: str = "entities") -> dict[str, Any] | str:
+    def as_item(self, representation: str = "entities") -> dict[str, Any]:
         """The seed written the way the LLM is asked to write sentences."""
         if representation == "segments":
             return {"segments": _segments(self.tokens, self.spans)}
         if representation == "inline":
-            return inline_text(self.tokens, self.spans)
+            return {"text": inline_text(self.tokens, self.spans)}
         return {"text": self.text, "entities": self.entities}
 
 

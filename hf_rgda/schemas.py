@@ -45,10 +45,9 @@ def _array(items: dict[str, Any], *, min_items: int = 0, max_items: int) -> dict
 
 def sentences_schema(types: Sequence[str], n: int, representation: str = "entities") -> dict[str, Any]:
     """Schema of ``n`` tagged sentences: a sentence plus entity list, typed segments, or a sentence with inline
-    ``[words](Type)`` markup, a plain string (the types are checked when it is decoded: a grammar cannot see inside
-    the string; no ``{"text": ...}`` object around it: 13% fewer tokens to write with the local 1.5B)."""
+    ``[words](Type)`` markup (the types are checked when it is decoded: a grammar cannot see inside the string)."""
     if representation == "inline":
-        item = _str(400)
+        item = _obj({"text": _str(400)})
     elif representation == "segments":
         piece = _obj({"text": _str(120), "type": {"type": "string", "enum": [*types, "O"]}})
         item = _obj({"segments": _array(piece, min_items=1, max_items=24)})

@@ -172,10 +172,10 @@ _BROKEN_MARK = re.compile(r"\]\s*\(|\[[^\[\]]*\]\((?![^()]*\))")
 _UNTYPED_MARK = re.compile(r"\[([^\[\]\d]*[^\W\d_][^\[\]\d]*)\](?!\s*\()")
 
 
-def _decode_inline(item: str | Mapping[str, Any], types: Sequence[str], split_hyphens: bool,
+def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool,
                    salvage: bool = False) -> Candidate:
     cand = Candidate(raw=item)
-    text = item if isinstance(item, str) else item.get("text")
+    text = item.get("text")
     if not isinstance(text, str):
         return cand.reject("malformed", "item needs 'text' (string)")
     text = re.sub(r"(?<!\.)\.\.\s*$", ".", text.rstrip())
@@ -224,8 +224,6 @@ def decode_sentence(item: Any, types: Sequence[str], representation: str = "enti
     each recorded in ``salvaged``, instead of rejecting the sentence: a mark of a type the dataset does not have
     leaves its words untagged (``unknown_type``), a bracket without a type keeps its words (``untyped_mark``), and a
     type name alone in brackets is dropped (``type_label``)."""
-    if representation == "inline" and isinstance(item, str):  # the inline schema's item (an object: older answers)
-        return _decode_inline(item, types, split_hyphens, salvage)
     if not isinstance(item, Mapping):
         return Candidate(raw=item).reject("malformed", f"expected an object, got {type(item).__name__}")
     try:

@@ -51,8 +51,7 @@ class Guidance:
 def build(run: Run, r: SeedResult) -> Messages:
     """The guidance request: the seed, its entities and the seed generation's sentences."""
     return run.messages("guidance", sentence=r.seed.text, entities=r.seed.entities,
-                        other_phrasings=[c.raw if isinstance(c.raw, str) else c.raw.get("text", c.raw)
-                                         for c in r.variants] or "none")
+                        other_phrasings=[c.raw.get("text", c.raw) for c in r.variants] or "none")
 
 
 def judge_messages(run: Run, r: SeedResult) -> Messages:
