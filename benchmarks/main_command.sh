@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's main command as a new user runs it: a fresh clone of this checkout's HEAD beside ../shared, the
-# README's set-up then the augment command, each timed, with an empty response cache (a new user has none; pip's
-# wheel cache and the Hugging Face cache are what the machine has). Writes benchmarks/results/main_command.json
+# README's set-up then the augment command, each timed, with an empty response cache and datasets cache (a new user
+# has neither; pip's wheel cache and the Hugging Face model cache are what the machine has). Writes benchmarks/results/main_command.json
 # (times, commit, machine, the run's summary.json) and prints the accepted rows.
 #
 #   bash benchmarks/main_command.sh            # clones into ../hf_rgda_fresh (removed first)
@@ -10,6 +10,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 fresh=${FRESH_DIR:-$repo/../hf_rgda_fresh}
 rm -rf "$fresh" && git clone -q "$repo" "$fresh" && cd "$fresh"
 export HF_RGDA_CACHE=$fresh/.fresh-cache.sqlite3
+# and no datasets cache: `datasets` keeps each map's result under its fingerprint, so a second run of the same code
+# and options would read the first run's rows from ~/.cache/huggingface/datasets in 2 s (a new user has none)
+export HF_DATASETS_CACHE=$fresh/.datasets-cache
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(date +%s); bash scripts/setup.sh; t1=$(date +%s)
 .venv/bin/hf-rgda augment ../shared/data/ncbi_disease --num-seeds 4 --method rgda \
