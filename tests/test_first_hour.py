@@ -186,8 +186,10 @@ def test_unverified_rows_are_never_emitted_as_accepted(stage: str) -> None:
             return ServerError("HTTP 503")
         return stateless_answer(messages, schema, params)
 
+    # verify_threshold 1.0: the world's 0.95 is below it, so the seed's own entity (the question that fails, about the
+    # sick seed's sentence) is asked as the relative threshold's reference
     aug = RGDAAugmenter(llm=ScriptedLLM(handler, name=f"down-{stage}"), label_names=LABELS, cache=False,
-                        keep_rejected=True, debate_review=stage == "debate_review")
+                        keep_rejected=True, debate_review=stage == "debate_review", verify_threshold=1.0)
     out = Dataset.from_dict(SEED_ROWS).map(aug, batched=True)
     sick = _traces(out)[SICK_SEED]["seed"]
     statuses = [s for s, src in zip(out["rgda_status"], out["rgda_source"]) if src == sick]
