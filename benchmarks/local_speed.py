@@ -33,6 +33,7 @@ measurement starts from an emptied cache (freed cells would widen what attention
 Usage:
     git worktree add /tmp/base 8ae9ee0
     python -m benchmarks.local_speed --arm base=/tmp/base::/tmp/portable_lib --arm main=. --num-seeds 20 --chunk 4
+    python -m benchmarks.local_speed --arm a=/tmp/a --arm b=/tmp/b --first-seed 20 --num-seeds 20   # a fresh draw
     python -m benchmarks.local_speed --decode 4 --out benchmarks/results/local_decode.json
     python -m benchmarks.local_speed --kernels portable=/tmp/portable/lib variants=.venv/lib/python3.11/site-packages/llama_cpp/lib \
         native=/tmp/nativelib haswell=.venv/lib/python3.11/site-packages/llama_cpp/lib:libggml-cpu-haswell.so
@@ -174,7 +175,7 @@ def _load() -> str:
 def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace) -> dict[str, Any]:
     """One chunk of seeds through one arm, in a fresh process; its figures."""
     with tempfile.TemporaryDirectory(prefix="local_speed_") as tmp:
-        job = {"data": str(args.data_dir / "ncbi_disease"), "num_seeds": args.num_seeds, "indices": indices,
+        job = {"data": str(args.data_dir / "ncbi_disease"), "num_seeds": args.first_seed + args.num_seeds, "indices": indices,
                "domain": MAIN_COMMAND_DOMAIN, "cache": str(Path(tmp) / "cache.sqlite3")}
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(Path(tmp) / "datasets")}
         env.pop("PYTHONPATH", None)
@@ -242,7 +243,7 @@ def ab(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"command": command("local_speed"), "machine": machine(), "load_average_start": _load(),
                               "arms": {a["name"]: {k: a[k] for k in ("path", "python", "lib", "commit")} for a in arms},
                               "chunks": {a["name"]: [] for a in arms}, "cells": {}}
-    seeds = list(range(args.num_seeds))
+    seeds = list(range(args.first_seed, args.first_seed + args.num_seeds))
     for i, start in enumerate(range(0, args.num_seeds, args.chunk)):
         indices = seeds[start:start + args.chunk]
         for arm in arms if i % 2 == 0 else arms[::-1]:
@@ -416,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
                         "the llama.cpp build it loads (default: its Python's own; LIBDIR sets LLAMA_CPP_LIB_PATH)")
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--num-seeds", type=int, default=20)
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="the place of the first seed in the sample (20: the 20 after the A/B's own, a fresh draw)")
     p.add_argument("--chunk", type=int, default=4, help="seeds per run (the README's command runs 4)")
     p.add_argument("--decode", type=int, default=0, help="measure generation under the composer's schema instead")
     p.add_argument("--threads", type=int, default=0)
