@@ -398,20 +398,3 @@ def test_entity_pool_draws_like_the_plain_filters() -> None:
             assert pool.first("Disease", n, unless=unless, taken=taken) == want
             assert pool.head("Disease", n, unless=unless) == [m for m in names[:n] if squeeze(m) not in unless]
     assert pool.first("Gene", 5, unless=set(), taken=set()) == [] and pool.head("Gene", 5, unless=set()) == []
-
-
-@pytest.mark.parametrize("representation", ["inline", "entities"])
-def test_the_seed_generation_request_shows_the_seed_as_the_model_writes(representation: str) -> None:
-    """With inline marks the seed is shown marked, the format's only example, in the dataset's words and types: the
-    format prompt's fixed example (a Disease in every dataset) was copied into the new versions by the local 1.5B."""
-    from hf_rgda.records import SeedResult
-    from hf_rgda.stages import seed_generation
-
-    pipe = Pipeline(AugmentConfig(representation=representation), ScriptedLLM(FakeWorld()), Checker(("Disease",)))
-    stages = pipe.stages()
-    system, user = (m["content"] for m in seed_generation.build(stages.seed_generation.run, SeedResult(SEEDS[0])))
-    if representation == "inline":
-        assert "Sentence:\nGermline mutations in BRCA1 cause [breast cancer](Disease)." in user
-        assert "Entities:" not in user and "[entity words](Type)" in system and "diabetes" not in system
-    else:
-        assert "Sentence:\nGermline mutations in BRCA1 cause breast cancer." in user and "Entities:" in user

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from .. import prompts
 from ..messages import Messages, follow_up
-from ..records import Candidate, SeedResult, inline_text
+from ..records import Candidate, SeedResult
 from .base import Run
 from .registry import Stage, register, writer_system
 
@@ -74,14 +74,9 @@ class SeedGeneration:
 
 
 def build(run: Run, r: SeedResult) -> Messages:
-    """The seed generation request: the seed, its entities, how many versions. With inline marks the seed is shown
-    marked (:func:`~hf_rgda.records.inline_text`), as the model is asked to write: the request then carries the
-    format's one example, in the dataset's own words and types (a fixed example in the system prompt was copied into
-    the new versions, entity and all: "... autosomal recessive disorder [type 2 diabetes](Disease).")."""
-    task = f"Write {run.config.num_augmented} new versions."
-    if run.config.representation == "inline":
-        return run.messages("seed_generation", sentence=inline_text(r.seed.tokens, r.seed.spans), task=task)
-    return run.messages("seed_generation", sentence=r.seed.text, entities=r.seed.entities, task=task)
+    """The seed generation request: the seed, its entities, how many versions."""
+    return run.messages("seed_generation", sentence=r.seed.text, entities=r.seed.entities,
+                        task=f"Write {run.config.num_augmented} new versions.")
 
 
 async def _accept_variants(rs: Sequence[SeedResult], each: object) -> None:
