@@ -175,8 +175,8 @@ def _load() -> str:
 def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace) -> dict[str, Any]:
     """One chunk of seeds through one arm, in a fresh process; its figures."""
     with tempfile.TemporaryDirectory(prefix="local_speed_") as tmp:
-        job = {"data": str(args.data_dir / "ncbi_disease"), "num_seeds": args.first_seed + args.num_seeds, "indices": indices,
-               "domain": MAIN_COMMAND_DOMAIN, "cache": str(Path(tmp) / "cache.sqlite3")}
+        job = {"data": str(args.data_dir / "ncbi_disease"), "num_seeds": args.first_seed + args.num_seeds,
+               "indices": indices, "domain": MAIN_COMMAND_DOMAIN, "cache": str(Path(tmp) / "cache.sqlite3")}
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(Path(tmp) / "datasets")}
         env.pop("PYTHONPATH", None)
         env.pop("LLAMA_CPP_LIB_PATH", None)

@@ -7,7 +7,8 @@ the model gives the seed's own (gold) entities, each asked the same question onc
 differs by dataset: the local 1.5B gives NCBI-disease's Diseases 0.44 on average, SciERC's six types 0.13, FIN's
 0.22, so one absolute threshold cannot serve); ``t = verify_threshold`` when ``verify_relative`` is 0 or the seed
 has no entity. Since ``t <= verify_threshold``, the seed's reference questions are asked only when an entity scores
-below ``verify_threshold`` (else every entity is verified whatever ``ref`` is): the same decisions, fewer calls. The decision rule, entity by entity:
+below ``verify_threshold`` (else every entity is verified whatever ``ref`` is): the same decisions, fewer calls.
+The decision rule, entity by entity:
 
 - P(type) >= t: the entity is **verified**;
 - P(type) < t and the most likely other option is a contrast category or "an ordinary word or phrase" (it is no
@@ -126,8 +127,10 @@ class Verify:
         if not todo:
             return
         asked = {id(c): self._questions(r, c) for c in todo}
-        answers = await asyncio.gather(*(self.probabilities(r, c.tokens, q) for c in todo for _, q in asked[id(c)]))
-        t = await self._threshold_for(r, todo, asked, answers)
+        flat = [(c, spans, q) for c in todo for spans, q in asked[id(c)]]
+        answers = await asyncio.gather(*(self.probabilities(r, c.tokens, q) for c, _, q in flat))
+        t = await self._threshold_for(r, [self.score(c.tokens, spans[0], p[q.letters[0]])
+                                          for (c, spans, q), p in zip(flat, answers)])
         it = iter(answers)
         kept: list[Candidate] = []
         for c in r.accepted:
@@ -137,13 +140,10 @@ class Verify:
                 kept.append(c)
         r.accepted = kept
 
-    async def _threshold_for(self, r: SeedResult, todo: Sequence[Candidate], asked: Mapping[int, list[_Asked]],
-                             answers: Sequence[Mapping[str, float]]) -> float:
-        """The threshold these answers are decided at, its reference questions asked only when a decision needs them:
-        the seed's threshold is at most ``verify_threshold``, so where every entity scores at least that (or none was
-        asked: all known) each is verified whatever the seed's reference would be."""
-        it = iter(answers)
-        scores = [self.score(c.tokens, spans[0], next(it)[q.letters[0]]) for c in todo for spans, q in asked[id(c)]]
+    async def _threshold_for(self, r: SeedResult, scores: Sequence[float]) -> float:
+        """The threshold the entities scoring ``scores`` are decided at, its reference questions asked only when a
+        decision needs them: the seed's threshold is at most ``verify_threshold``, so where every entity scores at
+        least that (or none was asked: all known) each is verified whatever the seed's reference would be."""
         if all(s >= self.run.config.verify_threshold for s in scores):
             return self.run.config.verify_threshold
         return await self.threshold(r)
