@@ -230,6 +230,19 @@ def totals(chunks: list[dict[str, Any]]) -> dict[str, Any]:
             "rejected_by_reason": dict(reasons.most_common()), "failed_seeds": sum(c["failed_seeds"] for c in chunks)}
 
 
+def ratios(result: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """Each later arm's seconds per accepted row over the first arm's (the baseline), with the chunks both have run."""
+    base, out = result["arms"][names[0]], {}
+    for name in names[1:]:
+        main = result["arms"][name]
+        if base.get("llm_seconds_per_accepted_row") and main.get("llm_seconds_per_accepted_row"):
+            out[f"{name}/{names[0]}"] = {
+                key: round(main[key] / base[key], 3)
+                for key in ("llm_seconds_per_accepted_row", "wall_seconds_per_accepted_row")
+            } | {"chunks_paired": min(len(result["chunks"][names[0]]), len(result["chunks"][name]))}
+    return out
+
+
 def ab(args: argparse.Namespace) -> dict[str, Any]:
     arms = []
     for spec in args.arm:
@@ -253,15 +266,7 @@ def ab(args: argparse.Namespace) -> dict[str, Any]:
             done = result["chunks"][arm["name"]]
             result["arms"][arm["name"]].update(totals(done))
             result["cells"][arm["name"]] = {"dataset": "ncbi_disease", "rows": [r for c in done for r in c["rows"]]}
-            base, main = (result["arms"][a["name"]] for a in arms[:2]) if len(arms) > 1 else (None, None)
-            if base and main and base.get("llm_seconds_per_accepted_row") and main.get("llm_seconds_per_accepted_row"):
-                paired = min(len(result["chunks"][arms[0]["name"]]), len(result["chunks"][arms[1]["name"]]))
-                result["ratio"] = {f"{arms[1]['name']}/{arms[0]['name']}": {
-                    "llm_seconds_per_accepted_row": round(main["llm_seconds_per_accepted_row"]
-                                                          / base["llm_seconds_per_accepted_row"], 3),
-                    "wall_seconds_per_accepted_row": round(main["wall_seconds_per_accepted_row"]
-                                                           / base["wall_seconds_per_accepted_row"], 3),
-                    "chunks_paired": paired}}
+            result["ratio"] = ratios(result, [a["name"] for a in arms])
             result["load_average_end"] = _load()
             args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
             print(json.dumps({k: v for k, v in result["arms"][arm["name"]].items() if k != "rejected_by_reason"}),

@@ -109,6 +109,12 @@ class AugmentConfig:
                                     "for verdicts read by probability: the middle of the 1-5 scale (their scores are expected values; with "
                                     "the local 1.5B model they barely move, see benchmarks/README.md; calibrate your "
                                     "own model with hf-rgda calibrate)")
+    judge_early_pass: bool = _f(True, "a verdict read by probability on a backend that answers one call at a time "
+                                "(the local model; max_concurrency 1) asks its criteria one by one, the largest first, "
+                                "and stops once their points reach probability_threshold: the criteria left can only "
+                                "add points, so every decision is the same with fewer calls; such a verdict's score is "
+                                "the points asked (a lower bound) and the summary counts it as passed early. False: "
+                                "every criterion is asked (full scores)")
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
     max_repairs: int | None = _f(None, "targeted re-asks for sentences that fail the deterministic checks; unset: the "
                                  "backend's own (1 for the APIs; 0 for the local model, whose re-asks repeat the "

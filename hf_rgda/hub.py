@@ -88,6 +88,8 @@ def _figures(summary: Mapping[str, Any]) -> str:
         lines.append("- rejected by reason: " + ", ".join(f"{k} {v}" for k, v in summary["rejected_by_reason"].items()))
     for k, v in (summary.get("judge_scores") or {}).items():
         lines.append(f"- {k} scores: mean {v['mean']}, min {v['min']}, max {v['max']} (n {v['n']})")
+    for k, n in (summary.get("judge_passed_early") or {}).items():
+        lines.append(f"- {k}: {n} verdicts passed early (criteria asked until their points reached the threshold)")
     return "\n".join(lines) or "- not recorded"
 
 

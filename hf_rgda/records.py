@@ -116,6 +116,9 @@ class Judgement:
         method: how it was read: ``"sample"`` (one sampled verdict) or ``"probability"`` (each criterion the
             probability-weighted mean of a 1-5 rating, :mod:`hf_rgda.stages.rating`; feedback only when asked for).
         distributions: for ``"probability"``, each criterion's probabilities of the ratings ``"1"``..``"5"``.
+        partial: the criteria were asked one by one and the asking stopped once their points reached the threshold
+            (``judge_early_pass``): ``criteria`` and ``distributions`` hold those asked, and ``score`` their sum, a
+            lower bound of the full verdict's, at or above the threshold.
     """
 
     score: int
@@ -123,6 +126,7 @@ class Judgement:
     feedback: dict[str, str]
     method: str = "sample"
     distributions: dict[str, dict[str, float]] = field(default_factory=dict)
+    partial: bool = False
 
     def feedback_text(self, rubric: dict[str, int]) -> str:
         return "\n".join(f"- {k} ({self.criteria[k]}/{top}): {self.feedback[k]}" for k, top in rubric.items())

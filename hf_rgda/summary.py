@@ -40,6 +40,7 @@ class RunSummary:
     wall_seconds: float = 0.0
     rounds: dict[str, Counter[int]] = field(default_factory=lambda: {"gr": Counter(), "ac": Counter()})
     scores: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))  # histograms: flat memory
+    passed_early: Counter[str] = field(default_factory=Counter)  # partial verdicts (judge_early_pass), by round
     entity_decisions: Counter[str] = field(default_factory=Counter)  # the entity verifier's, per entity
     entity_probs: Counter[int] = field(default_factory=Counter)  # P(type) histogram, tenths: 0 is [0, 0.1)
     entity_prob_sum: float = 0.0
@@ -61,7 +62,10 @@ class RunSummary:
             if verdicts:
                 self.rounds[kind][len(verdicts)] += 1
             for rnd, verdict in enumerate(verdicts, 1):
-                self.scores[f"{kind}_round{rnd}"][verdict.score] += 1
+                if verdict.partial:  # its score is a lower bound: counted apart, not averaged with full scores
+                    self.passed_early[f"{kind}_round{rnd}"] += 1
+                else:
+                    self.scores[f"{kind}_round{rnd}"][verdict.score] += 1
         self.verify_rejected_rows += sum(r.stage == VERIFY for r in trace.rejected)
         for v in trace.verification:
             self.entity_decisions[v.decision] += 1
@@ -124,6 +128,7 @@ class RunSummary:
             "wall_seconds": round(self.wall_seconds, 1),
             "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.rounds.items()},
             "judge_scores": dist,
+            "judge_passed_early": dict(sorted(self.passed_early.items())),
             "entity_verification": self._verification(),
             **({"backend": self.backend} if self.backend else {}),
         }
@@ -158,6 +163,8 @@ class RunSummary:
                 lines.append(f"{kind.upper()} rounds per seed: " + ", ".join(f"{k}: {v}" for k, v in hist.items()))
         for k, v in d["judge_scores"].items():
             lines.append(f"{k} scores: mean {v['mean']} (min {v['min']}, max {v['max']}, n {v['n']})")
+        for k, n in d["judge_passed_early"].items():
+            lines.append(f"{k}: {n} passed early (criteria asked until their points reached the threshold)")
         if (ev := d["entity_verification"])["entities"]:
             lines.append(f"entity verification: {ev['entities']} entities, {ev['known']} known to the split, "
                          f"{ev['verified']} verified, {ev['untagged']} "

@@ -23,9 +23,11 @@ from hf_rgda.stages.rating import (
     criteria_lines,
     criterion_score,
     expected_total,
+    rate_with,
     read_verdict,
     scale_system,
 )
+from hf_rgda.summary import RunSummary
 from hf_rgda.testing import FakeWorld, stage_of
 
 SEED = Seed("s0", ("Germline", "mutations", "cause", "breast", "cancer", "."), ("O", "O", "O", "B-Disease",
@@ -76,9 +78,11 @@ def test_one_rating_prompt_shows_both_rubrics_with_the_shared_header_lines_once(
     assert guide < sentences and all(line in system for line in criteria_lines(ac, AC_RUBRIC).values())
 
 
-def _run(rating: dict[str, float], reuses_prefix: bool = False, **cfg: Any) -> tuple[SeedResult, FakeWorld, ScriptedLLM]:
+def _run(rating: dict[str, float], reuses_prefix: bool = False, max_concurrency: int = 8,
+         **cfg: Any) -> tuple[SeedResult, FakeWorld, ScriptedLLM]:
     """rgda on one seed; every rating question answered with ``rating``; ``llm.stage_names`` is each call's stage;
-    ``reuses_prefix``: the backend says it keeps its KV prefix (as the local engine does)."""
+    ``reuses_prefix``: the backend says it keeps its KV prefix (as the local engine does); ``max_concurrency`` 1: it
+    answers one call at a time (as the local engine does)."""
     world = FakeWorld()
     names: list[str] = []
 
@@ -89,7 +93,7 @@ def _run(rating: dict[str, float], reuses_prefix: bool = False, **cfg: Any) -> t
             return rating
         return world(messages, schema, params)
 
-    llm = ScriptedLLM(handler)
+    llm = ScriptedLLM(handler, max_concurrency=max_concurrency)
     llm.stage_names = names  # type: ignore[attr-defined]
     llm.reuses_prefix = reuses_prefix
     [r] = asyncio.run(Pipeline(AugmentConfig(**cfg), llm, Checker(("Disease",))).run([SEED]))
@@ -177,3 +181,89 @@ def test_the_trace_records_the_reading() -> None:
     assert SeedTrace.from_json(data).gr == r.judgements["gr"]
     old = {k: v for k, v in data["gr"][0].items() if k not in ("method", "distributions")}
     assert SeedTrace.from_json({**data, "gr": [old]}).gr[0] == Judgement(old["score"], old["criteria"], old["feedback"])
+
+
+def _rate(dists: dict[str, dict[str, float]], rubric: dict[str, int], pass_at: int | None) -> tuple[Judgement, list[str]]:
+    """``rate_with`` over scripted distributions: the verdict and the criteria asked, in order."""
+    asked: list[str] = []
+
+    async def choose(messages: Any, name: str) -> dict[str, float]:
+        asked.append(name)
+        return dists[name]
+
+    lines = {name: f"{name} (max {top}): x" for name, top in rubric.items()}
+    return asyncio.run(rate_with(choose, [{"role": "user", "content": "u"}], "system", lines, rubric, pass_at)), asked
+
+
+def test_a_verdict_passing_early_asks_the_largest_criteria_until_their_points_reach_the_threshold() -> None:
+    dists = {name: {"4": 1.0} for name in GR_RUBRIC}  # 3/4 of each maximum: 23 + 15 + 15 = 53 >= 50
+    v, asked = _rate(dists, GR_RUBRIC, 50)
+    assert asked == ["context_abstraction", "entity_explanation", "correct_relationship"]
+    assert v.partial and v.score == 53 and v.criteria == {"context_abstraction": 23, "entity_explanation": 15,
+                                                          "correct_relationship": 15}
+    assert set(v.distributions) == set(asked)
+    full, every = _rate(dists, GR_RUBRIC, None)
+    assert every == list(GR_RUBRIC) and not full.partial and full.score == 75  # 23 + 11 + 11 + 15 + 15
+
+
+def test_a_verdict_below_the_threshold_asks_every_criterion_in_the_rubrics_order() -> None:
+    v, asked = _rate({name: {"2": 1.0} for name in AC_RUBRIC}, AC_RUBRIC, 50)  # a quarter of each: 26 < 50
+    assert sorted(asked) == sorted(AC_RUBRIC) and not v.partial and list(v.criteria) == list(AC_RUBRIC)
+    assert v == read_verdict({name: {"2": 1.0} for name in AC_RUBRIC}, AC_RUBRIC)
+
+
+def test_passing_early_never_changes_a_decision() -> None:
+    """Over random distributions and thresholds: a verdict passes early only if the full verdict passes, every full
+    pass is still a pass, and a verdict that did not pass early is the full verdict."""
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(400):
+        rubric = rnd.choice([GR_RUBRIC, AC_RUBRIC])
+        dists = {}
+        for name in rubric:
+            w = [rnd.random() ** 3 for _ in SCALE]
+            dists[name] = {k: x / sum(w) for k, x in zip(SCALE, w)}
+        t = rnd.randint(0, 100)
+        full, _ = _rate(dists, rubric, None)
+        early, asked = _rate(dists, rubric, t)
+        assert (early.score >= t) == (full.score >= t)
+        if early.partial:
+            assert t <= early.score <= full.score and len(asked) < len(rubric)
+            assert all(full.criteria[n] == p for n, p in early.criteria.items())
+        else:
+            assert early == full
+
+
+def test_the_local_backends_verdicts_pass_early_and_are_counted_apart() -> None:
+    """One call at a time (the local engine): a passing verdict stops asking; the summary keeps its lower-bound
+    score out of the score histograms and counts it as passed early."""
+    r, world, llm = _run({"4": 1.0}, max_concurrency=1)  # GR 23 + 15 + 15 = 53; AC 23 + 23 + 19 = 65 >= 50
+    gr, ac = r.judgements["gr"], r.judgements["ac"]
+    assert [(j.score, j.partial) for j in gr] == [(53, True)] and [(j.score, j.partial) for j in ac] == [(65, True)]
+    assert len(_calls(llm, "gr_judge")) == 3 and len(_calls(llm, "ac_judge")) == 3
+    assert r.accounting.stage_usage["guidance_judge/round1"]["calls"] == 3
+    data = json.loads(json.dumps(SeedTrace.of(r, "rgda").to_json()))
+    assert data["gr"][0]["partial"] is True and SeedTrace.from_json(data).gr == gr
+    summary = RunSummary()
+    summary.add(SeedTrace.from_json(data))
+    d = summary.to_dict()
+    assert d["judge_passed_early"] == {"ac_round1": 1, "gr_round1": 1} and d["judge_scores"] == {}
+    assert "gr_round1: 1 passed early" in summary.format()
+    assert "gr_feedback" not in world.stages
+
+
+@pytest.mark.parametrize(("max_concurrency", "early"), [(8, True), (1, False)])
+def test_every_criterion_is_asked_where_asking_one_by_one_would_cost_time_or_when_switched_off(
+        max_concurrency: int, early: bool) -> None:
+    r, _, llm = _run({"4": 1.0}, max_concurrency=max_concurrency, judge_early_pass=early)
+    assert [(j.score, j.partial) for j in r.judgements["gr"]] == [(75, False)]
+    assert len(_calls(llm, "gr_judge")) == len(GR_RUBRIC) and len(_calls(llm, "ac_judge")) == len(AC_RUBRIC)
+
+
+def test_a_failing_verdict_of_the_local_backend_asks_every_criterion_and_its_feedback() -> None:
+    r, world, llm = _run({"2": 1.0}, max_concurrency=1, max_rounds=2)  # 26 < 50: refined once, judged twice
+    assert [(j.score, j.partial) for j in r.judgements["gr"]] == [(26, False), (26, False)]
+    assert world.stages.count("gr_feedback") == 1
+    rated = [m for m, s in _calls(llm, "gr_judge") if "answer" in s["properties"]]
+    assert len(rated) == 2 * len(GR_RUBRIC)

@@ -71,8 +71,8 @@ class Judges:
         kw: dict[str, Any] = {"cache": cache, "type_descriptions": descriptions, "confusers": confusers}
         self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, self.checker, **kw)
         self.stages = self.pipeline.stages()
-        self.prob_stages = Pipeline(dataclasses.replace(self.config, judge_reading="probability"), llm, self.checker,
-                                    **kw).stages()
+        self.prob_stages = Pipeline(dataclasses.replace(self.config, judge_reading="probability",  # full scores
+                                                        judge_early_pass=False), llm, self.checker, **kw).stages()
         self.spent: list[SeedResult] = []  # every canary's calls, for the cost figures
         self.details: dict[str, dict[str, Any]] = {}  # canary id -> what a scorer read beside its score
 

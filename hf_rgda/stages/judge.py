@@ -3,9 +3,11 @@ Calibrator (AC): a judge scores the output on a rubric; while the score is below
 refiner rewrites it with the judge's feedback and the judge scores it again.
 
 A verdict is one sampled answer, or read by probability (:mod:`.rating`, ``judge_reading``): then the judge's
-feedback is asked for only for the seeds a refinement follows (below the threshold, rounds left). Each reading has
-its threshold: ``threshold`` for sampled verdicts, ``probability_threshold`` for verdicts read by probability (their
-scores are expected values; see :meth:`~hf_rgda.config.AugmentConfig.threshold_for`).
+feedback is asked for only for the seeds a refinement follows (below the threshold, rounds left), and on a backend
+that answers one call at a time a verdict passes as soon as its criteria asked reach the threshold
+(``judge_early_pass``, :func:`.rating.rate_with`). Each reading has its threshold: ``threshold`` for sampled
+verdicts, ``probability_threshold`` for verdicts read by probability (their scores are expected values; see
+:meth:`~hf_rgda.config.AugmentConfig.threshold_for`).
 
 A refinement that changes nothing (or, for AC, keeps fewer valid sentences) ends the loop for that seed on its last
 verdict, with a note; so does a judge's or refiner's error (the note carries it; the seed goes on).
@@ -96,6 +98,15 @@ class JudgeLoop:
         return by_probability(self.run.config, self.run.caller.llm)
 
     @cached_property
+    def pass_at(self) -> int | None:
+        """The threshold at which a verdict read by probability stops asking (``judge_early_pass``, on a backend that
+        answers one call at a time, where asking the criteria one by one costs no time); None: every criterion."""
+        cfg, llm = self.run.config, self.run.caller.llm
+        if self.by_probability and cfg.judge_early_pass and llm.max_concurrency == 1:
+            return cfg.probability_threshold
+        return None
+
+    @cached_property
     def _scale(self) -> tuple[str, dict[str, str]]:
         """The rating questions' system prompt and each criterion's rubric line."""
         system, cfg = self.run.systems[self.judge_stage], self.run.config
@@ -109,7 +120,8 @@ class JudgeLoop:
         msgs = self.judge_messages(r)
         if self.by_probability:
             system, lines = self._scale
-            verdict = await rate(self.run.caller, r, self.judge_stage, msgs, system, lines, self.rubric, rnd)
+            verdict = await rate(self.run.caller, r, self.judge_stage, msgs, system, lines, self.rubric, rnd,
+                                 self.pass_at)
         else:
             data, _ = await self.run.caller.ask(r, self.judge_stage, msgs, judge_schema(self.rubric), judge=True,
                                                 salt=rnd)

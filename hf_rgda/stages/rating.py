@@ -15,6 +15,10 @@ with the GR and AC rubrics (:data:`~.judge.SHARED_RATING`); user: what the judge
 ("Criterion: <name> (max N): <description>", the rubric's own line). The questions of one verdict differ only in
 their last line, so a backend that reuses its KV prefix (llama.cpp) or caches prompts pays the long part once.
 
+**Passing early** (``judge_early_pass``, on a backend that answers one call at a time): the criteria are asked one
+after another, the one with the most points first, and the verdict stops once its points reach the threshold; it is
+then ``partial`` (:attr:`~hf_rgda.records.Judgement.partial`). The loop's decision is the one the full verdict gives.
+
 **Feedback** only when a refinement follows (:class:`~.judge.JudgeLoop`): the judge's ordinary prompt, shown the
 scores read, asked for the fixes alone (:func:`feedback_messages`, :func:`~hf_rgda.schemas.feedback_schema`).
 """
@@ -33,8 +37,8 @@ from ..llm.base import LLM
 from ..messages import Messages, add_section, chat
 from ..records import Judgement, SeedResult
 
-__all__ = ["FRACTIONS", "SCALE", "Choose", "by_probability", "criteria_lines", "criterion_score", "expected_total",
-           "feedback_messages", "rate", "rate_with", "rating_messages", "read_verdict",
+__all__ = ["FRACTIONS", "SCALE", "Choose", "by_probability", "criteria_lines", "criterion_points", "criterion_score",
+           "expected_total", "feedback_messages", "rate", "rate_with", "rating_messages", "read_verdict",
            "scale_system"]
 
 #: the answers of a rating question (one token each)
@@ -109,11 +113,18 @@ def criterion_score(probs: Mapping[str, float], top: int) -> float:
     return top * sum(p * FRACTIONS[k] for k, p in probs.items())
 
 
-def read_verdict(distributions: Mapping[str, Mapping[str, float]], rubric: Mapping[str, int]) -> Judgement:
-    """The verdict of the criteria's rating distributions (no feedback yet)."""
-    crit = {name: math.floor(criterion_score(distributions[name], top) + 0.5) for name, top in rubric.items()}
+def criterion_points(probs: Mapping[str, float], top: int) -> int:
+    """A criterion's points in a verdict: :func:`criterion_score` rounded half up."""
+    return math.floor(criterion_score(probs, top) + 0.5)
+
+
+def read_verdict(distributions: Mapping[str, Mapping[str, float]], rubric: Mapping[str, int], *,
+                 partial: bool = False) -> Judgement:
+    """The verdict of the criteria's rating distributions (no feedback yet); ``partial``: of the criteria of
+    ``rubric`` asked before the verdict passed (:func:`rate_with`'s ``pass_at``)."""
+    crit = {name: criterion_points(distributions[name], top) for name, top in rubric.items()}
     kept = {name: {k: round(p, 4) for k, p in distributions[name].items()} for name in rubric}
-    return Judgement(sum(crit.values()), crit, {}, "probability", kept)
+    return Judgement(sum(crit.values()), crit, {}, "probability", kept, partial=partial)
 
 
 def expected_total(verdict: Judgement, rubric: Mapping[str, int]) -> float:
@@ -126,21 +137,38 @@ Choose = Callable[[Messages, str], Awaitable[Mapping[str, float]]]
 
 
 async def rate_with(choose: Choose, judge_messages: Messages, system: str, lines: Mapping[str, str],
-                    rubric: Mapping[str, int]) -> Judgement:
-    """One verdict read by probability: a rating question per criterion of ``rubric``, asked through ``choose``."""
-    asked = await asyncio.gather(*(choose(rating_messages(judge_messages, system, lines[name]), name)
-                                   for name in rubric))
-    return read_verdict(dict(zip(rubric, asked)), rubric)
+                    rubric: Mapping[str, int], pass_at: int | None = None) -> Judgement:
+    """One verdict read by probability: a rating question per criterion of ``rubric``, asked through ``choose``, all
+    at once.
+
+    With ``pass_at`` (the threshold), one at a time instead, the criteria with the most points first, until their
+    points reach ``pass_at``: a criterion scores 0 or more, so those left could not bring the total below it. The
+    verdict is then ``partial`` (its score a lower bound); one that never reaches ``pass_at`` asks every criterion.
+    """
+    def ask(name: str) -> Awaitable[Mapping[str, float]]:
+        return choose(rating_messages(judge_messages, system, lines[name]), name)
+
+    if pass_at is None:
+        asked = await asyncio.gather(*map(ask, rubric))
+        return read_verdict(dict(zip(rubric, asked)), rubric)
+    dists: dict[str, Mapping[str, float]] = {}
+    points = 0
+    for name in sorted(rubric, key=lambda n: -rubric[n]):
+        dists[name] = await ask(name)
+        points += criterion_points(dists[name], rubric[name])
+        if points >= pass_at and len(dists) < len(rubric):
+            return read_verdict(dists, {n: rubric[n] for n in rubric if n in dists}, partial=True)
+    return read_verdict(dists, rubric)
 
 
 async def rate(caller: Caller, r: SeedResult, stage: str, judge_messages: Messages, system: str,
-               lines: Mapping[str, str], rubric: Mapping[str, int], rnd: int) -> Judgement:
-    """One verdict read by probability (:func:`rate_with`) through the run's calls, counted as ``stage``'s calls of
-    round ``rnd``."""
+               lines: Mapping[str, str], rubric: Mapping[str, int], rnd: int, pass_at: int | None = None) -> Judgement:
+    """One verdict read by probability (:func:`rate_with`, ``pass_at`` too) through the run's calls, counted as
+    ``stage``'s calls of round ``rnd``."""
     async def choose(messages: Messages, name: str) -> Mapping[str, float]:
         return (await caller.choose(r, stage, messages, SCALE, salt=f"{rnd}/{name}", rnd=rnd)).probs
 
-    return await rate_with(choose, judge_messages, system, lines, rubric)
+    return await rate_with(choose, judge_messages, system, lines, rubric, pass_at)
 
 
 def feedback_messages(judge_messages: Messages, verdict: Judgement, rubric: Mapping[str, int]) -> Messages:
