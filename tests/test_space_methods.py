@@ -75,3 +75,21 @@ def test_one_request_end_to_end(app, scripted) -> None:
     assert [label for _, label in result if label] == ["Disease", "Disease"]
     assert rows[0]["rgda_status"] == "original" and Path(download).read_text().count("\n") == 3
     assert heat == [] and transcript == []
+
+
+def test_a_verdict_that_passed_early_says_so(app) -> None:
+    """With the local model a verdict stops asking once it passes (judge_early_pass): its score is the points of the
+    criteria asked, and the page says so."""
+    import json
+
+    from hf_rgda.records import Judgement, SeedTrace
+
+    early = Judgement(53, {"context_abstraction": 23, "entity_explanation": 15, "correct_relationship": 15}, {},
+                      "probability", partial=True)
+    full = Judgement(61, {"domain_alignment": 20, "semantic_consistency": 20, "entity_role_integrity": 12,
+                          "tag_format_validation": 9}, {}, "probability")
+    rows = [{"rgda_trace": json.dumps(SeedTrace(seed="s0", gr=[early], ac=[full]).to_json())}]
+    stages = app._stages(rows)
+    assert stages["gr"] == [[1, 53, ("passed early, the criteria asked: context_abstraction 23: ; "
+                                     "entity_explanation 15: ; correct_relationship 15: ")]]
+    assert stages["ac"][0][:2] == [1, 61] and not stages["ac"][0][2].startswith("passed early")
