@@ -117,7 +117,10 @@ def report(results: dict, path: Path) -> int:
               "round) | refinements returned unchanged (GR, AC) | code |"),
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, c in results["cells"].items():
-        scores = ", ".join(f"{k} {v['mean']}" for k, v in c["judge_scores"].items())
+        early = c.get("judge_passed_early") or {}  # verdicts that passed early (judge_early_pass): no full score
+        scores = ", ".join([f"{k} {v['mean']}" + (f" (+{early[k]} passed early)" if early.get(k) else "")
+                            for k, v in c["judge_scores"].items()]
+                           + [f"{k} {n} passed early" for k, n in early.items() if k not in c["judge_scores"]])
         lines.append(f"| {key} | {c['seeds']} | {c['accepted_per_seed']} | "
                      f"{', '.join(f'{k} {v}' for k, v in c['rejected_by_reason'].items())} | "
                      f"{', '.join(f'{k} {v}' for k, v in c.get('salvaged_by_rule', {}).items())} | {c['failed_seeds']} | "

@@ -95,7 +95,7 @@ def augment(method: str, name: str, train: Any, seeds: Any, args: argparse.Names
     if run.summary is not None:
         d = run.summary.to_dict()
         summary = {k: d[k] for k in ("accepted", "rejected_by_reason", "failed_seeds", "calls", "judge_rounds",
-                                     "judge_scores")}
+                                     "judge_scores", "judge_passed_early")}
     return run.with_status("accepted"), summary
 
 
