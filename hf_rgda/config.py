@@ -114,7 +114,9 @@ class AugmentConfig:
                                 "and stops once their points reach probability_threshold: the criteria left can only "
                                 "add points, so every decision is the same with fewer calls; such a verdict's score is "
                                 "the points asked (a lower bound) and the summary counts it as passed early. False: "
-                                "every criterion is asked (full scores)")
+                                "every criterion is asked (full scores); also turn it off with the local backend's "
+                                "kv_states_mb=0, where the seeds' questions, asked in turn, would each read their "
+                                "seed again")
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)")
     max_repairs: int | None = _f(None, "targeted re-asks for sentences that fail the deterministic checks; unset: the "
                                  "backend's own (1 for the APIs; 0 for the local model, whose re-asks repeat the "

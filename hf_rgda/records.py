@@ -129,6 +129,8 @@ class Judgement:
     partial: bool = False
 
     def feedback_text(self, rubric: dict[str, int]) -> str:
+        if self.partial:
+            raise ValueError("a verdict that passed early has no feedback and not every criterion's score")
         return "\n".join(f"- {k} ({self.criteria[k]}/{top}): {self.feedback[k]}" for k, top in rubric.items())
 
 

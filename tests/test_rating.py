@@ -267,3 +267,11 @@ def test_a_failing_verdict_of_the_local_backend_asks_every_criterion_and_its_fee
     assert world.stages.count("gr_feedback") == 1
     rated = [m for m, s in _calls(llm, "gr_judge") if "answer" in s["properties"]]
     assert len(rated) == 2 * len(GR_RUBRIC)
+
+
+def test_a_partial_verdict_refuses_what_needs_every_criterion() -> None:
+    v, _ = _rate({name: {"4": 1.0} for name in GR_RUBRIC}, GR_RUBRIC, 50)
+    with pytest.raises(ValueError, match="passed early"):
+        expected_total(v, GR_RUBRIC)
+    with pytest.raises(ValueError, match="passed early"):
+        v.feedback_text(GR_RUBRIC)

@@ -128,7 +128,13 @@ def read_verdict(distributions: Mapping[str, Mapping[str, float]], rubric: Mappi
 
 
 def expected_total(verdict: Judgement, rubric: Mapping[str, int]) -> float:
-    """A verdict read by probability's total before rounding (the calibration's score)."""
+    """A verdict read by probability's total before rounding (the calibration's score).
+
+    Raises:
+        ValueError: the verdict passed early (``partial``): the criteria not asked have no distribution.
+    """
+    if verdict.partial:
+        raise ValueError("a verdict that passed early has no full total: ask every criterion (judge_early_pass=False)")
     return sum(criterion_score(verdict.distributions[name], top) for name, top in rubric.items())
 
 
