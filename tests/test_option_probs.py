@@ -343,3 +343,19 @@ def test_a_remote_backend_that_claims_logprobs_must_implement_the_attempt() -> N
     with pytest.raises(TypeError, match="has_logprobs but does not implement _top_logprobs"):
         type("NoLogprobs", (RemoteLLM,), {"has_logprobs": True})
     assert type("Plain", (RemoteLLM,), {"has_logprobs": False}).has_logprobs is False
+
+
+def test_top_indices_is_a_stable_descending_sort_cut_to_n() -> None:
+    """The local backend's reading of the top next tokens: the same indices, in the same order, as sorting the whole
+    row (ties in index order), for rows with many ties at and around the cut."""
+    import numpy as np
+
+    from hf_rgda.llm.local import top_indices
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        row = rng.integers(-4, 4, size=int(rng.integers(1, 60))).astype(np.float64)
+        row[rng.random(row.size) < 0.1] = -np.inf
+        for n in (1, 3, 20, 100):
+            assert top_indices(row, n).tolist() == np.argsort(-row, kind="stable")[:n].tolist()
+    assert top_indices(np.array([1.0]), 0).tolist() == []

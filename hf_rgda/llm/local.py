@@ -51,6 +51,27 @@ def resolve_gguf(model: str) -> Path:
         ) from err
 
 
+def top_indices(values: Any, n: int) -> Any:
+    """The indices of the ``n`` largest ``values``, largest first, equal values in index order: what
+    ``np.argsort(-values, kind="stable")[:n]`` gives, without sorting a whole vocabulary (16 ms for Qwen2.5's 151,936
+    logits on the benchmark machine, a few hundred microseconds this way).
+
+    Example:
+        >>> import numpy as np
+        >>> top_indices(np.array([0.5, 2.0, 0.5, 1.0, 2.0]), 3).tolist()
+        [1, 4, 3]
+    """
+    import numpy as np
+
+    neg = -np.asarray(values)
+    k = min(n, neg.size)
+    if k <= 0:
+        return np.zeros(0, dtype=np.intp)
+    bound = neg[np.argpartition(neg, k - 1)[:k]].max()  # the k-th smallest of -values
+    candidates = np.flatnonzero(neg <= bound)  # every value at least as large, ties at the bound included, in order
+    return candidates[np.argsort(neg[candidates], kind="stable")][:k]
+
+
 def _top_tokens(llama: Any, logits: Any, n: int) -> list[tuple[str, float]]:
     """The ``n`` most likely next tokens of one row of logits, as ``(text, logprob)`` (llama.cpp's own reading)."""
     import numpy as np
@@ -58,7 +79,7 @@ def _top_tokens(llama: Any, logits: Any, n: int) -> list[tuple[str, float]]:
     row = np.asarray(logits, dtype=np.float64)
     logprobs = row - row.max()
     logprobs -= np.log(np.exp(logprobs).sum())
-    best = np.argsort(-logprobs, kind="stable")[:n]
+    best = top_indices(logprobs, n)
     return [(llama.detokenize([int(i)]).decode("utf-8", errors="replace"), float(logprobs[i])) for i in best]
 
 
