@@ -342,8 +342,8 @@ def _llama_class() -> type:
         def save_state(self) -> KVState:
             """The context's KV state for :class:`KVStates`, without llama-cpp-python's copy of its score rows
             (``n_batch`` x vocabulary floats, 311 MB for Qwen2.5, unused without ``logits_all``). The bytes go into
-            an uninitialised array: a ctypes array is zeroed first, which cost 14-72 ms for a 900-token state
-            (25.8 MB) on the benchmark machine, against 4-17 ms for llama.cpp's copy itself."""
+            an uninitialised array: a ctypes array would be zeroed first (a 900-token state is 25.8 MB), only to be
+            overwritten by llama.cpp's copy."""
             import llama_cpp
             import numpy as np
 
