@@ -132,7 +132,8 @@ class AugmentConfig:
                        "prefix); 'row' runs each seed through every stage first", choices=SCHEDULES)
     domain: str = _f("", "short description of the data's domain, e.g. 'biomedical abstracts'")
     max_tokens: int = _f(768, "completion-token cap per LLM call")
-    near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed at or above which a sentence is a near copy")
+    near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed (or to another seed the prompt "
+                                      "showed) at or above which a sentence is a near copy")
     salvage: bool = _f(True, "repair a generated sentence deterministically instead of rejecting it when one part is "
                        "wrong: untag an entity the split's statistics or the seed's own annotation say is not of its "
                        "type, tag a text the split always tags, keep the one of several sentences with the entities; each repair is "

@@ -46,7 +46,8 @@ def rules_table() -> str:
             "", "| rule | rejects | with `salvage` (default) | example it fires on |", "|---|---|---|---|"]
     for rule in RULES:
         ex = rule.example
-        example = f"`{ex.candidate}`" + (f" (seed `{ex.seed}`)" if ex.seed != default_seed else "")
+        example = (f"`{ex.candidate}`" + (f" (seed `{ex.seed}`)" if ex.seed != default_seed else "")
+                   + "".join(f" (shown `{x}`)" for x in ex.shown))
         rows.append(f"| `{rule.name}` | {_cell(rule.description)} | {_cell(rule.repair.text if rule.repair else 'rejects')} | {_cell(example)} |")
     return "\n".join(rows)
 

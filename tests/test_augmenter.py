@@ -89,6 +89,29 @@ def test_representation_auto_is_the_backends_own() -> None:
         AugmentConfig(max_repairs=-1)
 
 
+def test_a_composed_copy_of_the_example_item_it_was_shown_is_rejected() -> None:
+    """The composer is shown another seed as its format example; a copy of that seed (a training sentence of the
+    user's, not a new one) is rejected as a near copy of what the prompt showed, as a copy of its own seed is."""
+    import json
+
+    from hf_rgda.testing import stateless_answer
+
+    def handler(messages, schema, params):  # type: ignore[no-untyped-def]
+        user = messages[-1]["content"]
+        if "Example item from this dataset:" in user and "sentences" in schema.get("properties", {}):
+            shown = json.loads(user.split("Example item from this dataset:\n", 1)[1].split("\n\n", 1)[0])
+            return {"sentences": [shown]}  # the example item, word for word
+        return stateless_answer(messages, schema, params)
+
+    aug = make_aug(method="gda", keep_rejected=True, llm=ScriptedLLM(handler, name="copies-the-example"))
+    out = Dataset.from_dict(SEED_ROWS).map(aug, batched=True)
+    copies = [r for r, st in zip(out["rgda_reason"], out["rgda_status"]) if st == "rejected" and "near_copy_of_shown" in r]
+    assert len(copies) == 3 and all(r == "composer/near_copy_of_shown" for r in copies)  # one a seed
+    assert aug.summary.to_dict()["rejected_by_reason"]["near_copy_of_shown"] == 3
+    details = [json.loads(t)["detail"] for t, r in zip(out["rgda_trace"], out["rgda_reason"]) if r.endswith("of_shown")]
+    assert all(d.startswith("too similar to a sentence of the dataset the prompt showed: ") for d in details)
+
+
 def test_fingerprint_depends_on_configuration_only(monkeypatch: pytest.MonkeyPatch) -> None:
     base = Hasher.hash(make_aug())
     assert Hasher.hash(make_aug()) == base

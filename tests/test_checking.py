@@ -572,11 +572,12 @@ def test_every_rule_fires_on_its_example(rule: Rule) -> None:
     its own rule, and a rule with a repair repairs it under salvage (the row then passes)."""
     ex = rule.example
     cand, accepted = ex.candidates()
-    Checker(ex.types, ex.stats).check(cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities)
+    Checker(ex.types, ex.stats).check(cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities,
+                                      shown=ex.shown_records())
     assert cand.reason == rule.name, cand.detail
     cand, accepted = ex.candidates()
     Checker(ex.types, ex.stats, salvage=True).check(cand, ex.seed_record(), accepted,
-                                                    forbid_seed_entities=ex.forbid_seed_entities)
+                                                    forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records())
     if rule.repair:
         assert cand.ok and [n.split(":")[0] for n in cand.salvaged] == [rule.name], (cand.reason, cand.salvaged)
     else:

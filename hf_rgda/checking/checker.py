@@ -62,11 +62,12 @@ class Checker:
         return self.stats.split_hyphens
 
     def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *,
-              forbid_seed_entities: bool) -> Candidate:
-        """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings."""
+              forbid_seed_entities: bool, shown: Sequence[Seed] = ()) -> Candidate:
+        """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings, ``shown``
+        the other sentences of the dataset its prompt showed."""
         if not cand.ok:
             return cand
-        sentence = Sentence(cand.tokens, cand.tags, seed, self, accepted, forbid_seed_entities)
+        sentence = Sentence(cand.tokens, cand.tags, seed, self, accepted, forbid_seed_entities, shown)
         if self.salvage:
             sentence = self._salvage(cand, sentence)
         found = first_failure(sentence, table.RULES)

@@ -31,7 +31,7 @@ from .repairs import (
     sentence_breaks,
     untag,
 )
-from .sentence import Sentence
+from .sentence import SeedFacts, Sentence, seed_facts
 from .stats import SplitStats, is_letterless, is_lowercase
 from .table import Example, Finding, Repair, Rule, first_failure
 
@@ -143,10 +143,20 @@ def seed_entity_reused(s: Sentence) -> str | None:
 
 
 def near_copy_of_seed(s: Sentence) -> str | None:
-    seed, ratio = s.of_seed, s.checker.near_copy_ratio
-    copy = tuple(s.low) == seed.low or (_similarity_bound(seed.counts, s.low) >= ratio
+    return "too similar to the seed sentence" if _near_copy(s.of_seed, s) else None
+
+
+def near_copy_of_shown(s: Sentence) -> str | None:
+    """A near copy of another sentence of the dataset that the prompt showed (the composer's example item): the
+    seed test, against what the writer had in view besides its seed."""
+    copied = next((seed for seed in s.shown if _near_copy(seed_facts(seed), s)), None)
+    return f"too similar to a sentence of the dataset the prompt showed: {copied.text!r}" if copied else None
+
+
+def _near_copy(seed: SeedFacts, s: Sentence) -> bool:
+    ratio = s.checker.near_copy_ratio
+    return tuple(s.low) == seed.low or (_similarity_bound(seed.counts, s.low) >= ratio
                                         and difflib.SequenceMatcher(a=seed.low, b=s.low).ratio() >= ratio)
-    return "too similar to the seed sentence" if copy else None
 
 
 def _similarity_bound(seed_counts: Counter[str], words: Sequence[str]) -> float:
@@ -415,6 +425,10 @@ RULES: tuple[Rule, ...] = (
          Example("Variants in PTEN can lead to [breast cancer](Disease) in women .")),
     Rule("near_copy_of_seed", near_copy_of_seed, "a sentence `near_copy_ratio` (0.85) similar to the seed or more",
          Example("Germline mutations in BRCA1 cause [lung cancer](Disease) .")),
+    Rule("near_copy_of_shown", near_copy_of_shown,
+         "a sentence `near_copy_ratio` (0.85) similar or more to another seed the prompt showed (the composer's example item)",
+         Example("We studied 40 families with hereditary [colon cancer](Disease) and [ovarian cancer](Disease) .",
+                 shown=("We studied 40 families with hereditary [breast cancer](Disease) and [ovarian cancer](Disease) .",))),
     Rule("looping", looping, "a generation loop: a 4-word phrase three times, or an 8-word phrase twice",
          Example("Mutations of the gene cause [gout](Disease) and mutations of the gene cause [gout](Disease) and the "
                  "gene cause [gout](Disease) .")),

@@ -63,6 +63,7 @@ class Sentence:
     checker: Settings
     accepted: Sequence[Candidate] = ()
     forbid_seed_entities: bool = False
+    shown: Sequence[Seed] = ()  # other sentences of the dataset the prompt showed (the composer's example item)
 
     @cached_property
     def low(self) -> list[str]:

@@ -33,10 +33,14 @@ class Example:
     types: tuple[str, ...] = ("Disease",)
     accepted: tuple[str, ...] = ()
     forbid_seed_entities: bool = True
+    shown: tuple[str, ...] = ()  # other sentences of the dataset the prompt showed
 
     def seed_record(self) -> Seed:
         tokens, tags = parse_inline(self.seed)
         return Seed("example", tuple(tokens), tuple(tags))
+
+    def shown_records(self) -> tuple[Seed, ...]:
+        return tuple(Seed(f"shown{i}", tuple(t), tuple(g)) for i, (t, g) in enumerate(map(parse_inline, self.shown)))
 
     def candidates(self) -> tuple[Candidate, list[Candidate]]:
         """The sentence and its accepted siblings, as decoded candidates."""

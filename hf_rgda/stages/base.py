@@ -15,7 +15,7 @@ from ..checking import Checker, decode_sentence
 from ..checking.rules import LOOPING
 from ..config import AugmentConfig
 from ..messages import Messages, build_messages
-from ..records import Candidate, SeedResult
+from ..records import Candidate, Seed, SeedResult
 from ..schemas import sentences_schema
 
 __all__ = ["Each", "Run", "Step", "squeeze", "valid"]
@@ -60,13 +60,16 @@ class Run:
         return build_messages(self.systems[stage], **sections)
 
     async def write(self, r: SeedResult, stage: str, messages: Messages, n: int, *, salt: object = "",
-                    keep: Sequence[Candidate] = (), new_entities: bool = True) -> tuple[list[Candidate], str]:
+                    keep: Sequence[Candidate] = (), new_entities: bool = True,
+                    shown: Sequence[Seed] = ()) -> tuple[list[Candidate], str]:
         """Ask ``stage`` for ``n`` tagged sentences and put each through the checker.
 
         Args:
             keep: sentences already kept, which the new ones must not repeat.
             new_entities: the stage asks for new entities (the checker rejects the seed's own); False for the seed
                 generation, which writes new versions of the seed.
+            shown: other sentences of the dataset the messages show (the composer's example item): a near copy of
+                one is rejected as of the seed.
 
         Returns:
             The new sentences (those the checker kept first, then the rejected, each with its reason; every
@@ -74,7 +77,7 @@ class Run:
         """
         schema = sentences_schema(self.checker.types, n, self.config.representation)
         data, raw = await self.caller.ask(r, stage, messages, schema, salt=salt, partial="sentences")
-        out = self._check_all(r, stage, data, n, keep, new_entities)
+        out = self._check_all(r, stage, data, n, keep, new_entities, shown)
         if isinstance(data, Partial) and len(data["sentences"]) < n:
             cut = Candidate(raw=data.cut_off)
             if data.looped:
@@ -86,7 +89,7 @@ class Run:
         return out, raw
 
     def _check_all(self, r: SeedResult, stage: str, data: Any, n: int, keep: Sequence[Candidate],
-                   new_entities: bool) -> list[Candidate]:
+                   new_entities: bool, shown: Sequence[Seed] = ()) -> list[Candidate]:
         items = data.get("sentences") if isinstance(data, dict) else None
         if not isinstance(items, list):
             raise ParseError("answer has no 'sentences' list", raw=json.dumps(data)[:2000])
@@ -95,7 +98,7 @@ class Run:
         for item in items[:n]:
             cand = decode_sentence(item, self.checker.types, self.config.representation,
                                    split_hyphens=self.checker.split_hyphens, salvage=self.config.salvage)
-            self.checker.check(cand, r.seed, kept, forbid_seed_entities=new_entities)
+            self.checker.check(cand, r.seed, kept, forbid_seed_entities=new_entities, shown=shown)
             (kept if cand.ok else out).append(cand)
             if not cand.ok:
                 r.rejected.append((stage, cand))

@@ -122,7 +122,7 @@ class Composer:
             sections["words to replace (keep the rest of the original sentence's skeleton)"] = words or "none"
         sections["task"] = f"Write {cfg.num_augmented} new sentences."
         msgs = self.run.messages("composer", **sections)
-        new, raw = await self.run.write(r, "composer", msgs, cfg.num_augmented)
+        new, raw = await self.run.write(r, "composer", msgs, cfg.num_augmented, shown=(example,) if example else ())
         self.asked[r] = (msgs, raw)
         r.accepted = [c for c in new if c.ok]
 
