@@ -91,13 +91,14 @@ def test_representation_auto_is_the_backends_own() -> None:
 
 def test_a_composed_copy_of_the_example_item_it_was_shown_is_rejected() -> None:
     """The composer is shown another seed as its format example; a copy of that seed (a training sentence of the
-    user's, not a new one) is rejected as a near copy of what the prompt showed, as a copy of its own seed is."""
+    user's, not a new one) is rejected as a near copy of what the prompt showed, as a copy of its own seed is, in
+    its first answer and in the re-ask that extends the same request."""
     import json
 
     from hf_rgda.testing import stateless_answer
 
     def handler(messages, schema, params):  # type: ignore[no-untyped-def]
-        user = messages[-1]["content"]
+        user = messages[1]["content"]  # the request, also under a re-ask's follow-up turns
         if "Example item from this dataset:" in user and "sentences" in schema.get("properties", {}):
             shown = json.loads(user.split("Example item from this dataset:\n", 1)[1].split("\n\n", 1)[0])
             return {"sentences": [shown]}  # the example item, word for word
@@ -106,8 +107,8 @@ def test_a_composed_copy_of_the_example_item_it_was_shown_is_rejected() -> None:
     aug = make_aug(method="gda", keep_rejected=True, llm=ScriptedLLM(handler, name="copies-the-example"))
     out = Dataset.from_dict(SEED_ROWS).map(aug, batched=True)
     copies = [r for r, st in zip(out["rgda_reason"], out["rgda_status"]) if st == "rejected" and "near_copy_of_shown" in r]
-    assert len(copies) == 3 and all(r == "composer/near_copy_of_shown" for r in copies)  # one a seed
-    assert aug.summary.to_dict()["rejected_by_reason"]["near_copy_of_shown"] == 3
+    assert len(copies) == 6 and all(r == "composer/near_copy_of_shown" for r in copies)  # the ask and its re-ask
+    assert aug.summary.to_dict()["rejected_by_reason"]["near_copy_of_shown"] == 6 and aug.config.max_repairs == 1
     details = [json.loads(t)["detail"] for t, r in zip(out["rgda_trace"], out["rgda_reason"]) if r.endswith("of_shown")]
     assert all(d.startswith("too similar to a sentence of the dataset the prompt showed: ") for d in details)
 

@@ -109,11 +109,16 @@ class Composer:
         self.run, self.examples, self.pool = run, examples, pool
         self.asked: dict[SeedResult, tuple[Messages, str]] = {}
         self.plans: dict[SeedResult, EntityPlan] = {}
-        self.repair = Repair(run, "composer", lambda r: r.accepted, self.asked)
+        self.repair = Repair(run, "composer", lambda r: r.accepted, self.asked, shown=self.shown)
+
+    def shown(self, r: SeedResult) -> tuple[Seed, ...]:
+        """The other seed the composer's request shows as its example item (none when the run has no other)."""
+        example = next((s for s in self.examples if s.key != r.seed.key), None)
+        return (example,) if example is not None else ()
 
     async def __call__(self, r: SeedResult) -> None:
         cfg = self.run.config
-        example = next((s for s in self.examples if s.key != r.seed.key), None)
+        example = next(iter(self.shown(r)), None)
         sections: dict[str, Any] = self.entity_sections(r)
         if example is not None:
             sections["example item from this dataset"] = example.as_item(cfg.representation)
@@ -122,7 +127,7 @@ class Composer:
             sections["words to replace (keep the rest of the original sentence's skeleton)"] = words or "none"
         sections["task"] = f"Write {cfg.num_augmented} new sentences."
         msgs = self.run.messages("composer", **sections)
-        new, raw = await self.run.write(r, "composer", msgs, cfg.num_augmented, shown=(example,) if example else ())
+        new, raw = await self.run.write(r, "composer", msgs, cfg.num_augmented, shown=self.shown(r))
         self.asked[r] = (msgs, raw)
         r.accepted = [c for c in new if c.ok]
 

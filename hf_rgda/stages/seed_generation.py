@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from .. import prompts
 from ..messages import Messages, follow_up
-from ..records import Candidate, SeedResult
+from ..records import Candidate, Seed, SeedResult
 from .base import Run
 from .registry import Stage, register, writer_system
 
@@ -24,12 +24,15 @@ class Repair:
         target: the seed's list of kept sentences the repairs extend.
         asked: the stage's last request per seed (its messages and the answer's text); each repair extends it.
         new_entities: as for :meth:`Run.write <hf_rgda.stages.base.Run.write>`.
+        shown: the other seeds the stage's request showed, per seed (as ``shown`` of ``Run.write``; the re-ask
+            extends that request).
     """
 
     def __init__(self, run: Run, stage: str, target: Callable[[SeedResult], list[Candidate]],
-                 asked: dict[SeedResult, tuple[Messages, str]], *, new_entities: bool = True) -> None:
+                 asked: dict[SeedResult, tuple[Messages, str]], *, new_entities: bool = True,
+                 shown: Callable[[SeedResult], Sequence[Seed]] = lambda r: ()) -> None:
         self.run, self.stage, self.target, self.asked = run, stage, target, asked
-        self.new_entities = new_entities
+        self.new_entities, self.shown = new_entities, shown
 
     async def __call__(self, r: SeedResult) -> None:
         target = self.target(r)
@@ -42,7 +45,7 @@ class Repair:
                 c.repair_asked = True
             msgs = repair_messages(*self.asked[r], bad, missing)
             new, raw = await self.run.write(r, self.stage, msgs, missing, salt=f"repair{attempt}", keep=target,
-                                            new_entities=self.new_entities)
+                                            new_entities=self.new_entities, shown=self.shown(r))
             self.asked[r] = (msgs, raw)
             target.extend(c for c in new if c.ok)
 
