@@ -18,29 +18,27 @@ import shlex
 import sys
 from pathlib import Path
 
-from benchmarks.common import DATA_DIR
+from benchmarks.common import DATA_DIR, sentences
 
 
 def _seeds(data_dir: Path, count: int) -> list:
+    """The A/B's seeds (``benchmarks.local_speed``'s draw), as the checker's seed records."""
     from hf_rgda.recipe import load_split, sample_seeds
     from hf_rgda.records import Seed
 
     seeds = sample_seeds(load_split(str(data_dir / "ncbi_disease"), "train"), count, sample_seed=0)
-    names = getattr(getattr(seeds.features["ner_tags"], "feature", None), "names", None)
-    return [Seed(f"seed{i}", tuple(r["tokens"]), tuple(names[t] for t in r["ner_tags"]) if names else tuple(r["ner_tags"]))
-            for i, r in enumerate(seeds)]
+    return [Seed(f"seed{i}", tokens, tags) for i, (tokens, tags) in enumerate(sentences(seeds))]
 
 
-def copies(path: Path, data_dir: Path) -> dict[str, list[tuple[int, int, float, str]]]:
-    """Per arm: (the row's seed, the seed it copies, their similarity, the row) for each accepted row the rule
-    rejects."""
+def copies(result: dict, data_dir: Path) -> dict[str, list[tuple[int, int, float, str]]]:
+    """Per arm of a loaded results file: (the row's seed, the seed it copies, their similarity, the row) for each
+    accepted row the rule rejects."""
     import difflib
 
     from hf_rgda.checking import Checker
     from hf_rgda.checking.rules import near_copy_of_shown
     from hf_rgda.checking.sentence import Sentence
 
-    result = json.loads(path.read_text())
     argv = shlex.split(result["command"])
     first = int(argv[argv.index("--first-seed") + 1]) if "--first-seed" in argv else 0
     seeds = _seeds(data_dir, first + int(argv[argv.index("--num-seeds") + 1]))
@@ -68,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     for path in args.results:
         result = json.loads(path.read_text())
-        for arm, rows in copies(path, args.data_dir).items():
+        for arm, rows in copies(result, args.data_dir).items():
             total = sum(len(c["rows"]) for c in result["chunks"][arm])
             print(f"{path.name} {arm}: {len(rows)} of {total} rows copy the example their composer was shown")
             for index, shown, ratio, text in rows:

@@ -89,7 +89,7 @@ class Run:
         return out, raw
 
     def _check_all(self, r: SeedResult, stage: str, data: Any, n: int, keep: Sequence[Candidate],
-                   new_entities: bool, shown: Sequence[Seed] = ()) -> list[Candidate]:
+                   new_entities: bool, shown: Sequence[Seed]) -> list[Candidate]:
         items = data.get("sentences") if isinstance(data, dict) else None
         if not isinstance(items, list):
             raise ParseError("answer has no 'sentences' list", raw=json.dumps(data)[:2000])

@@ -118,16 +118,16 @@ class Composer:
 
     async def __call__(self, r: SeedResult) -> None:
         cfg = self.run.config
-        example = next(iter(self.shown(r)), None)
+        shown = self.shown(r)
         sections: dict[str, Any] = self.entity_sections(r)
-        if example is not None:
+        for example in shown:
             sections["example item from this dataset"] = example.as_item(cfg.representation)
         if r.attribution is not None:
             words = [r.seed.tokens[i] for i in r.attribution["selected"]]
             sections["words to replace (keep the rest of the original sentence's skeleton)"] = words or "none"
         sections["task"] = f"Write {cfg.num_augmented} new sentences."
         msgs = self.run.messages("composer", **sections)
-        new, raw = await self.run.write(r, "composer", msgs, cfg.num_augmented, shown=self.shown(r))
+        new, raw = await self.run.write(r, "composer", msgs, cfg.num_augmented, shown=shown)
         self.asked[r] = (msgs, raw)
         r.accepted = [c for c in new if c.ok]
 
