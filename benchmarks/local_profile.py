@@ -35,7 +35,8 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     from hf_rgda.llm.engine import cpu_backend
     from hf_rgda.llm.local import LocalLLM
 
-    options = {k: v for k, v in (("grammar", args.grammar), ("kv_states_mb", args.kv_states_mb)) if v is not None}
+    options = {k: v for k, v in (("grammar", args.grammar), ("kv_states_mb", args.kv_states_mb),
+                                 ("plain_prefill", args.plain_prefill)) if v is not None}
     llm = LocalLLM(DEFAULT_LLM.split(":", 1)[1], **options)
     calls: list[dict[str, Any]] = []
     chat = llm._chat
@@ -43,6 +44,9 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     def observed(messages: list[dict[str, str]], **kwargs: Any) -> Any:
         llama = llm._load()
         llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
+        twin = llama.prefill.ctx.ctx if getattr(llama, "prefill", None) is not None else None
+        if twin is not None:
+            llama_cpp.llama_perf_context_reset(twin)
         sampler_before = getattr(llama, "last_sampler", None)
         out, usage, seconds = chat(messages, **kwargs)
         perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
@@ -53,6 +57,12 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
                "seconds": round(seconds, 3), "prompt_eval_tokens": perf.n_p_eval,
                "prompt_eval_s": round(perf.t_p_eval_ms / 1000, 3), "gen_tokens": perf.n_eval,
                "gen_s": round(perf.t_eval_ms / 1000, 3)}
+        if twin is not None:  # the prompt's tokens but its last were evaluated by the plain-layout copy
+            tp = llama_cpp.llama_perf_context(twin)
+            row["prefill_tokens"] = tp.n_p_eval + tp.n_eval
+            row["prefill_s"] = round((tp.t_p_eval_ms + tp.t_eval_ms) / 1000, 3)
+            row["prompt_eval_tokens"] += row["prefill_tokens"]
+            row["prompt_eval_s"] = round(row["prompt_eval_s"] + row["prefill_s"], 3)
         row["other_s"] = round(seconds - row["prompt_eval_s"] - row["gen_s"], 3)
         if sampler is not None and sampler is not sampler_before:
             row["grammar_rejected"] = sampler.rejected
@@ -113,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--representation", default=None, help="what the model writes (default: the library's default)")
     p.add_argument("--schedule", default=None, help="the pipeline's schedule, stage or row (default: the library's)")
     p.add_argument("--kv-states-mb", type=int, default=None, help="the local backend's kept KV states (0: off)")
+    p.add_argument("--plain-prefill", choices=("on", "off"), default=None,
+                   help="prompts on a plain-layout copy of the weights (default: the backend's default)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile.json")
     args = p.parse_args(argv)
+    if args.plain_prefill is not None:
+        args.plain_prefill = args.plain_prefill == "on"
     result = profile(args)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k not in ("calls", "engine")}, indent=1))

@@ -23,6 +23,10 @@ venv's ``llama_cpp/lib``, or any build's) is loaded in a fresh process through `
 processing (512 tokens) and generation (32 tokens) are timed at ``--threads`` threads, the builds interleaved
 ``--reps`` times; each also writes a greedy completion, to show the kernels compute the same thing.
 
+``--layouts`` instead measures llama.cpp's two layouts of the weights, in one process: repacked at load (its
+default; ``q4_K_8x8`` blocks on x86-64) and plain (``use_extra_bufts`` off): a prompt's next n tokens after a
+512-token prompt, generation after it, and the KV copy between the two contexts that ``PlainPrefill`` makes.
+
 ``--batches`` instead measures what one llama.cpp decode costs as it carries more tokens, on this venv's build, at
 ``--threads`` threads, in one process: B sequences one new token each (generation of B answers at once, after a
 64-token prompt each: tokens/s over all of them), one sequence n new tokens at once with logits at every one (what a
@@ -38,6 +42,7 @@ Usage:
     python -m benchmarks.local_speed --kernels portable=/tmp/portable/lib variants=.venv/lib/python3.11/site-packages/llama_cpp/lib \
         native=/tmp/nativelib haswell=.venv/lib/python3.11/site-packages/llama_cpp/lib:libggml-cpu-haswell.so
     python -m benchmarks.local_speed --batches --out benchmarks/results/local_batches.json
+    python -m benchmarks.local_speed --layouts --out benchmarks/results/local_layouts.json
 """
 
 from __future__ import annotations
@@ -274,6 +279,94 @@ def ab(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[str, Any]:
+    """Prompt chunks and generation on the weights as llama.cpp repacks them (its default) and in their plain layout
+    (``use_extra_bufts`` off), one model of each in this process, interleaved round by round: tokens/s of a
+    prompt's next n tokens after a ``prefix``-token prompt (logits for the last only), of single-token decodes
+    after it, and what copying the KV cells of the ``prefix + n`` tokens from one context to the other costs
+    (``hf_rgda.llm.engine.PlainPrefill``). Medians of ``reps`` rounds."""
+    import ctypes
+
+    import llama_cpp as L
+    import numpy as np
+
+    from hf_rgda import DEFAULT_LLM
+    from hf_rgda.llm.engine import cpu_backend, load_cpu_backends
+    from hf_rgda.llm.local import resolve_gguf
+
+    load_cpu_backends()
+    threads, load_start = args.threads or os.cpu_count() or 1, _load()
+    path = str(resolve_gguf(DEFAULT_LLM.split(":", 1)[1])).encode()
+    sizes, gen = (16, 32, 48, 64, 128, 256, 512), 32
+    engines: dict[str, Any] = {}
+    for name, repack in (("repacked", True), ("plain", False)):
+        mp = L.llama_model_default_params()
+        mp.use_extra_bufts = repack
+        model = L.llama_model_load_from_file(path, mp)
+        cp = L.llama_context_default_params()
+        cp.n_ctx, cp.n_batch, cp.n_ubatch = 4096, 512, 512
+        cp.n_threads = cp.n_threads_batch = threads
+        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as llama-cpp-python's Llama has it
+        ctx = L.llama_init_from_model(model, cp)
+        engines[name] = (model, ctx, L.llama_get_memory(ctx))
+    batch = L.llama_batch_init(512, 0, 1)
+
+    def decode_(ctx: Any, start: int, n: int) -> None:
+        batch.n_tokens = n
+        for i in range(n):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0] = 100 + (start + i) % 500, start + i, 1, 0
+            batch.logits[i] = 1 if i == n - 1 else 0
+        if L.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+
+    chunk: dict[str, dict[str, list[float]]] = {name: {str(n): [] for n in sizes} for name in engines}
+    generation: dict[str, list[float]] = {name: [] for name in engines}
+    copy_ms: dict[str, list[float]] = {str(n): [] for n in sizes}
+    buf = np.empty(0, dtype=np.uint8)
+    for rnd in range(reps):
+        for name in (list(engines) if rnd % 2 == 0 else list(reversed(engines))):
+            _, ctx, mem = engines[name]
+            for n in sizes:
+                L.llama_memory_clear(mem, True)
+                decode_(ctx, 0, prefix)
+                t = time.perf_counter()
+                decode_(ctx, prefix, n)
+                chunk[name][str(n)].append(n / (time.perf_counter() - t))
+                if name == "plain":  # the prefill's copy of these cells into the generating context
+                    other = engines["repacked"][1]
+                    t = time.perf_counter()
+                    size = L.llama_state_seq_get_size(ctx, 0)
+                    if buf.size < size:
+                        buf = np.empty(size, dtype=np.uint8)
+                    ptr = buf.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
+                    got = L.llama_state_seq_get_data(ctx, ptr, size, 0)
+                    if L.llama_state_seq_set_data(other, ptr, got, 0) != got:
+                        raise RuntimeError("state copy failed")
+                    copy_ms[str(n)].append(1000 * (time.perf_counter() - t))
+            L.llama_memory_clear(mem, True)
+            decode_(ctx, 0, prefix)
+            t = time.perf_counter()
+            for k in range(gen):
+                decode_(ctx, prefix + k, 1)
+            generation[name].append(gen / (time.perf_counter() - t))
+            print(name, {n: round(v[-1], 1) for n, v in chunk[name].items()}, "gen", round(generation[name][-1], 1),
+                  flush=True)
+    L.llama_batch_free(batch)
+    for model, ctx, _ in engines.values():
+        L.llama_free(ctx)
+        L.llama_model_free(model)
+    out = {"command": command("local_speed"), "machine": machine(), "model": DEFAULT_LLM, "threads": threads,
+           "engine": cpu_backend(), "load_average_start": load_start, "load_average_end": _load(), "reps": reps,
+           "prefix_tokens": prefix,
+           "prompt_chunk_tokens_per_s": {name: {n: round(statistics.median(v), 1) for n, v in d.items()}
+                                         for name, d in chunk.items()},
+           "generation_tokens_per_s": {name: round(statistics.median(v), 1) for name, v in generation.items()},
+           "copy_ms": {n: round(statistics.median(v), 2) for n, v in copy_ms.items()}}
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+    return out
+
+
 def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3, prompt: int = 64) -> dict[str, Any]:
     """Tokens/s of one decode by what it carries: B sequences' next tokens; one sequence's n next tokens, logits at
     each; a prompt's next n tokens, logits for the last only (medians of ``reps`` rounds)."""
@@ -432,13 +525,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=3, help="--kernels: rounds over the builds")
     p.add_argument("--batches", action="store_true",
                    help="measure one decode's cost by the sequences and tokens it carries instead")
+    p.add_argument("--layouts", action="store_true",
+                   help="measure prompt chunks and generation on repacked and plain weights instead")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     default = ("local_kernels.json" if args.kernels else "local_decode.json" if args.decode
-               else "local_batches.json" if args.batches else "local_speed.json")
+               else "local_batches.json" if args.batches else "local_layouts.json" if args.layouts
+               else "local_speed.json")
     args.out = args.out or ROOT / "benchmarks" / "results" / default
     if args.batches:
         batches(args)
+        return 0
+    if args.layouts:
+        layouts(args)
         return 0
     if args.kernels:
         kernels(args)

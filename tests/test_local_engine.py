@@ -133,12 +133,57 @@ def test_kept_kv_states_change_what_is_evaluated_not_what_is_written() -> None:
 def test_grammar_option_is_checked_and_part_of_the_identity() -> None:
     with pytest.raises(ConfigError, match="grammar"):
         LocalLLM("a/b/c.gguf", grammar="first")
-    old = LocalLLM("a/b/c.gguf", grammar="in_chain").identity()
+    old = LocalLLM("a/b/c.gguf", grammar="in_chain", plain_prefill=False).identity()
     assert old == {"backend": "local", "model": "a/b/c.gguf", "n_ctx": 4096}  # the old engine's cache stays its own
     new = LocalLLM("a/b/c.gguf").identity()
     assert new["grammar"] == "after_sampling" and new != old
     assert set(ENGINES) == {"after_sampling", "in_chain"}
     assert pickle.loads(pickle.dumps(LocalLLM("a/b/c.gguf", grammar="in_chain"))).grammar == "in_chain"
+
+
+def test_plain_prefill_is_part_of_the_identity_and_on_by_default() -> None:
+    on, off = LocalLLM("a/b/c.gguf"), LocalLLM("a/b/c.gguf", plain_prefill=False)
+    assert on.identity() == {**off.identity(), "prefill": "plain"}
+    old = on.__getstate__()
+    old.pop("plain_prefill")
+    revived = LocalLLM.__new__(LocalLLM)
+    revived.__setstate__(old)  # pickled before the option: the one-copy engine it ran
+    assert revived.plain_prefill is False and revived.identity() == off.identity()
+
+
+@pytest.mark.slow
+@needs_tiny
+def test_plain_prefill_hands_the_generating_copy_the_kv_cells_a_full_evaluation_gives() -> None:
+    """Long prompts evaluated on the plain-layout copy and short ones on the generating copy, with kept states and
+    without: the greedy answers and the option probabilities are the single copy's (the tiny model's Q8_0 weights
+    are not repacked, so both copies compute the same numbers and any difference is a KV cell copied wrong), and a
+    prompt that extends the copy's last one is evaluated there without copying its cells over first."""
+    pytest.importorskip("llama_cpp")
+    runs = {}
+    for prefill, mb in ((False, 0), (True, 0), (True, 64)):
+        llm = load_llm(TINY, n_ctx=2048, kv_states_mb=mb, plain_prefill=prefill)
+        talk = [{"role": "system", "content": "You write biomedical sentences. " * 20}, *MESSAGES]
+        judge = [{"role": "system", "content": "You judge sentences carefully. " * 20}]
+        out = []
+        for turn in range(3):
+            c = asyncio.run(llm.complete(talk, schema=SCHEMA, params={"temperature": 0.0, "max_tokens": 120, "seed": 1}))
+            question = [*judge, {"role": "user", "content": f"Is the sentence {c.text[:60]!r} about a disease? "
+                                                            "Answer A (yes) or B (no)."}]
+            o = asyncio.run(llm.option_probs(question, ["A", "B"], params={}))
+            out += [c.text, round(o.probs["A"], 6)]
+            talk = [*talk, {"role": "assistant", "content": c.text},
+                    {"role": "user", "content": "Two more, shorter, and about other diseases of the lung this time."
+                                                * (turn + 1)}]
+        runs[(prefill, mb)] = (out, llm._llama.prefill)
+    assert runs[(True, 0)][0] == runs[(False, 0)][0] and runs[(True, 64)][0] == runs[(False, 0)][0]
+    assert runs[(False, 0)][1] is None
+    for key in ((True, 0), (True, 64)):
+        twin = runs[key][1]
+        # every call's prompt was long enough for it, and each one's cells came back in one copy at least
+        assert twin.evaluated > 300 and twin.copies >= 6, (key, twin.evaluated, twin.copies)
+    # without kept states the judge questions in between push the conversation out of the generating copy's cache,
+    # but the plain copy still holds the conversation's last prompt: no copy there first
+    assert runs[(True, 0)][1].copies == 6, runs[(True, 0)][1].copies
 
 
 @pytest.mark.slow
