@@ -55,9 +55,25 @@ def commit() -> str:
         return "unknown"
 
 
+def cpu_model() -> str:
+    """The CPU's model name as Linux reports it (``/proc/cpuinfo``), or ``""`` where it does not: the same two cores
+    were an AMD EPYC on some sessions' machines and an Intel Xeon on others, and llama.cpp's kernels differ between
+    them."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
 def machine(note: str = "no GPU") -> str:
-    """The machine in one line: architecture, CPU cores and ``note``."""
-    return f"{platform.machine()}, {os.cpu_count()} CPU cores" + (f", {note}" if note else "")
+    """The machine in one line: architecture, CPU cores (and their model, where known) and ``note``."""
+    model = cpu_model()
+    return (f"{platform.machine()}, {os.cpu_count()} CPU cores" + (f" ({model})" if model else "")
+            + (f", {note}" if note else ""))
 
 
 def header(module: str, argv: Sequence[str] | None = None, note: str = "no GPU") -> dict[str, str]:

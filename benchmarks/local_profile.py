@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -93,6 +94,8 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     return {"command": command("local_profile"), "commit": commit(), "machine": machine(), "engine": cpu_backend(),
             "identity": llm.identity(), "kv_states_mb": llm.kv_states_mb, "representation": args.representation,
             "schedule": args.schedule,
+            # the process's peak resident memory (file pages of the mapped weights it touched included)
+            "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             "rc": rc, "wall_seconds": round(wall, 1), "accepted": summary["accepted"],
             "rejected_by_reason": summary["rejected_by_reason"], "total": total,
             "prompt_eval_tokens_per_s": round(total["prompt_eval_tokens"] / total["prompt_eval_s"], 1)

@@ -351,6 +351,37 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
             generation[name].append(gen / (time.perf_counter() - t))
             print(name, {n: round(v[-1], 1) for n, v in chunk[name].items()}, "gen", round(generation[name][-1], 1),
                   flush=True)
+    # how far the layouts' numbers part: the next-token distribution after the composer prompt's first 300 tokens,
+    # evaluated in one batch, in chunks of 7 and token by token, against the repacked copy's one batch (the engine
+    # already evaluates a prompt in other batch shapes when it reuses a KV prefix)
+    vocab = L.llama_model_get_vocab(engines["plain"][0])
+    n_vocab = L.llama_vocab_n_tokens(vocab)
+    text = (ROOT / "hf_rgda" / "prompts" / "composer.md").read_text(encoding="utf-8").encode()
+    ids = (L.llama_token * 4096)()
+    toks = list(ids[: L.llama_tokenize(vocab, text, len(text), ids, 4096, True, True)])[:300]
+
+    def next_logprobs(ctx: Any, step: int) -> Any:
+        L.llama_memory_clear(L.llama_get_memory(ctx), True)
+        for start in range(0, len(toks), step):
+            part = toks[start : start + step]
+            batch.n_tokens = len(part)
+            for i, tok in enumerate(part):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0] = tok, start + i, 1, 0
+                batch.logits[i] = 1 if i == len(part) - 1 else 0
+            if L.llama_decode(ctx, batch) != 0:
+                raise RuntimeError("llama_decode failed")
+        row = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, -1), shape=(n_vocab,)).astype(np.float64)
+        row -= row.max()
+        return row - np.log(np.exp(row).sum())
+
+    reference = next_logprobs(engines["repacked"][1], 512)
+    divergence = {}
+    for name, step in (("repacked", 7), ("repacked", 1), ("plain", 512), ("plain", 7), ("plain", 1)):
+        got = next_logprobs(engines[name][1], step)
+        divergence[f"{name}, chunks of {step}"] = {
+            "kl": round(float((np.exp(reference) * (reference - got)).sum()), 5),
+            "max_abs_logprob_diff": round(float(np.abs(got - reference).max()), 4),
+            "same_top_token": bool(np.argmax(got) == np.argmax(reference))}
     L.llama_batch_free(batch)
     for model, ctx, _ in engines.values():
         L.llama_free(ctx)
@@ -358,6 +389,7 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
     out = {"command": command("local_speed"), "machine": machine(), "model": DEFAULT_LLM, "threads": threads,
            "engine": cpu_backend(), "load_average_start": load_start, "load_average_end": _load(), "reps": reps,
            "prefix_tokens": prefix,
+           "next_token_vs_repacked_one_batch": divergence,
            "prompt_chunk_tokens_per_s": {name: {n: round(statistics.median(v), 1) for n, v in d.items()}
                                          for name, d in chunk.items()},
            "generation_tokens_per_s": {name: round(statistics.median(v), 1) for name, v in generation.items()},

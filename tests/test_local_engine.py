@@ -187,6 +187,32 @@ def test_plain_prefill_hands_the_generating_copy_the_kv_cells_a_full_evaluation_
 
 
 @pytest.mark.slow
+@needs_tiny
+def test_a_failed_kv_copy_empties_both_caches_and_the_next_call_starts_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp refusing the copy of the cells is a clear backend error for that call, not a generating copy whose
+    cache no longer matches the tokens it believes it holds: the next call gives the answer a fresh engine gives."""
+    pytest.importorskip("llama_cpp")
+    import llama_cpp
+
+    from hf_rgda._exceptions import BackendError
+
+    talk = [{"role": "system", "content": "You write biomedical sentences. " * 20},
+            {"role": "user", "content": MESSAGES[0]["content"] + " Keep them short and plain." * 10}]  # 48+ new tokens
+    params = {"temperature": 0.0, "max_tokens": 60, "seed": 1}
+    fresh = asyncio.run(load_llm(TINY, n_ctx=2048, kv_states_mb=0).complete(talk, schema=SCHEMA, params=params)).text
+    llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0)
+    asyncio.run(llm.complete([talk[0], {"role": "user", "content": "Name a disease of the lung."}], schema=None,
+                             params=params))
+    real = llama_cpp.llama_state_seq_set_data
+    monkeypatch.setattr(llama_cpp, "llama_state_seq_set_data", lambda *a: 0)
+    with pytest.raises(BackendError, match="copy the KV cells"):
+        asyncio.run(llm.complete(talk, schema=SCHEMA, params=params))
+    assert llm._llama.n_tokens == 0 and llm._llama.prefill.tokens == []
+    monkeypatch.setattr(llama_cpp, "llama_state_seq_set_data", real)
+    assert asyncio.run(llm.complete(talk, schema=SCHEMA, params=params)).text == fresh
+
+
+@pytest.mark.slow
 def test_cpu_backend_variants_load_when_the_build_has_them() -> None:
     pytest.importorskip("llama_cpp")
     registered = load_cpu_backends()

@@ -33,6 +33,11 @@ it), and llama.cpp's default search looks beside the executable (Python's) and i
 the first model, in the libggml that libllama links: ggml scores each variant against the CPU and loads the best
 (``GGML_BACKEND_PATH`` adds one more module, as in llama.cpp). A build without variants (the CPU
 backend linked in) needs nothing and is left alone.
+
+**Prompts on the plain layout.** llama.cpp repacks quantised weights at load (``use_extra_bufts``): on x86-64
+Qwen2.5's Q4_K matrices become interleaved blocks whose kernels generate faster and evaluate a prompt's tokens
+slower than the plain layout's. :class:`PlainPrefill` keeps a second copy of the model in the plain layout for
+prompts and hands the KV cells to the repacked copy, which generates.
 """
 
 from __future__ import annotations
@@ -319,7 +324,7 @@ class PlainPrefill:
 
     llama.cpp repacks quantised weights for its CPU kernels when it loads them (``use_extra_bufts``, on by default;
     Qwen2.5's Q4_K matrices become interleaved ``q4_K_8x8`` blocks). On x86-64 the repacked layout computes one token
-    at a time faster and a prompt's tokens slower than the plain one (``python -m benchmarks.local_speed --prefill``;
+    at a time faster and a prompt's tokens slower than the plain one (``python -m benchmarks.local_speed --layouts``;
     ``llama-bench --repack 0,1``). The engine's :class:`Llama` keeps the repacked weights and generates; a prompt of
     at least :attr:`MIN_TOKENS` new tokens is evaluated here instead and its KV cells are copied over
     (``llama_state_seq_get_data``/``set_data`` of sequence 0, about 28 KB a token, 7-12 ms for 500-1,000 tokens);
@@ -383,12 +388,19 @@ class PlainPrefill:
             self.ctx.kv_cache_seq_rm(0, 0, -1)
             self.tokens = []
         tokens = list(tokens)
-        for i in range(0, len(tokens), self.n_batch):
-            chunk = tokens[i : i + self.n_batch]
-            self.batch.set_batch(batch=chunk, n_past=n_past + i, logits_all=False)
-            self.ctx.decode(self.batch)
-            self.tokens.extend(chunk)  # kept in step: a failed chunk leaves what was evaluated
-        self._copy(self.ctx.ctx, llama._ctx.ctx)
+        try:
+            for i in range(0, len(tokens), self.n_batch):
+                chunk = tokens[i : i + self.n_batch]
+                self.batch.set_batch(batch=chunk, n_past=n_past + i, logits_all=False)
+                self.ctx.decode(self.batch)
+                self.tokens.extend(chunk)
+            self._copy(self.ctx.ctx, llama._ctx.ctx)
+        except Exception:  # a copy that failed half way leaves a cache that no longer matches its tokens: empty both
+            self.tokens = []
+            self.ctx.kv_cache_seq_rm(0, 0, -1)
+            llama.n_tokens = 0
+            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            raise
         llama.input_ids[n_past : n_past + len(tokens)] = tokens
         llama.n_tokens = n_past + len(tokens)
         self.evaluated += len(tokens)
@@ -432,6 +444,12 @@ def _llama_class() -> type:
             self._logits_ctx = self.prefill.ctx  # the prompt's last logits are there
             self._requires_eval = False
             return None
+
+        def close(self) -> None:
+            if self.prefill is not None:
+                self.prefill.close()
+                self.prefill = None
+            super().close()
 
         def sample(self, *args: Any, **kwargs: Any) -> Any:
             if self._logits_ctx is None:
