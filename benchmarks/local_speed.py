@@ -284,7 +284,7 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
     (``use_extra_bufts`` off), one model of each in this process, interleaved round by round: tokens/s of a
     prompt's next n tokens after a ``prefix``-token prompt (logits for the last only), of single-token decodes
     after it, and what copying the KV cells of the ``prefix + n`` tokens from one context to the other costs
-    (``hf_rgda.llm.engine.PlainPrefill``). Medians of ``reps`` rounds."""
+    (``hf_rgda.llm.prefill.PlainPrefill``). Medians of ``reps`` rounds."""
     import ctypes
 
     import llama_cpp as L

@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .prefill import PlainPrefill, _bytes_pointer
+from .prefill import PlainPrefill, bytes_pointer
 
 __all__ = ["ENGINES", "GrammarAfterSampling", "KVStates", "PlainPrefill", "common_prefix", "cpu_backend", "cpu_variants", "load_cpu_backends",
            "make_llama"]
@@ -384,7 +384,7 @@ def _llama_class() -> type:
             ctx = self._ctx.ctx
             size = llama_cpp.llama_state_get_size(ctx)
             data = np.empty(int(size), dtype=np.uint8)
-            n = int(llama_cpp.llama_state_get_data(ctx, _bytes_pointer(data), size))
+            n = int(llama_cpp.llama_state_get_data(ctx, bytes_pointer(data), size))
             if n > size:
                 raise RuntimeError("llama.cpp wrote more state than it sized")
             return KVState(self.input_ids[: self.n_tokens].copy(), data, n, self._seed)
@@ -394,7 +394,7 @@ def _llama_class() -> type:
                 return super().load_state(state)
             import llama_cpp
 
-            if llama_cpp.llama_state_set_data(self._ctx.ctx, _bytes_pointer(state.data), state.size) != state.size:
+            if llama_cpp.llama_state_set_data(self._ctx.ctx, bytes_pointer(state.data), state.size) != state.size:
                 raise RuntimeError("llama.cpp could not restore a kept KV state")
             self.input_ids[: state.n_tokens] = state.input_ids
             self.n_tokens = state.n_tokens

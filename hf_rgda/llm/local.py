@@ -99,7 +99,7 @@ class LocalLLM(LLM):
             evaluates only its new tokens. 0 keeps llama-cpp-python's reuse of the previous call's prefix alone.
             Not part of the identity (it changes what is evaluated, not what is asked).
         plain_prefill: evaluate prompts of 48 new tokens or more on a second copy of the weights in llama.cpp's plain
-            layout, and generate on the repacked copy (:class:`~hf_rgda.llm.engine.PlainPrefill`): on x86-64 the
+            layout, and generate on the repacked copy (:class:`~hf_rgda.llm.prefill.PlainPrefill`): on x86-64 the
             repacked layout generates faster and evaluates prompts slower. Costs the second copy's page cache and
             KV cache. Part of the identity: the two copies' sums differ in the last bits.
     """

@@ -9,10 +9,10 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["PlainPrefill"]
+__all__ = ["PlainPrefill", "bytes_pointer"]
 
 
-def _bytes_pointer(data: Any) -> Any:
+def bytes_pointer(data: Any) -> Any:
     """A ``uint8_t *`` to the bytes of a numpy array, for llama.cpp's state functions."""
     return data.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
 
@@ -66,7 +66,7 @@ class PlainPrefill:
         size = int(llama_cpp.llama_state_seq_get_size(src, 0))
         if self._buf.size < size:
             self._buf = np.empty(size, dtype=np.uint8)
-        ptr = _bytes_pointer(self._buf)
+        ptr = bytes_pointer(self._buf)
         n = int(llama_cpp.llama_state_seq_get_data(src, ptr, size, 0))
         if n == 0 or n > size or int(llama_cpp.llama_state_seq_set_data(dst, ptr, n, 0)) != n:
             raise RuntimeError("llama.cpp could not copy the KV cells between the prefill and generation copies")
