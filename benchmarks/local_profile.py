@@ -58,7 +58,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
                "seconds": round(seconds, 3), "prompt_eval_tokens": perf.n_p_eval,
                "prompt_eval_s": round(perf.t_p_eval_ms / 1000, 3), "gen_tokens": perf.n_eval,
                "gen_s": round(perf.t_eval_ms / 1000, 3)}
-        if twin is not None:  # the prompt's tokens but its last were evaluated by the plain-layout copy
+        if twin is not None:  # the prompt was evaluated by the plain-layout copy (PlainPrefill)
             tp = llama_cpp.llama_perf_context(twin)
             row["prefill_tokens"] = tp.n_p_eval + tp.n_eval
             row["prefill_s"] = round((tp.t_p_eval_ms + tp.t_eval_ms) / 1000, 3)

@@ -285,7 +285,6 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
     prompt's next n tokens after a ``prefix``-token prompt (logits for the last only), of single-token decodes
     after it, and what copying the KV cells of the ``prefix + n`` tokens from one context to the other costs
     (``hf_rgda.llm.prefill.PlainPrefill``). Medians of ``reps`` rounds."""
-    import ctypes
 
     import llama_cpp as L
     import numpy as np
@@ -293,6 +292,7 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
     from hf_rgda import DEFAULT_LLM
     from hf_rgda.llm.engine import cpu_backend, load_cpu_backends
     from hf_rgda.llm.local import resolve_gguf
+    from hf_rgda.llm.prefill import copy_sequence
 
     load_cpu_backends()
     threads, load_start = args.threads or os.cpu_count() or 1, _load()
@@ -333,15 +333,8 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
                 decode_(ctx, prefix, n)
                 chunk[name][str(n)].append(n / (time.perf_counter() - t))
                 if name == "plain":  # the prefill's copy of these cells into the generating context
-                    other = engines["repacked"][1]
                     t = time.perf_counter()
-                    size = L.llama_state_seq_get_size(ctx, 0)
-                    if buf.size < size:
-                        buf = np.empty(size, dtype=np.uint8)
-                    ptr = buf.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
-                    got = L.llama_state_seq_get_data(ctx, ptr, size, 0)
-                    if L.llama_state_seq_set_data(other, ptr, got, 0) != got:
-                        raise RuntimeError("state copy failed")
+                    buf = copy_sequence(ctx, engines["repacked"][1], buf)
                     copy_ms[str(n)].append(1000 * (time.perf_counter() - t))
             L.llama_memory_clear(mem, True)
             decode_(ctx, 0, prefix)

@@ -101,7 +101,7 @@ class LocalLLM(LLM):
         plain_prefill: evaluate prompts of 48 new tokens or more on a second copy of the weights in llama.cpp's plain
             layout, and generate on the repacked copy (:class:`~hf_rgda.llm.prefill.PlainPrefill`): on x86-64 the
             repacked layout generates faster and evaluates prompts slower. Costs the second copy's page cache and
-            KV cache. Part of the identity: the two copies' sums differ in the last bits.
+            KV cache. Part of the identity: the two copies' numbers differ slightly, so the sampled tokens do.
     """
 
     max_concurrency = 1
