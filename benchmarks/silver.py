@@ -15,6 +15,12 @@ Row sets are the accepted rows of every cell of a ``benchmarks/local_pipeline.py
 their tokens and tags), or of every ``protocol.py`` cell that stored its rows; an entity the silver tagger disagrees
 with is listed with its row, to be read.
 
+``--recheck RULE ...`` also scores each row set as it would have left the checker with those rules of today's table
+(sentence rules that read the row alone, such as ``stutter``): a row a rule fires on is repaired where the rule has a
+repair, else dropped; reported as ``<set>+<rules>``, with the rows repaired and dropped. This reads what a new rule
+does to rows an earlier run wrote; the rows the pipeline writes with it differ further (a repaired or dropped row
+changes what the later stages and judges see).
+
 Usage:
     python -m benchmarks.silver --data-dir ../shared/data --datasets ncbi_disease \\
         --rows benchmarks/results/verification_rows.json
@@ -124,11 +130,48 @@ def row_sets(paths: Sequence[Path], name: str) -> dict[str, list[dict[str, Any]]
     return sets
 
 
+def recheck(rows: Sequence[dict[str, Any]], names: Sequence[str], types: Sequence[str]) -> tuple[list, dict]:
+    """``rows`` after the checker's sentence rules ``names`` (repaired where the rule has a repair, else dropped):
+    the rows kept and ``{"repaired": [...], "dropped": [...]}`` (each a row's text and what the rule said)."""
+    from hf_rgda.checking import RULES, Checker, SplitStats
+    from hf_rgda.checking.sentence import Sentence
+    from hf_rgda.checking.table import Finding
+    from hf_rgda.records import Candidate, Seed
+
+    table = {r.name: r for r in RULES}
+    unknown = [n for n in names if n not in table or table[n].group]
+    if unknown:
+        raise SystemExit(f"--recheck: {', '.join(unknown)} is not a sentence rule of the checker's table")
+    checker, nobody = Checker(tuple(types), SplitStats()), Seed("", (), ())
+    kept, log = [], {"repaired": [], "dropped": []}
+    for row in rows:
+        cand = Candidate(raw=None, tokens=list(row["tokens"]), tags=list(row["tags"]))
+        s = Sentence(cand.tokens, cand.tags, nobody, checker)
+        for name in names:
+            rule = table[name]
+            while (detail := rule.check(s)) is not None:
+                fixed = rule.repair.apply(cand, Finding(rule, detail, None), s) if rule.repair else None
+                if fixed is None:
+                    log["dropped"].append([" ".join(row["tokens"]), f"{name}: {detail}"])
+                    break
+                s = fixed
+            else:
+                continue
+            break
+        else:
+            if cand.salvaged:
+                log["repaired"].append([" ".join(row["tokens"]), "; ".join(cand.salvaged)])
+            kept.append({"tokens": cand.tokens, "tags": cand.tags})
+    return kept, log
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
     p.add_argument("--rows", type=Path, nargs="*", default=[], help="local_pipeline.py or protocol.py results files")
+    p.add_argument("--recheck", nargs="*", default=[], metavar="RULE",
+                   help="also score each row set after these sentence rules of today's checker (see above)")
     p.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
     p.add_argument("--epochs", type=float, default=3.0)
     p.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / ".cache" / "silver")
@@ -147,10 +190,17 @@ def main(argv: list[str] | None = None) -> int:
         gold = list(zip(test["tokens"], to_tag_names(test, "ner_tags")))
         res = {"silver_tagger": info, "gold_test": agreement(gold, predict_tags(model, tokenizer, test["tokens"])),
                "row_sets": {}}
+        types = sorted({g[2:] for _, tags in gold for g in tags if g != "O"})
         for key, rows in row_sets(args.rows, name).items():
-            silver = predict_tags(model, tokenizer, [r["tokens"] for r in rows])
-            res["row_sets"][key] = {**agreement([(r["tokens"], r["tags"]) for r in rows], silver),
-                                    "disagreements": disagreements(rows, silver)}
+            sets = [(key, rows, None)]
+            if args.recheck:
+                kept, log = recheck(rows, args.recheck, types)
+                sets.append((f"{key}+{'+'.join(args.recheck)}", kept, log))
+            for label, rs, log in sets:
+                silver = predict_tags(model, tokenizer, [r["tokens"] for r in rs])
+                res["row_sets"][label] = {**agreement([(r["tokens"], r["tags"]) for r in rs], silver),
+                                          **({"recheck": log} if log is not None else {}),
+                                          "disagreements": disagreements(rs, silver)}
         per[name] = res
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1))

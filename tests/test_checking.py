@@ -352,6 +352,40 @@ def test_salvage_keeps_the_sentence_with_the_entities() -> None:
     assert short.ok and short.tokens[-2:] == ["adults", "."]
 
 
+def _inline(text: str) -> Candidate:
+    return decode_sentence({"text": text}, ["Disease"], "inline")
+
+
+def test_a_stutter_is_rejected_or_cut_to_one_copy() -> None:
+    """Rows of the 1.5B (A/B run 12): "treating influenza influenza influenza infections", "the gene responsible
+    for hypobetalipoproteinemia hypobetalipoproteinemia"."""
+    strict = Checker(("Disease",), SplitStats(max_entity_len={"Disease": 3}))
+    lenient = Checker(("Disease",), SplitStats(max_entity_len={"Disease": 3}), salvage=True)
+    text = "Antibiotics help in treating [influenza](Disease) influenza influenza infections in children ."
+    bad = strict.check(_inline(text), SEED, [], forbid_seed_entities=True)
+    assert bad.reason == "stutter" and bad.detail == "'influenza' is written 3 times in a row"
+    fixed = lenient.check(_inline(text), SEED, [], forbid_seed_entities=True)
+    assert fixed.ok, fixed.detail
+    assert fixed.tokens[3:6] == ["treating", "influenza", "infections"] and fixed.tags[4] == "B-Disease"
+    assert fixed.salvaged == ["stutter: kept one of 3 copies of 'influenza'"]
+    # the tags of the tagged copy, wherever it stands; an entity holding both copies keeps the first as its start
+    for text in ("A gene causes hypobetalipoproteinemia [hypobetalipoproteinemia](Disease) in adult carriers .",
+                 "A gene causes [hypobetalipoproteinemia hypobetalipoproteinemia](Disease) in adult carriers ."):
+        assert strict.check(_inline(text), SEED, [], forbid_seed_entities=True).reason == "stutter"
+        fixed = lenient.check(_inline(text), SEED, [], forbid_seed_entities=True)
+        assert fixed.ok and fixed.tokens[3:5] == ["hypobetalipoproteinemia", "in"], fixed.detail
+        assert fixed.tags[2:5] == ["O", "B-Disease", "O"]
+    multi = lenient.check(_inline("Carriers of [cystic fibrosis](Disease) cystic fibrosis cystic fibrosis were "
+                                  "studied ."), SEED, [], forbid_seed_entities=True)
+    assert multi.ok and multi.tokens == ["Carriers", "of", "cystic", "fibrosis", "were", "studied", "."]
+    assert multi.tags[2:4] == ["B-Disease", "I-Disease"]
+    # a plain phrase twice is prose ("New York , New York" is a FIN address); so are short words and numbers
+    for text in ("A holiday in New York , New York closes the banks and [gout](Disease) clinics .",
+                 "The [gout](Disease) study paid $ 30 , 000 , 000 , 000 to the the clinic ."):
+        ok = strict.check(_inline(text), SEED, [], forbid_seed_entities=True)
+        assert ok.ok, ok.detail
+
+
 def test_generated_sentences_follow_the_datasets_hyphen_convention() -> None:
     ncbi_like = [["Prader", "-", "Willi", "syndrome", "(", "PWS", ")", "."], ["a", "life", "-", "long", "anemia"]]
     scierc_like = [["a", "state-of-the-art", "parser", "."], ["non-local", "features", "-", "and", "rules"]]

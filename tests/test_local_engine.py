@@ -141,8 +141,8 @@ def test_grammar_option_is_checked_and_part_of_the_identity() -> None:
     assert pickle.loads(pickle.dumps(LocalLLM("a/b/c.gguf", grammar="in_chain"))).grammar == "in_chain"
 
 
-def test_plain_prefill_is_part_of_the_identity_and_on_by_default() -> None:
-    on, off = LocalLLM("a/b/c.gguf"), LocalLLM("a/b/c.gguf", plain_prefill=False)
+def test_plain_prefill_is_part_of_the_identity_and_off_by_default() -> None:
+    on, off = LocalLLM("a/b/c.gguf", plain_prefill=True), LocalLLM("a/b/c.gguf")
     assert on.identity() == {**off.identity(), "prefill": "plain"}
     old = on.__getstate__()
     old.pop("plain_prefill")
@@ -200,7 +200,7 @@ def test_a_failed_kv_copy_empties_both_caches_and_the_next_call_starts_clean(mon
             {"role": "user", "content": MESSAGES[0]["content"] + " Keep them short and plain." * 10}]  # 48+ new tokens
     params = {"temperature": 0.0, "max_tokens": 60, "seed": 1}
     fresh = asyncio.run(load_llm(TINY, n_ctx=2048, kv_states_mb=0).complete(talk, schema=SCHEMA, params=params)).text
-    llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0)
+    llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0, plain_prefill=True)
     asyncio.run(llm.complete([talk[0], {"role": "user", "content": "Name a disease of the lung."}], schema=None,
                              params=params))
     real = llama_cpp.llama_state_seq_set_data

@@ -57,3 +57,19 @@ def test_row_sets_read_protocol_cells_that_stored_rows(silver, tmp_path: Path) -
     path.write_text(json.dumps(results))
     sets = silver.row_sets([path], "ncbi_disease")
     assert list(sets) == ["protocol.json:ncbi_disease|40|rgda|x"] and len(sets["protocol.json:ncbi_disease|40|rgda|x"]) == 2
+
+
+def test_recheck_repairs_or_drops_the_rows_a_sentence_rule_fires_on(silver) -> None:
+    rows = [{"tokens": ["Drugs", "treat", "influenza", "influenza", "influenza", "infections", "."],
+             "tags": ["O", "O", "B-Disease", "B-Disease", "B-Disease", "O", "O"]},
+            {"tokens": ["Gout", "hurts", "in", "the", "morning", "."], "tags": ["B-Disease", "O", "O", "O", "O", "O"]}]
+    kept, log = silver.recheck(rows, ["stutter"], ["Disease"])
+    assert [r["tokens"] for r in kept] == [["Drugs", "treat", "influenza", "infections", "."], rows[1]["tokens"]]
+    assert kept[0]["tags"] == ["O", "O", "B-Disease", "O", "O"] and log["dropped"] == []
+    assert log["repaired"] == [[" ".join(rows[0]["tokens"]), "stutter: kept one of 3 copies of 'influenza'"]]
+    short = {"tokens": ["Gout", "."], "tags": ["B-Disease", "O"]}
+    kept, log = silver.recheck([rows[1], short], ["several_sentences", "too_short"], ["Disease"])
+    assert kept == [rows[1]] and log["repaired"] == [] and log["dropped"][0][0] == "Gout ."
+    assert log["dropped"][0][1].startswith("too_short: ")
+    with pytest.raises(SystemExit, match="boundary_cut"):  # an entity rule reads statistics a row set lacks
+        silver.recheck(rows, ["boundary_cut"], ["Disease"])

@@ -24,8 +24,10 @@ from ..records import Candidate
 from ..tags import Span, spans_to_tags, tags_to_spans
 from ..words import FUNCTION_WORDS
 from .repairs import (
+    find_stutter,
     head_ends_another_type,
     head_typical_elsewhere,
+    keep_one_copy,
     keep_one_sentence,
     letterless_elsewhere,
     sentence_breaks,
@@ -74,6 +76,19 @@ def placeholder(s: Sentence) -> str | None:
 def several_sentences(s: Sentence) -> str | None:
     cut = sentence_breaks(s.tokens)
     return f"a sentence ends at token {cut[0]} and another begins" if cut else None
+
+
+def stutter(s: Sentence) -> str | None:
+    """A word or phrase written three times in a row, or an entity's words twice in a row ("treating influenza
+    influenza influenza infections", "hypobetalipoproteinemia hypobetalipoproteinemia": the 1.5B, NCBI-disease). On
+    the gold test sentences of NCBI-disease, SciERC and FIN it fires once, on a FIN signature block ("/ s / Peter
+    Case Peter Case Title : Chief"; ``benchmarks/checker_gold.py``); a plain phrase twice is prose ("New York , New
+    York")."""
+    found = find_stutter(s.tokens, s.spans)
+    if found is None:
+        return None
+    start, k, copies = found
+    return f"{' '.join(s.tokens[start : start + k])!r} is written {copies} times in a row"
 
 
 #: words a sentence cut off mid-clause stops at: articles, prepositions, conjunctions, "that"
@@ -366,6 +381,9 @@ RULES: tuple[Rule, ...] = (
     Rule("several_sentences", several_sentences, "two sentences in one row",
          Example("[Asthma](Disease) was studied in adults . The new design improves care ."),
          repair=Repair("keeps the sentence with the most entities", keep_one_sentence)),
+    Rule("stutter", stutter, "a word or phrase written three times in a row, or an entity's words twice in a row",
+         Example("Antibiotics are used in treating [influenza](Disease) influenza influenza infections ."),
+         repair=Repair("keeps one copy (with the tags of the most tagged copy)", keep_one_copy)),
     Rule("truncated", truncated, "a sentence that stops at an article, preposition or conjunction, without final "
          "punctuation (cut off), unless its seed ends so",
          Example("Carriers of BRCA1 had a higher risk of [breast cancer](Disease) compared to a")),

@@ -37,7 +37,8 @@ backend linked in) needs nothing and is left alone.
 **Prompts on the plain layout.** llama.cpp repacks quantised weights at load (``use_extra_bufts``): on x86-64
 Qwen2.5's Q4_K matrices become interleaved blocks whose kernels generate faster and evaluate a prompt's tokens
 slower than the plain layout's. :class:`PlainPrefill` keeps a second copy of the model in the plain layout for
-prompts and hands the KV cells to the repacked copy, which generates.
+prompts and hands the KV cells to the repacked copy, which generates (``LocalLLM(plain_prefill=True)``; off by
+default: see its docstring).
 """
 
 from __future__ import annotations

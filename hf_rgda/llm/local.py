@@ -101,7 +101,10 @@ class LocalLLM(LLM):
         plain_prefill: evaluate prompts of 48 new tokens or more on a second copy of the weights in llama.cpp's plain
             layout, and generate on the repacked copy (:class:`~hf_rgda.llm.prefill.PlainPrefill`): on x86-64 the
             repacked layout generates faster and evaluates prompts slower. Costs the second copy's page cache and
-            KV cache. Part of the identity: the two copies' numbers differ slightly, so the sampled tokens do.
+            KV cache. Part of the identity: the two copies' numbers differ slightly, so the sampled tokens do. Off
+            by default: on two draws of 20 NCBI-disease seeds its rows scored lower silver precision than the
+            one-copy engine's (0.734 and 0.774 against 0.809 and 0.822) for about the same seconds per accepted row
+            (benchmarks/README.md, A/B runs 12 and 13).
     """
 
     max_concurrency = 1
@@ -115,7 +118,7 @@ class LocalLLM(LLM):
     max_repairs = 0
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
-                 grammar: str = "after_sampling", kv_states_mb: int = 512, plain_prefill: bool = True) -> None:
+                 grammar: str = "after_sampling", kv_states_mb: int = 512, plain_prefill: bool = False) -> None:
         if grammar not in ENGINES:
             raise ConfigError(f"local backend grammar={grammar!r}: expected one of {', '.join(ENGINES)}")
         self.model = model
