@@ -12,8 +12,8 @@ from ..tags import Span, tags_to_spans
 from .sentence import Sentence
 from .table import Finding
 
-__all__ = ["find_stutter", "head_ends_another_type", "head_typical_elsewhere", "keep_one_copy", "keep_one_sentence",
-           "letterless_elsewhere", "sentence_breaks", "untag"]
+__all__ = ["head_ends_another_type", "head_typical_elsewhere", "keep_one_sentence", "letterless_elsewhere",
+           "sentence_breaks", "untag"]
 
 
 def sentence_breaks(toks: Sequence[str]) -> list[int]:
@@ -36,56 +36,6 @@ def keep_one_sentence(cand: Candidate, found: Finding, s: Sentence) -> Sentence 
     cand.tokens, cand.tags = toks[a:b], tags[a:b]
     cand.salvaged.append(f"{found.rule.name}: kept sentence {bounds.index((a, b)) + 1} of {len(bounds)}")
     return replace(s, tokens=cand.tokens, tags=cand.tags)
-
-
-def find_stutter(tokens: Sequence[str], spans: Sequence[Span]) -> tuple[int, int, int] | None:
-    """The first place where 1 to 3 words (one of them a word of 3 letters or more) are written three times in a
-    row (in any case), or twice as written where an entity is one copy or holds both: ``(start, words per copy,
-    copies)``, or None.
-
-    Example:
-        >>> find_stutter("the cancer Cancer cancer grew".split(), [])
-        (1, 1, 3)
-        >>> find_stutter("in New York , New York".split(), [])  # a phrase twice is prose
-        >>> find_stutter("patterns of AND and OR".split(), [Span(2, 3, "Generic")])  # "AND" is not "and"
-    """
-    low = [t.lower() for t in tokens]
-    for i in range(len(low)):
-        for k in (1, 2, 3):
-            unit = low[i : i + k]
-            if len(unit) < k or not any(w.isalpha() and len(w) >= 3 for w in unit):
-                continue
-            copies = 1
-            while low[i + copies * k : i + (copies + 1) * k] == unit:
-                copies += 1
-            if copies >= 3:
-                return i, k, copies
-            end = i + 2 * k
-            if (copies == 2 and list(tokens[i : i + k]) == list(tokens[i + k : end])
-                    and any((sp.start, sp.end) in ((i, i + k), (i + k, end)) or sp.start <= i < end <= sp.end
-                            for sp in spans)):
-                return i, k, copies
-    return None
-
-
-def keep_one_copy(cand: Candidate, found: Finding, s: Sentence) -> Sentence | None:
-    """Of a word or phrase written several times in a row keep one copy, with the tags of its most tagged copy
-    (the first on a tie); a tag left inside no entity opens one."""
-    hit = find_stutter(s.tokens, s.spans)
-    if hit is None:
-        return None
-    start, k, copies = hit
-    toks, tags = list(cand.tokens), list(cand.tags)
-    runs = [tags[start + c * k : start + (c + 1) * k] for c in range(copies)]
-    kept = max(range(copies), key=lambda c: (sum(g != "O" for g in runs[c]), -c))
-    tags = tags[:start] + runs[kept] + tags[start + copies * k :]
-    toks = toks[: start + k] + toks[start + copies * k :]
-    for i, g in enumerate(tags):  # an I- after a copy dropped its B-: it opens the entity
-        if g.startswith("I-") and (i == 0 or tags[i - 1][2:] != g[2:] or tags[i - 1] == "O"):
-            tags[i] = "B-" + g[2:]
-    cand.tokens, cand.tags = toks, tags
-    cand.salvaged.append(f"{found.rule.name}: kept one of {copies} copies of {' '.join(toks[start : start + k])!r}")
-    return replace(s, tokens=toks, tags=tags)
 
 
 def untag(cand: Candidate, found: Finding, s: Sentence) -> Sentence | None:

@@ -24,10 +24,8 @@ from ..records import Candidate
 from ..tags import Span, spans_to_tags, tags_to_spans
 from ..words import FUNCTION_WORDS
 from .repairs import (
-    find_stutter,
     head_ends_another_type,
     head_typical_elsewhere,
-    keep_one_copy,
     keep_one_sentence,
     letterless_elsewhere,
     sentence_breaks,
@@ -35,6 +33,7 @@ from .repairs import (
 )
 from .sentence import SeedFacts, Sentence, seed_facts
 from .stats import SplitStats, is_letterless, is_lowercase
+from .stutter import keep_one_copy, stutter
 from .table import Example, Finding, Repair, Rule, first_failure
 
 __all__ = ["LOOPING", "RULES", "UNTAG_RULES", "Example", "Finding", "Repair", "Rule", "first_failure",
@@ -76,19 +75,6 @@ def placeholder(s: Sentence) -> str | None:
 def several_sentences(s: Sentence) -> str | None:
     cut = sentence_breaks(s.tokens)
     return f"a sentence ends at token {cut[0]} and another begins" if cut else None
-
-
-def stutter(s: Sentence) -> str | None:
-    """A word or phrase written three times in a row, or an entity's words twice in a row ("treating influenza
-    influenza influenza infections", "hypobetalipoproteinemia hypobetalipoproteinemia": the 1.5B, NCBI-disease). On
-    the gold test sentences of NCBI-disease, SciERC and FIN it fires once, on a FIN signature block ("/ s / Peter
-    Case Peter Case Title : Chief"; ``benchmarks/checker_gold.py``); a plain phrase twice is prose ("New York , New
-    York")."""
-    found = find_stutter(s.tokens, s.spans)
-    if found is None:
-        return None
-    start, k, copies = found
-    return f"{' '.join(s.tokens[start : start + k])!r} is written {copies} times in a row"
 
 
 #: words a sentence cut off mid-clause stops at: articles, prepositions, conjunctions, "that"
