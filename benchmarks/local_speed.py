@@ -57,6 +57,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -311,10 +312,11 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
         engines[name] = (model, ctx, L.llama_get_memory(ctx))
     batch = L.llama_batch_init(512, 0, 1)
 
-    def decode_(ctx: Any, start: int, n: int) -> None:
+    def decode_(ctx: Any, start: int, n: int, ids: Sequence[int] = ()) -> None:  # ids: the tokens (else made up)
         batch.n_tokens = n
         for i in range(n):
-            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0] = 100 + (start + i) % 500, start + i, 1, 0
+            tok = ids[i] if ids else 100 + (start + i) % 500
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0] = tok, start + i, 1, 0
             batch.logits[i] = 1 if i == n - 1 else 0
         if L.llama_decode(ctx, batch) != 0:
             raise RuntimeError("llama_decode failed")
@@ -357,12 +359,7 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
         L.llama_memory_clear(L.llama_get_memory(ctx), True)
         for start in range(0, len(toks), step):
             part = toks[start : start + step]
-            batch.n_tokens = len(part)
-            for i, tok in enumerate(part):
-                batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0] = tok, start + i, 1, 0
-                batch.logits[i] = 1 if i == len(part) - 1 else 0
-            if L.llama_decode(ctx, batch) != 0:
-                raise RuntimeError("llama_decode failed")
+            decode_(ctx, start, len(part), part)
         row = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, -1), shape=(n_vocab,)).astype(np.float64)
         row -= row.max()
         return row - np.log(np.exp(row).sum())

@@ -134,34 +134,27 @@ def recheck(rows: Sequence[dict[str, Any]], names: Sequence[str], types: Sequenc
     """``rows`` after the checker's sentence rules ``names`` (repaired where the rule has a repair, else dropped):
     the rows kept and ``{"repaired": [...], "dropped": [...]}`` (each a row's text and what the rule said)."""
     from hf_rgda.checking import RULES, Checker, SplitStats
+    from hf_rgda.checking.checker import salvage
     from hf_rgda.checking.sentence import Sentence
-    from hf_rgda.checking.table import Finding
+    from hf_rgda.checking.table import first_failure
     from hf_rgda.records import Candidate, Seed
 
     table = {r.name: r for r in RULES}
     unknown = [n for n in names if n not in table or table[n].group]
     if unknown:
         raise SystemExit(f"--recheck: {', '.join(unknown)} is not a sentence rule of the checker's table")
-    checker, nobody = Checker(tuple(types), SplitStats()), Seed("", (), ())
+    rules, checker, nobody = tuple(table[n] for n in names), Checker(tuple(types), SplitStats()), Seed("", (), ())
     kept, log = [], {"repaired": [], "dropped": []}
     for row in rows:
         cand = Candidate(raw=None, tokens=list(row["tokens"]), tags=list(row["tags"]))
-        s = Sentence(cand.tokens, cand.tags, nobody, checker)
-        for name in names:
-            rule = table[name]
-            while (detail := rule.check(s)) is not None:
-                fixed = rule.repair.apply(cand, Finding(rule, detail, None), s) if rule.repair else None
-                if fixed is None:
-                    log["dropped"].append([" ".join(row["tokens"]), f"{name}: {detail}"])
-                    break
-                s = fixed
-            else:
-                continue
-            break
-        else:
-            if cand.salvaged:
-                log["repaired"].append([" ".join(row["tokens"]), "; ".join(cand.salvaged)])
-            kept.append({"tokens": cand.tokens, "tags": cand.tags})
+        found = first_failure(salvage(cand, Sentence(cand.tokens, cand.tags, nobody, checker), rules), rules)
+        text = " ".join(row["tokens"])
+        if found is not None:
+            log["dropped"].append([text, f"{found.rule.name}: {found.detail}"])
+            continue
+        if cand.salvaged:
+            log["repaired"].append([text, "; ".join(cand.salvaged)])
+        kept.append({"tokens": cand.tokens, "tags": cand.tags})
     return kept, log
 
 

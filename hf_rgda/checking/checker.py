@@ -21,7 +21,7 @@ from .sentence import Sentence
 from .stats import SplitStats
 from .table import Rule, first_failure
 
-__all__ = ["Checker"]
+__all__ = ["Checker", "salvage"]
 
 
 @dataclass(frozen=True)
@@ -74,14 +74,18 @@ class Checker:
         return cand.reject(found.rule.name, found.detail) if found else cand
 
     def _salvage(self, cand: Candidate, s: Sentence) -> Sentence:
-        """The repairs of the table's rows (``salvage=True``), each recorded in ``cand.salvaged``: pass by pass (the
-        consecutive rows that share one repair), the row's repair of the first of them the sentence fails, until none
-        fails or the repair declines (then the checks reject it). Returns ``s`` for the repaired ``cand``."""
-        for rules in _repair_passes(table.RULES):
-            while (bad := first_failure(s, rules)) and bad.rule.repair is not None and (
-                    fixed := bad.rule.repair.apply(cand, bad, s)) is not None:
-                s = fixed
-        return s
+        return salvage(cand, s, table.RULES)
+
+
+def salvage(cand: Candidate, s: Sentence, rules: tuple[Rule, ...]) -> Sentence:
+    """The repairs of ``rules`` (the checker's table under ``salvage=True``), each recorded in ``cand.salvaged``: pass
+    by pass (the consecutive rows that share one repair), the row's repair of the first of them the sentence fails,
+    until none fails or the repair declines (then the checks reject it). Returns ``s`` for the repaired ``cand``."""
+    for run in _repair_passes(rules):
+        while (bad := first_failure(s, run)) and bad.rule.repair is not None and (
+                fixed := bad.rule.repair.apply(cand, bad, s)) is not None:
+            s = fixed
+    return s
 
 
 @functools.lru_cache(maxsize=4)

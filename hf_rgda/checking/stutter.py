@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..records import Candidate
-from ..tags import Span
+from ..tags import Span, spans_to_tags, tags_to_spans
 from .sentence import Sentence
 from .table import Finding
 
@@ -68,9 +68,7 @@ def keep_one_copy(cand: Candidate, found: Finding, s: Sentence) -> Sentence | No
     kept = max(range(copies), key=lambda c: (sum(g != "O" for g in runs[c]), -c))
     tags = tags[:start] + runs[kept] + tags[start + copies * k :]
     toks = toks[: start + k] + toks[start + copies * k :]
-    for i, g in enumerate(tags):  # an I- after a copy dropped its B-: it opens the entity
-        if g.startswith("I-") and (i == 0 or tags[i - 1][2:] != g[2:] or tags[i - 1] == "O"):
-            tags[i] = "B-" + g[2:]
+    tags = spans_to_tags(tags_to_spans(tags, strict=False), len(tags))  # an I- whose B- was dropped opens the entity
     cand.tokens, cand.tags = toks, tags
     cand.salvaged.append(f"{found.rule.name}: kept one of {copies} copies of {' '.join(toks[start : start + k])!r}")
     return replace(s, tokens=toks, tags=tags)
