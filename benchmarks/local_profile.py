@@ -37,7 +37,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     from hf_rgda.llm.local import LocalLLM
 
     options = {k: v for k, v in (("grammar", args.grammar), ("kv_states_mb", args.kv_states_mb),
-                                 ("plain_prefill", args.plain_prefill)) if v is not None}
+                                 ("plain_prefill", args.plain_prefill), ("lookup", args.lookup)) if v is not None}
     llm = LocalLLM(DEFAULT_LLM.split(":", 1)[1], **options)
     calls: list[dict[str, Any]] = []
     chat = llm._chat
@@ -101,7 +101,11 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
             "prompt_eval_tokens_per_s": round(total["prompt_eval_tokens"] / total["prompt_eval_s"], 1)
             if total["prompt_eval_s"] else None,
             "gen_tokens_per_s": round(total["completion_tokens"] / total["gen_s"], 1) if total["gen_s"] else None,
-            "stages": {k: {m: round(v, 2) for m, v in s.items()} for k, s in stages.items()}, "rows": rows,
+            "stages": {k: {m: round(v, 2) for m, v in s.items()} for k, s in stages.items()},
+            # prompt-lookup drafting: a decode that checks guesses counts as prompt evaluation in llama.cpp's
+            # counters, so with it on, prompt_eval_s holds those decodes and gen_s the single-token ones
+            "lookup": llm._llama.lookup.stats() if getattr(llm._llama, "lookup", None) is not None else None,
+            "rows": rows,
             "rejections": [{"reason": r["rgda_reason"], **json.loads(r["rgda_trace"] or "{}")} for r in rejections],
             "calls": calls}
 
@@ -128,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kv-states-mb", type=int, default=None, help="the local backend's kept KV states (0: off)")
     p.add_argument("--plain-prefill", choices=("on", "off"), default=None,
                    help="prompts on a plain-layout copy of the weights (default: the backend's default)")
+    p.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
+                   help="the local backend's prompt-lookup drafting (default: the backend's default)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile.json")
     args = p.parse_args(argv)
     if args.plain_prefill is not None:

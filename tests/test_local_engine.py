@@ -16,6 +16,7 @@ from hf_rgda.checking import complete_items
 from hf_rgda.checking.rules import text_loops
 from hf_rgda.llm.engine import ENGINES, KVState, KVStates, cpu_backend, cpu_variants, load_cpu_backends, loops
 from hf_rgda.llm.local import LocalLLM
+from hf_rgda.llm.lookup import LookupDraft, lookup
 from hf_rgda.schemas import sentences_schema
 
 from .test_local_integration import TINY, needs_tiny
@@ -133,12 +134,100 @@ def test_kept_kv_states_change_what_is_evaluated_not_what_is_written() -> None:
 def test_grammar_option_is_checked_and_part_of_the_identity() -> None:
     with pytest.raises(ConfigError, match="grammar"):
         LocalLLM("a/b/c.gguf", grammar="first")
-    old = LocalLLM("a/b/c.gguf", grammar="in_chain", plain_prefill=False).identity()
+    old = LocalLLM("a/b/c.gguf", grammar="in_chain", plain_prefill=False, lookup="off").identity()
     assert old == {"backend": "local", "model": "a/b/c.gguf", "n_ctx": 4096}  # the old engine's cache stays its own
     new = LocalLLM("a/b/c.gguf").identity()
     assert new["grammar"] == "after_sampling" and new != old
     assert set(ENGINES) == {"after_sampling", "in_chain"}
     assert pickle.loads(pickle.dumps(LocalLLM("a/b/c.gguf", grammar="in_chain"))).grammar == "in_chain"
+
+
+def test_lookup_finds_the_latest_match_of_the_longest_tail() -> None:
+    import numpy as np
+
+    ids = np.array([1, 2, 3, 9, 8, 2, 3, 7, 6, 1, 2, 3], dtype=np.intc)
+    assert lookup(ids, 2).tolist() == [9, 8]  # "1 2 3" (three tokens) beats the later "2 3"
+    assert lookup(ids[:-1], 3).tolist() == [3, 9, 8]  # "1 2" occurs once before the tail
+    assert lookup(np.array([4, 5, 4], dtype=np.intc), 5).tolist() == []  # one-token tails are not looked up...
+    assert lookup(np.array([4, 5, 6, 4, 5], dtype=np.intc), 5).tolist() == [6, 4, 5]
+    assert lookup(ids, 2, ngrams=(2,)).tolist() == [7, 6]  # ...and with two-token tails the latest match wins
+
+
+def _drafter(costs: dict[int, float], kept: int, rejections: int, **kwargs: object) -> LookupDraft:
+    d = LookupDraft(**kwargs)  # type: ignore[arg-type]
+    for width, seconds in costs.items():
+        d.timed(width, seconds)
+    d.kept, d.rejections = kept, rejections
+    return d
+
+
+def test_the_drafter_guesses_as_many_tokens_as_its_timings_favour() -> None:
+    # the Xeon's figures (a 4-token decode costs 1.8 single ones, a 5-token one 2.25) and guesses kept 4 times in
+    # 5: 3 guesses (2.95 tokens expected in 0.113 s) beat 4 (3.36 in 0.144 s) and none (1 in 0.064 s)
+    xeon = {1: 0.064, 2: 0.099, 3: 0.119, 4: 0.113, 5: 0.144}
+    assert _drafter(xeon, kept=80, rejections=20, explore=0).best_width(4) == 3
+    assert _drafter(xeon, kept=80, rejections=20, explore=0).best_width(2) == 2  # only 2 guesses in the context
+    # guesses rarely kept: none
+    assert _drafter(xeon, kept=10, rejections=90, explore=0).best_width(4) == 0
+    # where a wide decode costs as much as its tokens one by one (arithmetic-bound), guessing never pays
+    flat = {w: 0.037 * w for w in range(1, 6)}
+    assert _drafter(flat, kept=80, rejections=20, explore=0).best_width(4) == 0
+    # before any measurement, every width is tried once (the widest first), then the figures decide
+    fresh = LookupDraft()
+    assert fresh.best_width(4) == 4
+    fresh.timed(5, 0.144)
+    assert fresh.best_width(4) == 3
+    # "always" checks every guess, "off" none; exploring tries each width in turn now and then
+    assert LookupDraft(mode="always").best_width(3) == 3 and LookupDraft(mode="off").best_width(3) == 0
+    d = _drafter(flat, kept=80, rejections=20, explore=2)
+    assert [d.best_width(4) for _ in range(6)] == [0, 2, 0, 3, 0, 4]
+    with pytest.raises(ValueError, match="mode"):
+        LookupDraft(mode="sometimes")
+
+
+def test_lookup_option_is_checked_and_part_of_the_identity() -> None:
+    with pytest.raises(ConfigError, match="lookup"):
+        LocalLLM("a/b/c.gguf", lookup="sometimes")
+    auto, off = LocalLLM("a/b/c.gguf"), LocalLLM("a/b/c.gguf", lookup="off")
+    assert auto.lookup == "auto" and auto.identity() == {**off.identity(), "lookup": "auto"}
+    old = auto.__getstate__()
+    old.pop("lookup")
+    revived = LocalLLM.__new__(LocalLLM)
+    revived.__setstate__(old)  # pickled before the option: the engine without guesses it ran
+    assert revived.lookup == "off" and revived.identity() == off.identity()
+
+
+@pytest.mark.slow
+@needs_tiny
+def test_checked_guesses_leave_the_answers_a_sampled_distribution_and_the_cache_consistent() -> None:
+    """With every guess checked, answers follow the schema, guesses are checked and most are kept (the answers copy
+    the prompt), the KV cells after each call hold exactly the tokens ``input_ids`` says (a guess that was not kept
+    leaves no cell behind), and an option question after it reads the same probabilities as without guesses."""
+    pytest.importorskip("llama_cpp")
+    import llama_cpp
+
+    copy = [{"role": "user", "content": "Repeat this JSON exactly: {\"sentences\": [{\"text\": \"Asthma narrows the "
+                                        "airways of children.\", \"entities\": []}, {\"text\": \"Asthma narrows the "
+                                        "airways of adults.\", \"entities\": []}]}"}]
+    probs = {}
+    for mode in ("off", "always"):
+        llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0, lookup=mode)
+        for seed in range(2):
+            comp = asyncio.run(llm.complete(copy, schema=SCHEMA, params={"temperature": 1.0, "max_tokens": 200,
+                                                                         "seed": seed}))
+            assert _inside_schema(comp.text)
+            llama = llm._llama
+            mem = llama_cpp.llama_get_memory(llama._ctx.ctx)
+            assert llama_cpp.llama_memory_seq_pos_max(mem, 0) == llama.n_tokens - 1
+        question = [{"role": "user", "content": "Answer yes or no: is asthma a disease?"}]
+        probs[mode] = asyncio.run(llm.option_probs(question, ["yes", "no"], params={"seed": 0})).probs
+        d = llm._llama.lookup
+        if mode == "always":
+            assert d.checks > 5 and 0 < d.kept <= d.drafted and d.keep_rate > 0.5, d.stats()
+            assert set(d.cost) >= {1} and any(w > 1 for w in d.cost)
+        else:
+            assert d is None and llm._llama.draft_model is None
+    assert probs["always"] == probs["off"]
 
 
 def test_plain_prefill_is_part_of_the_identity_and_off_by_default() -> None:

@@ -46,10 +46,12 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .lookup import LookupDraft
 from .prefill import PlainPrefill, bytes_pointer
 
 __all__ = ["ENGINES", "GrammarAfterSampling", "KVStates", "PlainPrefill", "common_prefix", "cpu_backend", "cpu_variants", "load_cpu_backends",
@@ -339,8 +341,50 @@ def _llama_class() -> type:
         #: the context whose last logits the next :meth:`sample` reads when it is not this one's (a prefill's)
         _logits_ctx: Any = None
 
+        #: the prompt-lookup drafter (:class:`~hf_rgda.llm.lookup.LookupDraft`), also llama-cpp-python's
+        #: ``draft_model`` hook; None: no drafting
+        lookup: LookupDraft | None = None
+        #: the check under way: (tokens before its decode, guesses in it)
+        _check: tuple[int, int] | None = None
+        #: decodes since this generation began (the first evaluates the prompt)
+        _evals = 0
+
+        def generate(self, *args: Any, **kwargs: Any) -> Any:
+            self._check, self._evals = None, 0
+            return (yield from super().generate(*args, **kwargs))
+
         def eval(self, tokens: Sequence[int]) -> None:
             self._logits_ctx = None
+            self._evals += 1
+            lookup = self.lookup
+            if lookup is None or self._evals == 1:
+                return self._eval_prompt(tokens)
+            if self._check is not None:  # how far the last check got: the sampled tokens that matched its guesses
+                start, drafted = self._check
+                lookup.checked(max(0, min(drafted, self.n_tokens - start - 1)), drafted)
+                self._check = None
+            pending, lookup.pending = lookup.pending, 0
+            begin = time.perf_counter()
+            if pending and len(tokens) == pending + 1:
+                self._eval_all_logits(tokens)
+                self._check = (self.n_tokens - len(tokens), pending)
+            else:
+                self._eval_prompt(tokens)
+            lookup.timed(len(tokens), time.perf_counter() - begin)
+            return None
+
+        def _eval_all_logits(self, tokens: Sequence[int]) -> None:
+            """One decode of the sampled token and the guesses after it, with logits at every one (llama-cpp-python's
+            ``eval`` with ``logits_all`` would also copy them into its score rows, which only ``logits_all`` sizes)."""
+            self._ctx.kv_cache_seq_rm(-1, self.n_tokens, -1)
+            n_past = self.n_tokens
+            self._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
+            self._ctx.decode(self._batch)
+            self.input_ids[n_past: n_past + len(tokens)] = tokens
+            self.n_tokens += len(tokens)
+            self._requires_eval = False
+
+        def _eval_prompt(self, tokens: Sequence[int]) -> None:
             if self.prefill is None or len(tokens) < self.prefill.MIN_TOKENS:
                 return super().eval(tokens)
             self._ctx.kv_cache_seq_rm(-1, self.n_tokens, -1)
@@ -416,7 +460,7 @@ _class: list[type] = []
 
 
 def make_llama(*, grammar: str = "after_sampling", kv_states_mb: int = 0, plain_prefill: bool = False,
-               **kwargs: Any) -> Any:
+               lookup: str = "off", **kwargs: Any) -> Any:
     """A llama-cpp-python ``Llama`` on the best CPU backend, with the grammar where ``grammar`` says (:data:`ENGINES`)
     and, with ``kv_states_mb``, up to that many MiB of :class:`KVStates` kept across calls."""
     if grammar not in ENGINES:
@@ -432,4 +476,6 @@ def make_llama(*, grammar: str = "after_sampling", kv_states_mb: int = 0, plain_
         llama.set_cache(KVStates(kv_states_mb << 20))
     if plain_prefill:
         llama.prefill = PlainPrefill(llama, kwargs["model_path"])
+    if lookup != "off":
+        llama.lookup = llama.draft_model = LookupDraft(mode=lookup)
     return llama

@@ -26,6 +26,7 @@ from typing import Any
 from .._exceptions import BackendError, ConfigError
 from .base import LLM, Completion, Message, OptionProbs, Usage
 from .engine import ENGINES, common_prefix, make_llama
+from .lookup import LookupDraft
 from .options import check_options, top_logprobs_of
 
 __all__ = ["LocalLLM", "resolve_gguf"]
@@ -105,6 +106,12 @@ class LocalLLM(LLM):
             by default: on two draws of 20 NCBI-disease seeds its rows scored lower silver precision than the
             one-copy engine's (0.734 and 0.774 against 0.809 and 0.822) for about the same seconds per accepted row
             (benchmarks/README.md, A/B runs 12 and 13).
+        lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.lookup`): ``"auto"`` (default) checks guesses taken from
+            the context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
+            wherever the context has a match, ``"off"`` never. Every output token is sampled from the model's
+            next-token distribution as without guesses, but a decode of several tokens computes it through other
+            kernels (next-token KL about 0.002 on the default model; near ties fall the other way), so the tokens
+            sampled differ and the option is part of the identity.
     """
 
     max_concurrency = 1
@@ -118,9 +125,13 @@ class LocalLLM(LLM):
     max_repairs = 0
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
-                 grammar: str = "after_sampling", kv_states_mb: int = 512, plain_prefill: bool = False) -> None:
+                 grammar: str = "after_sampling", kv_states_mb: int = 512, plain_prefill: bool = False,
+                 lookup: str = "auto") -> None:
         if grammar not in ENGINES:
             raise ConfigError(f"local backend grammar={grammar!r}: expected one of {', '.join(ENGINES)}")
+        if lookup not in LookupDraft.MODES:
+            raise ConfigError(f"local backend lookup={lookup!r}: expected one of {', '.join(LookupDraft.MODES)}")
+        self.lookup = lookup
         self.model = model
         self.n_ctx = n_ctx
         self.n_threads = n_threads
@@ -142,6 +153,7 @@ class LocalLLM(LLM):
                 grammar=self.grammar,
                 kv_states_mb=self.kv_states_mb,
                 plain_prefill=self.plain_prefill,
+                lookup=self.lookup,
                 model_path=str(resolve_gguf(self.model)),
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads or os.cpu_count() or 1,
@@ -213,6 +225,8 @@ class LocalLLM(LLM):
         extra = {} if self.grammar == "in_chain" else {"grammar": self.grammar}
         if self.plain_prefill:
             extra["prefill"] = "plain"
+        if self.lookup != "off":
+            extra["lookup"] = self.lookup
         return {"backend": "local", "model": self.model, "n_ctx": self.n_ctx, **extra}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -224,5 +238,6 @@ class LocalLLM(LLM):
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("kv_states_mb", 512)
         state.setdefault("plain_prefill", False)  # pickled before the option: the engine it was
+        state.setdefault("lookup", "off")  # pickled before the option: the engine it was
         self.__dict__.update(state)
         self._lock = threading.Lock()
