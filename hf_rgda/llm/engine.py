@@ -39,6 +39,12 @@ Qwen2.5's Q4_K matrices become interleaved blocks whose kernels generate faster 
 slower than the plain layout's. :class:`PlainPrefill` keeps a second copy of the model in the plain layout for
 prompts and hands the KV cells to the repacked copy, which generates (``LocalLLM(plain_prefill=True)``; off by
 default: see its docstring).
+
+**Guesses checked in one decode.** With a :class:`~hf_rgda.llm.lookup.LookupDraft` (``LocalLLM(lookup="auto")``, the
+default), llama-cpp-python's generation loop (its ``draft_model`` hook) evaluates the sampled token together with the
+tokens that followed the context's last few tokens where they stood before, with logits at each
+(``_eval_all_logits``), samples at each position in turn and drops the cells after the first guess that differs from
+its sampled token. The drafter is told each decode's width and time and how many guesses were kept.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .kvstates import KVState, KVStates, common_prefix
 from .lookup import LookupDraft
 from .prefill import PlainPrefill, bytes_pointer
 
@@ -67,16 +74,6 @@ ENGINES = ("after_sampling", "in_chain")
 #: forbids them; its unbounded ``string`` rule excludes them. The engine's grammar uses the strict character class.
 _LOOSE_CHAR = 'char ::= [^"\\\\] |'
 _STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
-
-
-def common_prefix(a: Any, b: Any) -> int:
-    """How many tokens two token sequences share from their start: the KV entries one call can reuse from another."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 _backends_lock = threading.Lock()
@@ -242,86 +239,6 @@ class GrammarAfterSampling:
             self.close()
         except (AttributeError, TypeError):  # at interpreter shutdown the bindings may be gone
             return
-
-
-class KVState:
-    """One kept KV state: the tokens whose keys and values it holds and llama.cpp's serialised context."""
-
-    __slots__ = ("data", "input_ids", "key", "n_tokens", "seed", "size")
-
-    def __init__(self, input_ids: Any, data: Any, size: int, seed: int) -> None:
-        self.input_ids, self.data, self.size, self.seed = input_ids, data, size, seed
-        self.key: tuple[int, ...] = tuple(input_ids.tolist())
-        self.n_tokens = len(self.key)
-
-
-class KVStates:
-    """The KV states calls left behind, by their tokens; the least recently used go first beyond ``capacity_bytes``.
-
-    Plugged in as llama-cpp-python's ``Llama.cache``: ``states[prompt]`` is the kept state sharing the longest
-    prefix with ``prompt`` (``KeyError`` if none shares a token), ``states[tokens] = state`` keeps one.
-    ``restored`` counts the states calls started from.
-    """
-
-    def __init__(self, capacity_bytes: int = 512 << 20) -> None:
-        from collections import OrderedDict
-
-        self.capacity_bytes = capacity_bytes
-        self._states: OrderedDict[tuple[int, ...], KVState] = OrderedDict()
-        self.restored = 0
-
-    @property
-    def nbytes(self) -> int:
-        return sum(s.size for s in self._states.values())
-
-    def __len__(self) -> int:
-        return len(self._states)
-
-    def __bool__(self) -> bool:  # llama-cpp-python tests ``if self.cache:``; an empty store is still a store
-        return True
-
-    #: a kept state whose tokens differ from a new state's only in their last this many is dropped for it
-    SIBLING_TOKENS = 64
-
-    @classmethod
-    def _covers(cls, key: tuple[int, ...], other: tuple[int, ...]) -> bool:
-        """Whether the new state ``key`` makes the kept ``other`` redundant: ``other`` is a prefix of ``key``, or a
-        sibling that parts from it within its last :attr:`SIBLING_TOKENS` tokens and after its first half (the
-        questions of one verdict, which differ in their last line: one of them serves the next question as well,
-        and the family no longer pushes the other seeds' states out)."""
-        if len(other) <= len(key) and key[: len(other)] == other:
-            return True
-        shared = common_prefix(key, other)
-        return shared >= len(other) - cls.SIBLING_TOKENS and 2 * shared > len(other)
-
-    def best(self, tokens: Any) -> tuple[KVState | None, int]:
-        """The kept state sharing the longest prefix with ``tokens``, and that prefix's length."""
-        best, n = None, 0
-        for key, state in self._states.items():
-            if key and key[0] == tokens[0] and (m := common_prefix(key, tokens)) > n:
-                best, n = state, m
-        return best, n
-
-    def __getitem__(self, tokens: Any) -> KVState:
-        state = self.best(list(tokens))[0] if len(tokens) else None
-        if state is None:
-            raise KeyError("no kept state shares a prefix")
-        self._states.move_to_end(state.key)
-        return state
-
-    def __contains__(self, tokens: Any) -> bool:
-        return bool(len(tokens)) and self.best(list(tokens))[0] is not None
-
-    def __setitem__(self, tokens: Any, state: KVState) -> None:
-        key = state.key  # what the state holds (the last sampled token is never evaluated)
-        if not key or state.size > self.capacity_bytes:
-            return
-        self._states.pop(key, None)
-        for other in [k for k in self._states if self._covers(key, k)]:
-            del self._states[other]
-        self._states[key] = state
-        while self.nbytes > self.capacity_bytes:
-            self._states.popitem(last=False)
 
 
 def _llama_class() -> type:

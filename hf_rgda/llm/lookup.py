@@ -123,14 +123,14 @@ class LookupDraft:
         if self.mode == "always":
             return available
         self.chances += 1
-        unmeasured = [m for m in range(0, available + 1) if self.seconds(m + 1) is None]
+        unmeasured = [m for m in range(available + 1) if self.seconds(m + 1) is None]
         rate = self.keep_rate
         if unmeasured or rate is None:
             return unmeasured[-1] if unmeasured else available
         if self.explore and self.chances % self.explore == 0:
             return 1 + (self.chances // self.explore) % available  # each width in turn
         best, best_speed = 0, 0.0
-        for m in range(0, available + 1):
+        for m in range(available + 1):
             expected = 1 + sum(rate ** j for j in range(1, m + 1))
             speed = expected / self.seconds(m + 1)  # type: ignore[operator]
             if speed > best_speed:
