@@ -185,11 +185,12 @@ def test_the_drafter_guesses_as_many_tokens_as_its_timings_favour() -> None:
         LookupDraft(mode="sometimes")
 
 
-def test_lookup_option_is_checked_and_part_of_the_identity() -> None:
+def test_lookup_option_is_checked_part_of_the_identity_and_off_by_default() -> None:
     with pytest.raises(ConfigError, match="lookup"):
         LocalLLM("a/b/c.gguf", lookup="sometimes")
-    auto, off = LocalLLM("a/b/c.gguf"), LocalLLM("a/b/c.gguf", lookup="off")
-    assert auto.lookup == "auto" and auto.identity() == {**off.identity(), "lookup": "auto"}
+    auto, off = LocalLLM("a/b/c.gguf", lookup="auto"), LocalLLM("a/b/c.gguf")
+    assert off.lookup == "off" and auto.identity() == {**off.identity(), "lookup": "auto"}
+    assert "lookup" not in off.identity()  # the default engine keeps the identity (and cached answers) it had
     old = auto.__getstate__()
     old.pop("lookup")
     revived = LocalLLM.__new__(LocalLLM)

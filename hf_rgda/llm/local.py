@@ -106,12 +106,15 @@ class LocalLLM(LLM):
             by default: on two draws of 20 NCBI-disease seeds its rows scored lower silver precision than the
             one-copy engine's (0.734 and 0.774 against 0.809 and 0.822) for about the same seconds per accepted row
             (benchmarks/README.md, A/B runs 12 and 13).
-        lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.lookup`): ``"auto"`` (default) checks guesses taken from
-            the context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
-            wherever the context has a match, ``"off"`` never. Every output token is sampled from the model's
-            next-token distribution as without guesses, but a decode of several tokens computes it through other
-            kernels (next-token KL about 0.002 on the default model; near ties fall the other way), so the tokens
-            sampled differ and the option is part of the identity.
+        lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.lookup`): ``"auto"`` checks guesses taken from the
+            context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
+            wherever the context has a match, ``"off"`` (default) never. Every output token is sampled from the
+            model's next-token distribution as without guesses, but a decode of several tokens computes it through
+            other kernels (next-token KL about 0.002 on the default model; near ties fall the other way), so the
+            tokens sampled differ and the option is part of the identity. Off by default: on the Xeon of
+            benchmarks/README.md ``"auto"`` cut the main command's LLM time by 23% and an A/B's seconds per accepted
+            row by 6%, but that A/B's rows scored silver precision 0.762 against the one-copy engine's 0.852 on the
+            same seeds (run 15 against run 14).
     """
 
     max_concurrency = 1
@@ -126,7 +129,7 @@ class LocalLLM(LLM):
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
                  grammar: str = "after_sampling", kv_states_mb: int = 512, plain_prefill: bool = False,
-                 lookup: str = "auto") -> None:
+                 lookup: str = "off") -> None:
         if grammar not in ENGINES:
             raise ConfigError(f"local backend grammar={grammar!r}: expected one of {', '.join(ENGINES)}")
         if lookup not in LookupDraft.MODES:
