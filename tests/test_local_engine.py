@@ -231,6 +231,24 @@ def test_checked_guesses_leave_the_answers_a_sampled_distribution_and_the_cache_
     assert probs["always"] == probs["off"]
 
 
+@pytest.mark.slow
+@needs_tiny
+def test_guesses_stop_at_the_end_of_the_context() -> None:
+    """An answer that runs to the end of a small context (llama.cpp pads ``n_ctx`` beyond llama-cpp-python's token
+    array) with guesses at every step ends where the engine without guesses ends, instead of writing guesses past
+    the array."""
+    pytest.importorskip("llama_cpp")
+    messages = [{"role": "user", "content": "Repeat forever: " + "la " * 20}]
+    used = {}
+    for mode in ("off", "always"):
+        llama = load_llm(TINY, n_ctx=160, kv_states_mb=0, lookup=mode)._load()
+        out = llama.create_chat_completion(messages=messages, temperature=0.0, max_tokens=-1, seed=0)
+        used[mode] = out["usage"]["completion_tokens"]
+        if mode == "always":
+            assert llama.lookup.checks > 0
+    assert used["always"] == used["off"] > 100
+
+
 def test_plain_prefill_is_part_of_the_identity_and_off_by_default() -> None:
     on, off = LocalLLM("a/b/c.gguf", plain_prefill=True), LocalLLM("a/b/c.gguf")
     assert on.identity() == {**off.identity(), "prefill": "plain"}

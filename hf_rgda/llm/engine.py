@@ -281,10 +281,14 @@ def _llama_class() -> type:
                 lookup.checked(max(0, min(drafted, self.n_tokens - start - 1)), drafted)
                 self._check = None
             pending, lookup.pending = lookup.pending, 0
+            # only the guesses the context has room for (llama.cpp may pad n_ctx beyond llama-cpp-python's arrays)
+            room = max(1, min(self._n_ctx, len(self.input_ids)) - self.n_tokens)
+            if pending and len(tokens) > room:
+                tokens = list(tokens)[:room]
             begin = time.perf_counter()
-            if pending and len(tokens) == pending + 1:
+            if pending and len(tokens) > 1:
                 self._eval_all_logits(tokens)
-                self._check = (self.n_tokens - len(tokens), pending)
+                self._check = (self.n_tokens - len(tokens), len(tokens) - 1)
             else:
                 self._eval_prompt(tokens)
             lookup.timed(len(tokens), time.perf_counter() - begin)
