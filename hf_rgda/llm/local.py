@@ -110,10 +110,10 @@ class LocalLLM(LLM):
             context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
             wherever the context has a match, ``"off"`` (default) never. Every output token is sampled from the
             model's next-token distribution as without guesses, but a decode of several tokens computes it through
-            other kernels (next-token KL about 0.002 on the default model; near ties fall the other way), so the
+            another batch shape, whose sums differ (near ties fall the other way), so the
             tokens sampled differ and the option is part of the identity. Off by default: on the Xeon of
             benchmarks/README.md ``"auto"`` cut the main command's LLM time by a quarter (153.2 s against 203.6 s)
-            and an A/B's seconds per accepted row by 6-10%, but one A/B's rows scored silver precision 0.762
+            and an A/B's seconds per accepted row by about 6%, but one A/B's rows scored silver precision 0.762
             against the baseline's 0.897 (0.852 without guesses on the same seeds) and another's 0.839 against
             0.809 without guesses (A/B runs 14-16).
     """

@@ -7,8 +7,8 @@ stand earlier in the context, the tokens that followed them there are a cheap gu
 (prompt-lookup decoding). The engine evaluates the sampled token and up to ``max_tokens`` such guesses in one decode,
 with logits at each, and samples at each position in turn: a guess is kept only while it equals the token sampled
 before it, so every output token is sampled from the model's own distribution, the random stream and the grammar
-consumed token by token as without guesses (the output follows the same distribution; only the floating-point sums
-of a wider decode differ in the last bits).
+consumed token by token as without guesses (the output follows the same distribution, computed in a wider batch,
+whose floating-point sums differ slightly: near ties can fall the other way).
 
 Whether a guess pays depends on the machine. A decode of n tokens reads the weights once; where generation waits on
 memory (a Xeon of this project's: four tokens in one decode cost 1.6 single decodes) a guess kept one time in two
