@@ -11,6 +11,7 @@ Usage:
     python -m benchmarks.local_profile                      # the default engine
     python -m benchmarks.local_profile --grammar in_chain --out /tmp/profile_in_chain.json
     python -m benchmarks.local_profile --schedule row --out benchmarks/results/local_profile_row.json
+    python -m benchmarks.local_profile --parallel 4 --out benchmarks/results/local_profile_parallel4.json
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     from hf_rgda.llm.local import LocalLLM
 
     options = {k: v for k, v in (("grammar", args.grammar), ("kv_states_mb", args.kv_states_mb),
-                                 ("plain_prefill", args.plain_prefill), ("lookup", args.lookup)) if v is not None}
+                                 ("plain_prefill", args.plain_prefill), ("lookup", args.lookup),
+                                 ("parallel", args.parallel)) if v is not None}
     llm = LocalLLM(DEFAULT_LLM.split(":", 1)[1], **options)
     calls: list[dict[str, Any]] = []
     chat = llm._chat
@@ -70,7 +72,22 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
         calls.append(row)
         return out, usage, seconds
 
+    slot_chat = llm._slot_chat
+
+    def observed_slots(messages: list[dict[str, str]], **kwargs: Any) -> Any:
+        # calls overlap: per call only its tokens and seconds from asking to answer; the engine's own timers
+        # (prompt evaluation, generation decodes, sampling) are in "slots"
+        req, usage, seconds = slot_chat(messages, **kwargs)
+        info = call_of(messages)
+        calls.append({"stage": info.stage if info else "?", "prompt_tokens": usage.prompt_tokens,
+                      "cached_tokens": usage.cached_tokens, "completion_tokens": usage.completion_tokens,
+                      "seconds": round(seconds, 3), "prompt_eval_tokens": usage.prompt_tokens - min(
+                          usage.cached_tokens, usage.prompt_tokens - 1), "prompt_eval_s": 0.0, "gen_s": 0.0,
+                      "other_s": 0.0})
+        return req, usage, seconds
+
     llm._chat = observed  # type: ignore[method-assign]
+    llm._slot_chat = observed_slots  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory(prefix="local_profile_") as tmp:
         options = [x for name in ("representation", "schedule") if getattr(args, name)
                    for x in (f"--{name}", getattr(args, name))]
@@ -105,6 +122,9 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
             # prompt-lookup drafting: a decode that checks guesses counts as prompt evaluation in llama.cpp's
             # counters, so with it on, prompt_eval_s holds those decodes and gen_s the single-token ones
             "lookup": llm._llama.lookup.stats() if getattr(llm._llama, "lookup", None) is not None else None,
+            # parallel slots: the calls' seconds overlap, so the run's LLM time is its wall time (summary_wall_seconds)
+            "slots": llm._slots.stats() if llm._slots is not None else None,
+            "summary_wall_seconds": summary.get("wall_seconds"),
             "rows": rows,
             "rejections": [{"reason": r["rgda_reason"], **json.loads(r["rgda_trace"] or "{}")} for r in rejections],
             "calls": calls}
@@ -134,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="prompts on a plain-layout copy of the weights (default: the backend's default)")
     p.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
                    help="the local backend's prompt-lookup drafting (default: the backend's default)")
+    p.add_argument("--parallel", type=int, default=None,
+                   help="the local backend's parallel slots (default: the backend's default, 1)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile.json")
     args = p.parse_args(argv)
     if args.plain_prefill is not None:

@@ -83,6 +83,9 @@ def _augment_parser(a: argparse.ArgumentParser) -> None:
                    help="API root of the provider or of an OpenAI-compatible server; repeat it to spread the calls "
                         "round-robin over several servers of one model")
     a.add_argument("--max-concurrency", type=int, default=None, help="remote backends: requests in flight at once")
+    a.add_argument("--parallel", type=int, default=None,
+                   help="local model: calls answered at once, their next tokens in one decode (default 1; with "
+                        "--schedule seeds no seed waits for the others; benchmarks/README.md has the measurements)")
     a.add_argument("--rpm", type=int, default=None, help="remote backends: requests-per-minute limit")
     a.add_argument("--tpm", type=int, default=None, help="remote backends: tokens-per-minute limit")
     a.add_argument("--attribution-model", default=None,
@@ -235,6 +238,8 @@ def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
                             else args.base_url[0]}
     if not args.llm.startswith("local:"):
         opts.update(max_concurrency=args.max_concurrency, rpm=args.rpm, tpm=args.tpm)
+    elif getattr(args, "parallel", None):
+        opts["parallel"] = args.parallel
     return opts
 
 

@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig", "Debate
 DEFAULT_LLM = "local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "biorda")
 REPRESENTATIONS = ("auto", "entities", "segments", "inline")
-SCHEDULES = ("stage", "row")
+SCHEDULES = ("stage", "row", "seeds")
 JUDGE_READINGS = ("auto", "probability", "sample")
 
 
@@ -109,8 +109,9 @@ class AugmentConfig:
                                     "for verdicts read by probability: the middle of the 1-5 scale (their scores are expected values; with "
                                     "the local 1.5B model they barely move, see benchmarks/README.md; calibrate your "
                                     "own model with hf-rgda calibrate)")
-    judge_early_pass: bool = _f(True, "a verdict read by probability on a backend that answers one call at a time "
-                                "(the local model; max_concurrency 1) asks its criteria one by one, the largest first, "
+    judge_early_pass: bool = _f(True, "a verdict read by probability on a backend where a seed's questions asked in "
+                                "turn take no longer (the local model, with or without parallel slots; a remote one "
+                                "with max_concurrency 1) asks its criteria one by one, the largest first, "
                                 "and stops once their points reach probability_threshold: the criteria left can only "
                                 "add points, so every decision is the same with fewer calls; such a verdict's score is "
                                 "the points asked (a lower bound) and the summary counts it as passed early. False: "
@@ -129,7 +130,9 @@ class AugmentConfig:
                              "rows for fewer tokens, benchmarks/README.md; entities for the APIs, whose schemas "
                              "hold the entity types to the label set)", choices=REPRESENTATIONS)
     schedule: str = _f("stage", "'stage' runs one stage for the whole batch before the next (reuses the KV "
-                       "prefix); 'row' runs each seed through every stage first", choices=SCHEDULES)
+                       "prefix); 'row' runs each seed through every stage first; 'seeds' runs every seed through every stage, the "
+                       "seeds side by side (no seed waits for the others at a stage's end: for a backend that answers "
+                       "several calls at once, e.g. the local model with parallel slots)", choices=SCHEDULES)
     domain: str = _f("", "short description of the data's domain, e.g. 'biomedical abstracts'")
     max_tokens: int = _f(768, "completion-token cap per LLM call")
     near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed (or to another seed the prompt "

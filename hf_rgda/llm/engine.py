@@ -254,6 +254,8 @@ def _llama_class() -> type:
         last_sampler: Any = None
         #: the plain-layout copy that evaluates long prompts (:class:`PlainPrefill`), or None
         prefill: PlainPrefill | None = None
+        #: the parallel slots that answer calls on this model (:class:`~hf_rgda.llm.slots.SlotEngine`), or None
+        slots: Any = None
 
         #: the context whose last logits the next :meth:`sample` reads when it is not this one's (a prefill's)
         _logits_ctx: Any = None
@@ -317,6 +319,9 @@ def _llama_class() -> type:
             return None
 
         def close(self) -> None:
+            if self.slots is not None:
+                self.slots.close()
+                self.slots = None
             if self.prefill is not None:
                 self.prefill.close()
                 self.prefill = None

@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import BackendError, ConfigError
+from ..calls import call_of
 from .base import LLM, Completion, Message, OptionProbs, Usage
 from .engine import ENGINES, common_prefix, make_llama
 from .lookup import LookupDraft
 from .options import check_options, top_logprobs_of
+from .slots import SlotEngine, chat_request
 
 __all__ = ["LocalLLM", "resolve_gguf"]
 
@@ -116,9 +118,17 @@ class LocalLLM(LLM):
             and an A/B's seconds per accepted row by about 6%, but one A/B's rows scored silver precision 0.762
             against the baseline's 0.897 (0.852 without guesses on the same seeds) and another's 0.839 against
             0.809 without guesses (A/B runs 14-16).
+        parallel: calls answered at once (:class:`~hf_rgda.llm.slots.SlotEngine`): up to this many calls share each
+            decode, one KV stream of ``n_ctx`` cells each, a seed's calls in the same sequence. 1 (default): one call
+            at a time, with ``kv_states_mb``, ``plain_prefill`` and ``lookup`` (which do not combine with it). Part of
+            the identity: a sequence decoded beside others has its logits summed in another batch shape. With
+            ``schedule="seeds"`` no seed waits for the others at a stage's end. Off by default: on the Xeon of
+            benchmarks/README.md ``parallel=4`` took 13-19% off the main command (where generation is bound by
+            memory; on a compute-bound CPU four sequences decode only 1.27x one), and no A/B has measured its rows.
     """
 
     max_concurrency = 1
+    asks_in_turn = True
     has_logprobs = True
     reuses_prefix = True
     #: inline entity marks: with the local 1.5B, more accepted rows for fewer completion tokens than a sentence plus an
@@ -130,7 +140,7 @@ class LocalLLM(LLM):
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
                  grammar: str = "after_sampling", kv_states_mb: int = 512, plain_prefill: bool = False,
-                 lookup: str = "off") -> None:
+                 lookup: str = "off", parallel: int = 1) -> None:
         if grammar not in ENGINES:
             raise ConfigError(f"local backend grammar={grammar!r}: expected one of {', '.join(ENGINES)}")
         if lookup not in LookupDraft.MODES:
@@ -144,7 +154,15 @@ class LocalLLM(LLM):
             raise ConfigError(f"local backend kv_states_mb={kv_states_mb} must be 0 or more")
         self.kv_states_mb = kv_states_mb
         self.plain_prefill = bool(plain_prefill)
+        if not isinstance(parallel, int) or parallel < 1:
+            raise ConfigError(f"local backend parallel={parallel!r} must be a whole number, 1 or more")
+        if parallel > 1 and (self.plain_prefill or lookup != "off"):
+            raise ConfigError(f"local backend parallel={parallel} does not combine with plain_prefill or lookup "
+                              "(they act on the one-call engine)")
+        self.parallel = int(parallel)
+        self.max_concurrency = self.parallel
         self._llama: Any = None
+        self._slots: SlotEngine | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -153,17 +171,41 @@ class LocalLLM(LLM):
                 import llama_cpp  # noqa: F401
             except ImportError as err:
                 raise ImportError("the local backend needs llama-cpp-python: pip install 'hf_rgda[local]'") from err
-            self._llama = make_llama(
+            slots = self.parallel > 1
+            llama = make_llama(
                 grammar=self.grammar,
-                kv_states_mb=self.kv_states_mb,
+                kv_states_mb=0 if slots else self.kv_states_mb,
                 plain_prefill=self.plain_prefill,
                 lookup=self.lookup,
                 model_path=str(resolve_gguf(self.model)),
-                n_ctx=self.n_ctx,
+                n_ctx=min(self.n_ctx, 512) if slots else self.n_ctx,  # with slots its own context goes unused
                 n_threads=self.n_threads or os.cpu_count() or 1,
                 verbose=False,
             )
+            if slots:
+                self._slots = llama.slots = SlotEngine(llama, self.parallel, self.n_ctx)
+            self._llama = llama
         return self._llama
+
+    def _slot_chat(self, messages: list[dict[str, str]], logits_only: bool = False,
+                   **kwargs: Any) -> tuple[Any, Usage, float]:
+        """One call through the slots (``parallel`` > 1): (the answered request, usage, seconds from asking)."""
+        with self._lock:
+            llama = self._load()
+        slots = self._slots
+        if slots is None or slots.closed:  # the model is freed: tokenizing would read freed memory
+            raise BackendError("llama.cpp failed: the local engine is closed")
+        start = time.perf_counter()
+        req = chat_request(llama, messages, **kwargs)
+        if logits_only:
+            req.sampling = None
+        info = call_of(messages)  # the pipeline's call in flight: its seed's calls share a sequence
+        req.affinity = info.seed if info is not None else ""
+        try:
+            slots.submit(req)
+        except (RuntimeError, ValueError) as err:
+            raise BackendError(f"llama.cpp failed: {err}") from err
+        return req, Usage(len(req.prompt), len(req.tokens), req.reused), time.perf_counter() - start
 
     def _chat(self, messages: list[dict[str, str]], **kwargs: Any) -> tuple[dict[str, Any], Usage, float]:
         """One ``create_chat_completion`` under the lock: (response, usage with the reused KV prefix, seconds)."""
@@ -185,13 +227,13 @@ class LocalLLM(LLM):
         return out, tokens, seconds
 
     def _run(self, messages: list[dict[str, str]], schema: Mapping[str, Any] | None, params: Mapping[str, Any]) -> Completion:
-        out, usage, seconds = self._chat(
-            messages,
-            response_format={"type": "json_object", "schema": dict(schema)} if schema is not None else None,
-            temperature=float(params.get("temperature", 1.0)),
-            max_tokens=int(params.get("max_tokens", 768)),
-            seed=int(params.get("seed", 0)),
-        )
+        kwargs = {"response_format": {"type": "json_object", "schema": dict(schema)} if schema is not None else None,
+                  "temperature": float(params.get("temperature", 1.0)), "max_tokens": int(params.get("max_tokens", 768)),
+                  "seed": int(params.get("seed", 0))}
+        if self.parallel > 1:
+            req, usage, seconds = self._slot_chat(messages, **kwargs)
+            return Completion(text=req.text, usage=usage, seconds=seconds)
+        out, usage, seconds = self._chat(messages, **kwargs)
         return Completion(text=out["choices"][0]["message"]["content"] or "", usage=usage, seconds=seconds)
 
     def _option_run(self, messages: list[dict[str, str]], options: tuple[str, ...], params: Mapping[str, Any],
@@ -199,6 +241,10 @@ class LocalLLM(LLM):
         """One output token at temperature 0; its logits are captured before sampling and read as logprobs."""
         from llama_cpp import LogitsProcessorList
 
+        if self.parallel > 1:
+            req, usage, seconds = self._slot_chat(messages, logits_only=True, temperature=0.0, max_tokens=1,
+                                                  seed=int(params.get("seed", 0)))
+            return OptionProbs.from_top(_top_tokens(self._llama, req.logits, n), options, usage=usage, seconds=seconds)
         tops: list[list[tuple[str, float]]] = []
 
         def capture(_ids: Any, logits: Any) -> Any:  # a logits processor that only reads
@@ -231,11 +277,13 @@ class LocalLLM(LLM):
             extra["prefill"] = "plain"
         if self.lookup != "off":
             extra["lookup"] = self.lookup
+        if self.parallel > 1:
+            extra["parallel"] = self.parallel
         return {"backend": "local", "model": self.model, "n_ctx": self.n_ctx, **extra}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_llama"] = None
+        state["_llama"] = state["_slots"] = None
         state.pop("_lock")
         return state
 
@@ -243,5 +291,8 @@ class LocalLLM(LLM):
         state.setdefault("kv_states_mb", 512)
         state.setdefault("plain_prefill", False)  # pickled before the option: the engine it was
         state.setdefault("lookup", "off")  # pickled before the option: the engine it was
+        state.setdefault("parallel", 1)
+        state.setdefault("max_concurrency", state["parallel"])
+        state.setdefault("_slots", None)
         self.__dict__.update(state)
         self._lock = threading.Lock()

@@ -102,7 +102,8 @@ class JudgeLoop:
         """The threshold at which a verdict read by probability stops asking (``judge_early_pass``, on a backend that
         answers one call at a time, where asking the criteria one by one costs no time); None: every criterion."""
         cfg, llm = self.run.config, self.run.caller.llm
-        if self.by_probability and cfg.judge_early_pass and llm.max_concurrency == 1:
+        in_turn = llm.asks_in_turn if llm.asks_in_turn is not None else llm.max_concurrency == 1
+        if self.by_probability and cfg.judge_early_pass and in_turn:
             return cfg.probability_threshold
         return None
 

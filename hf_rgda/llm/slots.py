@@ -1,0 +1,395 @@
+"""Several calls decoded together: the local engine's parallel slots (``LocalLLM(parallel=N)``).
+
+Where generation waits on memory, one decode that carries the next token of several sequences costs little more than
+one that carries one: every token reads the same weights (on the Xeon of benchmarks/README.md, 4 sequences give 2.44x
+the tokens a second of one; on the EPYC 1.27x: ``python -m benchmarks.local_speed --batches``). The pipeline already
+runs the seeds of a batch concurrently, stage by stage, so their calls arrive together.
+
+:class:`SlotEngine` answers up to N calls at once from one llama.cpp context with a KV stream per sequence (a
+sequence's attention reads its own cells only). Its thread admits each waiting call into a free sequence (the one its
+seed used last when free, so a seed's next question continues its last prompt), evaluates the prompt past the longest
+prefix any sequence holds (copied in: the seeds of a stage share their system prompt), then decodes the next token of
+every generating call in one batch, samples each with its own sampler chain and grammar
+(:class:`~hf_rgda.llm.engine.GrammarAfterSampling`), and repeats. A call that only reads the next-token logits (an
+option question) ends with its prompt. Prompts, stop rules, sampling parameters and the returned text are those of
+llama-cpp-python's ``create_chat_completion`` for the same messages (it is run against a recorder that takes the
+request instead of answering it), so calls sent one at a time get the one-call engine's tokens; decoded beside
+others, a sequence's logits come from another batch shape, whose sums differ slightly, and the tokens sampled may
+too (part of the backend's identity).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kvstates import common_prefix
+
+__all__ = ["Request", "SlotEngine", "chat_request"]
+
+
+@dataclass(eq=False)
+class Request:
+    """One call for the slot engine: what to evaluate and how to sample, then what came of it.
+
+    Args:
+        prompt: the prompt's tokens.
+        sampling: keyword arguments of llama-cpp-python's ``Llama._init_sampler`` (None: read the next-token logits,
+            sample nothing).
+        seed: the sampler's seed.
+        max_tokens: completion-token cap (cut to what the slot's context has room for).
+        stop: stop strings (the text ends before the first one).
+    """
+
+    prompt: list[int]
+    sampling: dict[str, Any] | None = None
+    seed: int = 0
+    max_tokens: int = 16
+    stop: list[bytes] = field(default_factory=list)
+    #: calls with the same affinity (a seed's) run in the same sequence while it is free
+    affinity: str = ""
+    #: the completion's tokens (the end-of-generation token excluded)
+    tokens: list[int] = field(default_factory=list)
+    text: str = ""
+    finish_reason: str = ""
+    #: the next-token logits after the prompt (a logits-only call)
+    logits: Any = None
+    #: prompt tokens whose KV cells were found in a slot (not evaluated again)
+    reused: int = 0
+    seconds: float = 0.0
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    # engine state while it runs
+    sampler: Any = None
+    _multibyte: int = 0
+    _started: float = 0.0
+
+
+class _Recorder:
+    """A stand-in for ``Llama`` in its chat handler: tokenizes with the real model and records the completion request
+    instead of running it."""
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+        self.request: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, **kwargs: Any) -> dict[str, Any]:
+        self.request = kwargs
+        return {"id": "cmpl-recorded", "object": "text_completion", "created": 0, "model": "",
+                "choices": [{"text": "", "index": 0, "logprobs": None, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
+def chat_request(llama: Any, messages: list[dict[str, str]], **kwargs: Any) -> Request:
+    """The :class:`Request` ``llama.create_chat_completion(messages=messages, **kwargs)`` would run: the chat
+    template's prompt, stop strings, grammar and sampling parameters, as llama-cpp-python sets them (its
+    ``create_chat_completion`` runs with the recorder in the place of ``llama``)."""
+    from llama_cpp import Llama
+
+    recorder = _Recorder(llama)
+    Llama.create_chat_completion(recorder, messages=messages, **kwargs)  # type: ignore[arg-type]  # its defaults too
+    kw = recorder.request
+    prompt = kw["prompt"]
+    if isinstance(prompt, (str, bytes)):
+        prompt = llama.tokenize(prompt.encode() if isinstance(prompt, str) else prompt, add_bos=True, special=True)
+    stop = kw.get("stop") or []
+    stop = [stop] if isinstance(stop, str) else list(stop)
+    sampling = {"top_k": kw.get("top_k", 40), "top_p": kw.get("top_p", 0.95), "min_p": kw.get("min_p", 0.05),
+                "typical_p": kw.get("typical_p", 1.0), "temp": kw.get("temperature", 0.8),
+                "repeat_penalty": kw.get("repeat_penalty", 1.0), "frequency_penalty": kw.get("frequency_penalty", 0.0),
+                "presence_penalty": kw.get("presence_penalty", 0.0), "tfs_z": kw.get("tfs_z", 1.0),
+                "mirostat_mode": kw.get("mirostat_mode", 0), "mirostat_tau": kw.get("mirostat_tau", 5.0),
+                "mirostat_eta": kw.get("mirostat_eta", 0.1), "grammar": kw.get("grammar")}
+    max_tokens = kw.get("max_tokens")
+    return Request(prompt=list(prompt), sampling=sampling, seed=int(kw.get("seed") or 0),
+                   max_tokens=int(max_tokens) if max_tokens else 0, stop=[s.encode() for s in stop])
+
+
+@dataclass(eq=False)
+class _Slot:
+    seq: int
+    #: the tokens whose KV cells the slot's sequence holds, positions 0, 1, ...
+    tokens: list[int] = field(default_factory=list)
+    req: Request | None = None
+    #: the token sampled last, to be evaluated in the next decode (None: not generating)
+    pending: int | None = None
+    used: float = 0.0
+
+
+class SlotEngine:
+    """Up to ``n_slots`` calls answered at once on ``llama``'s model (see the module's docstring).
+
+    Args:
+        llama: the ``Llama`` whose model, tokenizer, chat template and sampler chains the engine uses (its own context
+            is not touched).
+        n_slots: calls answered at once (sequences decoded together).
+        n_ctx: each call's context window in tokens (each sequence has a stream of that many cells).
+        n_seqs: sequences (default ``n_slots``; more keep more earlier prompts, but a decode over sequences whose
+            streams lie apart reads every stream between them).
+    """
+
+    def __init__(self, llama: Any, n_slots: int, n_ctx: int, n_seqs: int | None = None) -> None:
+        import llama_cpp
+        from llama_cpp import _internals as internals
+
+        self._c = llama_cpp
+        self.llama, self.n_slots, self.n_ctx = llama, n_slots, n_ctx
+        n_seqs = max(n_slots, n_seqs or n_slots)
+        params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
+        # a stream of n_ctx cells per sequence: a sequence's attention reads its own cells only (in one unified cache
+        # every decode would read every sequence's cells), and a prefix moves between streams by copying the stream
+        params.n_ctx, params.n_seq_max, params.kv_unified = n_ctx * n_seqs, n_seqs, False
+        self.ctx = internals.LlamaContext(model=llama._model, params=params, verbose=False)
+        self.n_batch = int(params.n_batch)
+        self._batch = llama_cpp.llama_batch_init(max(self.n_batch, n_slots), 0, 1)
+        self._mem = llama_cpp.llama_get_memory(self.ctx.ctx)
+        #: the sequences (a call holds one while it runs)
+        self.slots = [_Slot(i) for i in range(n_seqs)]
+        self._owner: dict[str, _Slot] = {}  # the sequence each affinity used last
+        self._queue: deque[Request] = deque()
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        #: decodes by how many sequences' tokens they carried (generation), prompt tokens evaluated, prefix copies
+        self.widths: dict[int, int] = {}
+        self.prompt_evaluated = 0
+        self.copies = 0
+        #: seconds in prompt evaluation (admissions), in generation decodes, in sampling and ending calls
+        self.prompt_s = self.decode_s = self.sample_s = 0.0
+
+    # -- the callers' side ---------------------------------------------------------------------------------------
+
+    def submit(self, req: Request) -> Request:
+        """Queue ``req``, wait until it is answered and return it.
+
+        Raises:
+            ValueError: the prompt does not fit a slot's context.
+            RuntimeError: llama.cpp failed on it, or the engine was closed.
+        """
+        if len(req.prompt) >= self.n_ctx:
+            raise ValueError(f"Requested tokens ({len(req.prompt)}) exceed context window of {self.n_ctx}")
+        with self._cv:
+            if self._closed:
+                raise RuntimeError("the local engine is closed")
+            self._queue.append(req)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="hf_rgda-slots", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+        req.done.wait()
+        if req.error is not None:
+            raise req.error
+        return req
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Stop the thread (calls still waiting fail) and free the context."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        if self._batch is not None:
+            self._c.llama_batch_free(self._batch)
+            self._batch = None
+        if self.ctx is not None:
+            self.ctx.close()
+            self.ctx = None
+
+    def stats(self) -> dict[str, Any]:
+        """Decodes by width (sequences in one generation decode), prompt tokens evaluated, prefix copies."""
+        return {"slots": self.n_slots, "decodes_by_width": dict(sorted(self.widths.items())),
+                "sequences": len(self.slots),
+                "prompt_evaluated": self.prompt_evaluated, "prefix_copies": self.copies,
+                "prompt_s": round(self.prompt_s, 2), "decode_s": round(self.decode_s, 2),
+                "sample_s": round(self.sample_s, 2)}
+
+    # -- the engine's thread -------------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                while not self._closed and not self._queue and not self._generating():
+                    self._cv.wait()
+                if self._closed:
+                    for req in list(self._queue) + [s.req for s in self.slots if s.req is not None]:
+                        self._finish(req, RuntimeError("the local engine was closed"))
+                    self._queue.clear()
+                    return
+                admit = []
+                free = self.n_slots - sum(s.req is not None for s in self.slots)
+                while self._queue and len(admit) < free:
+                    admit.append(self._queue.popleft())
+            for req in admit:
+                self._start(req)
+            if self._generating():
+                self._step()
+
+    def _generating(self) -> list[_Slot]:
+        return [s for s in self.slots if s.req is not None and s.pending is not None]
+
+    def _finish(self, req: Request, error: BaseException | None = None) -> None:
+        for s in self.slots:
+            if s.req is req:
+                s.req, s.pending, s.used = None, None, time.perf_counter()
+        if req.sampler is not None and hasattr(req.sampler, "close"):
+            req.sampler.close()
+        req.sampler = None
+        req.error = error
+        req.seconds = time.perf_counter() - req._started if req._started else 0.0
+        req.done.set()
+
+    def _decode(self, items: list[tuple[int, int, int, bool]]) -> None:
+        """One llama.cpp decode of ``(token, position, sequence, logits)`` items."""
+        b = self._batch
+        b.n_tokens = len(items)
+        for i, (tok, pos, seq, logits) in enumerate(items):
+            b.token[i], b.pos[i], b.n_seq_id[i], b.seq_id[i][0], b.logits[i] = tok, pos, 1, seq, logits
+        rc = self._c.llama_decode(self.ctx.ctx, b)
+        if rc != 0:
+            raise RuntimeError(f"llama_decode returned {rc}")
+
+    def _place(self, req: Request) -> _Slot:
+        """The idle sequence for ``req``, then given the longest prefix of its prompt any sequence holds.
+
+        The sequence is the one the call's ``affinity`` (its seed) used last, when idle: a seed's next question
+        continues its last prompt there, and one seed's call never overwrites another's. Otherwise an idle sequence
+        that holds nothing but a prefix of the prompt (nothing is lost), else the least recently used. A longer
+        prefix held elsewhere (the stage's system prompt, written by the first seed to ask) is copied in: llama.cpp
+        copies a sequence between streams whole, then the copy is cut."""
+        prompt = req.prompt
+        idle = [s for s in self.slots if s.req is None]
+        scored = [(common_prefix(s.tokens, prompt), s) for s in self.slots]
+        best, src = max(scored, key=lambda x: x[0])
+        mine = self._owner.get(req.affinity) if req.affinity else None
+        whole = [s for n, s in scored if s.req is None and n == best and n == len(s.tokens) and n > 0]
+        if mine is not None and mine.req is None:
+            dst = mine
+        elif whole:
+            dst = whole[0]
+        else:
+            dst = min(idle, key=lambda s: (bool(s.tokens), s.used))
+        if best > common_prefix(dst.tokens, prompt):
+            self._copy(src, dst, best)
+        if req.affinity:  # one owner a sequence: the map stays as small as the slots
+            self._owner = {k: v for k, v in self._owner.items() if v is not dst}
+            self._owner[req.affinity] = dst
+        keep = common_prefix(dst.tokens, prompt)
+        req.reused = keep
+        keep = min(keep, len(prompt) - 1)  # the last prompt token is evaluated again: its logits are needed
+        self._c.llama_memory_seq_rm(self._mem, dst.seq, keep, -1)
+        del dst.tokens[keep:]
+        dst.req = req
+        return dst
+
+    def _copy(self, src: _Slot, dst: _Slot, n: int) -> None:
+        """``dst`` holds ``src``'s first ``n`` tokens (a whole-stream copy, then cut)."""
+        self._c.llama_memory_seq_cp(self._mem, src.seq, dst.seq, -1, -1)
+        self._c.llama_memory_seq_rm(self._mem, dst.seq, n, -1)
+        dst.tokens = src.tokens[:n]
+        self.copies += 1
+
+    def _start(self, req: Request) -> None:
+        req._started = time.perf_counter()
+        slot = None
+        try:
+            slot = self._place(req)
+            if req.sampling is not None:
+                self.llama.set_seed(req.seed)
+                req.sampler = self.llama._init_sampler(**req.sampling)
+                room = self.n_ctx - len(req.prompt)
+                req.max_tokens = room if req.max_tokens <= 0 else min(req.max_tokens, room)
+            todo = req.prompt[len(slot.tokens):]
+            begin = time.perf_counter()
+            for i in range(0, len(todo), self.n_batch):
+                chunk = todo[i : i + self.n_batch]
+                base = len(slot.tokens)
+                last = i + len(chunk) == len(todo)
+                self._decode([(t, base + j, slot.seq, last and j == len(chunk) - 1) for j, t in enumerate(chunk)])
+                slot.tokens.extend(chunk)
+                self.prompt_evaluated += len(chunk)
+            idx = (len(todo) - 1) % self.n_batch
+            self.prompt_s += time.perf_counter() - begin
+            if req.sampling is None:
+                self._read_top(req, idx)
+                self._finish(req)
+            else:
+                self._sample(slot, idx)
+        except Exception as err:  # noqa: BLE001 - the call fails, the engine goes on
+            if slot is not None:  # what its cells hold is no longer known
+                self._c.llama_memory_seq_rm(self._mem, slot.seq, 0, -1)
+                slot.tokens = []
+            self._finish(req, err)
+
+    def _read_top(self, req: Request, idx: int) -> None:
+        import numpy as np
+
+        ptr = self._c.llama_get_logits_ith(self.ctx.ctx, idx)
+        if not ptr:
+            raise RuntimeError(f"llama.cpp has no logits at output {idx}")
+        req.logits = np.ctypeslib.as_array(ptr, shape=(self.llama.n_vocab(),)).copy()
+        req.tokens = [int(np.argmax(req.logits))]
+
+    def _step(self) -> None:
+        gen = self._generating()
+        self.widths[len(gen)] = self.widths.get(len(gen), 0) + 1
+        begin = time.perf_counter()
+        try:
+            self._decode([(s.pending, len(s.tokens), s.seq, True) for s in gen])  # type: ignore[misc]
+        except Exception as err:  # noqa: BLE001 - every call in the decode fails; their slots are emptied
+            for s in gen:
+                self._c.llama_memory_seq_rm(self._mem, s.seq, 0, -1)
+                s.tokens = []
+                self._finish(s.req, err)  # type: ignore[arg-type]
+            return
+        decoded = time.perf_counter()
+        self.decode_s += decoded - begin
+        for i, s in enumerate(gen):
+            s.tokens.append(s.pending)  # type: ignore[arg-type]
+            s.pending = None
+            try:
+                self._sample(s, i)
+            except Exception as err:  # noqa: BLE001 - this call fails, the others go on
+                self._finish(s.req, err)  # type: ignore[arg-type]
+        self.sample_s += time.perf_counter() - decoded
+
+    def _sample(self, slot: _Slot, idx: int) -> None:
+        """Sample ``slot``'s next token from the logits at output ``idx`` and end the call where llama-cpp-python's
+        ``_create_completion`` would (end of generation, a stop string, ``max_tokens``)."""
+        req = slot.req
+        assert req is not None
+        llama = self.llama
+        token = req.sampler.sample(self.ctx, idx)
+        if self._c.llama_vocab_is_eog(llama._model.vocab, token):
+            return self._end(req, llama.detokenize(req.tokens, prev_tokens=req.prompt), "stop")
+        req.tokens.append(token)
+        text = llama.detokenize(req.tokens, prev_tokens=req.prompt)
+        for k, char in enumerate(text[-3:]):  # a character's bytes still to come (llama-cpp-python's rule)
+            k = 3 - k
+            for num, pattern in ((2, 192), (3, 224), (4, 240)):
+                if num > k and pattern & char == pattern:
+                    req._multibyte = num - k
+        if req._multibyte > 0:
+            req._multibyte -= 1
+            slot.pending = token
+            return None
+        stops = [s for s in req.stop if s in text]
+        if stops:
+            return self._end(req, text[: text.index(stops[0])], "stop")
+        if len(req.tokens) >= req.max_tokens:
+            return self._end(req, text, "length")
+        slot.pending = token
+        return None
+
+    def _end(self, req: Request, text: bytes, reason: str) -> None:
+        req.text, req.finish_reason = text.decode("utf-8", errors="ignore"), reason
+        self._finish(req)
