@@ -29,7 +29,8 @@ from .base import LLM, Completion, Message, OptionProbs, Usage
 from .engine import ENGINES, common_prefix, make_llama
 from .lookup import LookupDraft
 from .options import check_options, top_logprobs_of
-from .slots import SlotEngine, chat_request
+from .slots import Request as SlotRequest
+from .slots import SlotEngine
 
 __all__ = ["LocalLLM", "resolve_gguf"]
 
@@ -121,8 +122,10 @@ class LocalLLM(LLM):
         parallel: calls answered at once (:class:`~hf_rgda.llm.slots.SlotEngine`): up to this many calls share each
             decode, one KV stream of ``n_ctx`` cells each, a seed's calls in the same sequence. 1 (default): one call
             at a time, with ``kv_states_mb``, ``plain_prefill`` and ``lookup`` (which do not combine with it). Part of
-            the identity: a sequence decoded beside others has its logits summed in another batch shape. With
-            ``schedule="seeds"`` no seed waits for the others at a stage's end. Off by default: on the Xeon of
+            the identity: a sequence decoded beside others has its logits summed in another batch shape, and which
+            calls share a decode depends on when they arrive, so with ``parallel`` > 1 a run is not reproducible
+            token for token (the response cache keeps the first answer). With ``schedule="seeds"`` no seed waits for
+            the others at a stage's end. Off by default: on the Xeon of
             benchmarks/README.md ``parallel=4`` took 13-19% off the main command (where generation is bound by
             memory; on a compute-bound CPU four sequences decode only 1.27x one), and no A/B has measured its rows.
     """
@@ -183,24 +186,22 @@ class LocalLLM(LLM):
                 verbose=False,
             )
             if slots:
-                self._slots = llama.slots = SlotEngine(llama, self.parallel, self.n_ctx)
+                self._slots = llama.slots = SlotEngine(llama, self.parallel, self.n_ctx, top=_top_tokens)
             self._llama = llama
         return self._llama
 
-    def _slot_chat(self, messages: list[dict[str, str]], logits_only: bool = False,
+    def _slot_chat(self, messages: list[dict[str, str]], top_n: int = 0,
                    **kwargs: Any) -> tuple[Any, Usage, float]:
-        """One call through the slots (``parallel`` > 1): (the answered request, usage, seconds from asking)."""
+        """One call through the slots (``parallel`` > 1): (the answered request, usage, seconds from asking). The
+        engine's thread alone touches the model: closing it first stops the thread."""
         with self._lock:
-            llama = self._load()
-        slots = self._slots
-        if slots is None or slots.closed:  # the model is freed: tokenizing would read freed memory
+            self._load()
+            slots = self._slots
+        if slots is None or slots.closed:
             raise BackendError("llama.cpp failed: the local engine is closed")
-        start = time.perf_counter()
-        req = chat_request(llama, messages, **kwargs)
-        if logits_only:
-            req.sampling = None
         info = call_of(messages)  # the pipeline's call in flight: its seed's calls share a sequence
-        req.affinity = info.seed if info is not None else ""
+        req = SlotRequest(messages=messages, chat=kwargs, top_n=top_n, affinity=info.seed if info is not None else "")
+        start = time.perf_counter()
         try:
             slots.submit(req)
         except (RuntimeError, ValueError) as err:
@@ -242,9 +243,9 @@ class LocalLLM(LLM):
         from llama_cpp import LogitsProcessorList
 
         if self.parallel > 1:
-            req, usage, seconds = self._slot_chat(messages, logits_only=True, temperature=0.0, max_tokens=1,
+            req, usage, seconds = self._slot_chat(messages, top_n=n, temperature=0.0, max_tokens=1,
                                                   seed=int(params.get("seed", 0)))
-            return OptionProbs.from_top(_top_tokens(self._llama, req.logits, n), options, usage=usage, seconds=seconds)
+            return OptionProbs.from_top(req.top, options, usage=usage, seconds=seconds)
         tops: list[list[tuple[str, float]]] = []
 
         def capture(_ids: Any, logits: Any) -> Any:  # a logits processor that only reads
@@ -268,6 +269,13 @@ class LocalLLM(LLM):
         """Read from the next-token logits of this process's model: no ``logits_all``, the KV prefix is reused."""
         opts, n = check_options(options), top_logprobs_of(params)
         return await asyncio.to_thread(self._option_run, [dict(m) for m in messages], opts, params, n)
+
+    def close(self) -> None:
+        """Free the model, its contexts and the parallel slots' thread (the next call loads the model again)."""
+        with self._lock:
+            if self._llama is not None:
+                self._llama.close()
+            self._llama = self._slots = None
 
     def identity(self) -> dict[str, Any]:
         """The old engine (``grammar="in_chain"``) keeps the identity it always had, so its cached answers stay its own;

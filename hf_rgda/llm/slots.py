@@ -13,9 +13,11 @@ every generating call in one batch, samples each with its own sampler chain and 
 (:class:`~hf_rgda.llm.engine.GrammarAfterSampling`), and repeats. A call that only reads the next-token logits (an
 option question) ends with its prompt. Prompts, stop rules, sampling parameters and the returned text are those of
 llama-cpp-python's ``create_chat_completion`` for the same messages (it is run against a recorder that takes the
-request instead of answering it), so calls sent one at a time get the one-call engine's tokens; decoded beside
-others, a sequence's logits come from another batch shape, whose sums differ slightly, and the tokens sampled may
-too (part of the backend's identity).
+request instead of answering it), so a call sent alone to a fresh engine gets the one-call engine's tokens (later
+calls reuse KV cells computed in other batch shapes than the one-call engine's, as its own kept states do). Decoded
+beside others, a sequence's logits come from another batch shape, whose sums differ slightly, so the tokens sampled
+may differ too (part of the backend's identity), and which calls share a decode depends on when they arrive: with
+more than one slot a run is not reproducible token for token, and the response cache keeps the first answer.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from .kvstates import common_prefix
@@ -33,31 +36,38 @@ __all__ = ["Request", "SlotEngine", "chat_request"]
 
 @dataclass(eq=False)
 class Request:
-    """One call for the slot engine: what to evaluate and how to sample, then what came of it.
+    """One call for the slot engine: the chat request, then what the engine made of it and what came of it.
 
     Args:
-        prompt: the prompt's tokens.
-        sampling: keyword arguments of llama-cpp-python's ``Llama._init_sampler`` (None: read the next-token logits,
-            sample nothing).
-        seed: the sampler's seed.
-        max_tokens: completion-token cap (cut to what the slot's context has room for).
-        stop: stop strings (the text ends before the first one).
+        messages: the chat messages.
+        chat: keyword arguments of ``create_chat_completion`` (temperature, max_tokens, seed, response_format).
+        top_n: 0: sample an answer; more: read the next-token logits after the prompt and return this many of the
+            most likely tokens (an option question).
+        affinity: calls with the same affinity (a seed's) run in the same sequence while it is free.
+
+    The engine's thread fills the rest (the model is touched by that thread alone, so closing the engine first
+    stops it): the prompt's tokens, the sampler's arguments (:func:`chat_request`), the answer.
     """
 
-    prompt: list[int]
+    messages: list[dict[str, str]] = field(default_factory=list)
+    chat: dict[str, Any] = field(default_factory=dict)
+    top_n: int = 0
+    affinity: str = ""
+    prompt: list[int] = field(default_factory=list)
+    #: keyword arguments of llama-cpp-python's ``Llama._init_sampler`` (None: read the next-token logits only)
     sampling: dict[str, Any] | None = None
     seed: int = 0
-    max_tokens: int = 16
+    #: completion-token cap (0: what the context has room for; cut to that room)
+    max_tokens: int = 0
+    #: stop strings (the text ends before the first one)
     stop: list[bytes] = field(default_factory=list)
-    #: calls with the same affinity (a seed's) run in the same sequence while it is free
-    affinity: str = ""
     #: the completion's tokens (the end-of-generation token excluded)
     tokens: list[int] = field(default_factory=list)
     text: str = ""
     finish_reason: str = ""
-    #: the next-token logits after the prompt (a logits-only call)
-    logits: Any = None
-    #: prompt tokens whose KV cells were found in a slot (not evaluated again)
+    #: ``(text, logprob)`` of the most likely next tokens after the prompt (``top_n`` > 0)
+    top: list[tuple[str, float]] = field(default_factory=list)
+    #: prompt tokens whose KV cells were found in a sequence (not evaluated again)
     reused: int = 0
     seconds: float = 0.0
     error: BaseException | None = None
@@ -107,8 +117,9 @@ def chat_request(llama: Any, messages: list[dict[str, str]], **kwargs: Any) -> R
                 "mirostat_mode": kw.get("mirostat_mode", 0), "mirostat_tau": kw.get("mirostat_tau", 5.0),
                 "mirostat_eta": kw.get("mirostat_eta", 0.1), "grammar": kw.get("grammar")}
     max_tokens = kw.get("max_tokens")
-    return Request(prompt=list(prompt), sampling=sampling, seed=int(kw.get("seed") or 0),
-                   max_tokens=int(max_tokens) if max_tokens else 0, stop=[s.encode() for s in stop])
+    return Request(messages=messages, chat=kwargs, prompt=list(prompt), sampling=sampling,
+                   seed=int(kw.get("seed") or 0), max_tokens=int(max_tokens) if max_tokens else 0,
+                   stop=[s.encode() for s in stop])
 
 
 @dataclass(eq=False)
@@ -130,21 +141,26 @@ class SlotEngine:
             is not touched).
         n_slots: calls answered at once (sequences decoded together).
         n_ctx: each call's context window in tokens (each sequence has a stream of that many cells).
-        n_seqs: sequences (default ``n_slots``; more keep more earlier prompts, but a decode over sequences whose
-            streams lie apart reads every stream between them).
+        n_seqs: sequences (default ``n_slots``; more keep more earlier prompts, but llama.cpp splits a decode over
+            sequences whose ids are not consecutive into one pass over the weights per run of consecutive ids).
+        top: ``top(llama, logits, n)``, the ``n`` most likely next tokens of a row of logits as ``(text, logprob)``
+            (for option questions).
     """
 
-    def __init__(self, llama: Any, n_slots: int, n_ctx: int, n_seqs: int | None = None) -> None:
+    def __init__(self, llama: Any, n_slots: int, n_ctx: int, n_seqs: int | None = None,
+                 top: Any = None) -> None:
         import llama_cpp
         from llama_cpp import _internals as internals
 
         self._c = llama_cpp
-        self.llama, self.n_slots, self.n_ctx = llama, n_slots, n_ctx
+        self.llama, self.n_slots, self.n_ctx, self._top = llama, n_slots, n_ctx, top
         n_seqs = max(n_slots, n_seqs or n_slots)
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
         # a stream of n_ctx cells per sequence: a sequence's attention reads its own cells only (in one unified cache
         # every decode would read every sequence's cells), and a prefix moves between streams by copying the stream
         params.n_ctx, params.n_seq_max, params.kv_unified = n_ctx * n_seqs, n_seqs, False
+        params.n_batch = max(params.n_batch, n_slots)  # a decode carries a token of every call
+        params.n_ubatch = max(params.n_ubatch, n_slots)
         self.ctx = internals.LlamaContext(model=llama._model, params=params, verbose=False)
         self.n_batch = int(params.n_batch)
         self._batch = llama_cpp.llama_batch_init(max(self.n_batch, n_slots), 0, 1)
@@ -160,6 +176,7 @@ class SlotEngine:
         self.widths: dict[int, int] = {}
         self.prompt_evaluated = 0
         self.copies = 0
+        self.passes = 0  # passes over the weights the generation decodes took (see _step)
         #: seconds in prompt evaluation (admissions), in generation decodes, in sampling and ending calls
         self.prompt_s = self.decode_s = self.sample_s = 0.0
 
@@ -169,11 +186,9 @@ class SlotEngine:
         """Queue ``req``, wait until it is answered and return it.
 
         Raises:
-            ValueError: the prompt does not fit a slot's context.
+            ValueError: the prompt does not fit a call's context.
             RuntimeError: llama.cpp failed on it, or the engine was closed.
         """
-        if len(req.prompt) >= self.n_ctx:
-            raise ValueError(f"Requested tokens ({len(req.prompt)}) exceed context window of {self.n_ctx}")
         with self._cv:
             if self._closed:
                 raise RuntimeError("the local engine is closed")
@@ -182,7 +197,9 @@ class SlotEngine:
                 self._thread = threading.Thread(target=self._loop, name="hf_rgda-slots", daemon=True)
                 self._thread.start()
             self._cv.notify()
-        req.done.wait()
+        while not req.done.wait(1.0):  # a thread that died without answering (it fails every call first)
+            if not (self._thread and self._thread.is_alive()) and not req.done.is_set():
+                raise RuntimeError("the local engine's thread is gone")
         if req.error is not None:
             raise req.error
         return req
@@ -207,7 +224,7 @@ class SlotEngine:
 
     def stats(self) -> dict[str, Any]:
         """Decodes by width (sequences in one generation decode), prompt tokens evaluated, prefix copies."""
-        return {"slots": self.n_slots, "decodes_by_width": dict(sorted(self.widths.items())),
+        return {"slots": self.n_slots, "decodes_by_width": dict(sorted(self.widths.items())), "passes": self.passes,
                 "sequences": len(self.slots),
                 "prompt_evaluated": self.prompt_evaluated, "prefix_copies": self.copies,
                 "prompt_s": round(self.prompt_s, 2), "decode_s": round(self.decode_s, 2),
@@ -216,6 +233,19 @@ class SlotEngine:
     # -- the engine's thread -------------------------------------------------------------------------------------
 
     def _loop(self) -> None:
+        try:
+            self._serve()
+        except BaseException as err:  # a bug here must not leave callers waiting: all of them fail
+            with self._cv:
+                self._closed = True
+                waiting = list(self._queue) + [s.req for s in self.slots if s.req is not None]
+                self._queue.clear()
+            for req in waiting:
+                if not req.done.is_set():
+                    self._finish(req, RuntimeError(f"the local engine stopped: {type(err).__name__}: {err}"))
+            raise
+
+    def _serve(self) -> None:
         while True:
             with self._cv:
                 while not self._closed and not self._queue and not self._generating():
@@ -298,10 +328,19 @@ class SlotEngine:
         dst.tokens = src.tokens[:n]
         self.copies += 1
 
+    def _prepare(self, req: Request) -> None:
+        """The prompt's tokens, stop strings and sampler arguments from the chat request."""
+        made = chat_request(self.llama, req.messages, **req.chat)
+        req.prompt, req.stop, req.seed, req.max_tokens = made.prompt, made.stop, made.seed, made.max_tokens
+        req.sampling = None if req.top_n else made.sampling
+        if len(req.prompt) >= self.n_ctx:
+            raise ValueError(f"Requested tokens ({len(req.prompt)}) exceed context window of {self.n_ctx}")
+
     def _start(self, req: Request) -> None:
         req._started = time.perf_counter()
         slot = None
         try:
+            self._prepare(req)
             slot = self._place(req)
             if req.sampling is not None:
                 self.llama.set_seed(req.seed)
@@ -336,12 +375,16 @@ class SlotEngine:
         ptr = self._c.llama_get_logits_ith(self.ctx.ctx, idx)
         if not ptr:
             raise RuntimeError(f"llama.cpp has no logits at output {idx}")
-        req.logits = np.ctypeslib.as_array(ptr, shape=(self.llama.n_vocab(),)).copy()
-        req.tokens = [int(np.argmax(req.logits))]
+        logits = np.ctypeslib.as_array(ptr, shape=(self.llama.n_vocab(),))
+        req.top = self._top(self.llama, logits, req.top_n)
+        req.tokens = [int(np.argmax(logits))]
 
     def _step(self) -> None:
         gen = self._generating()
         self.widths[len(gen)] = self.widths.get(len(gen), 0) + 1
+        # llama.cpp splits a decode over streams into runs of consecutive sequence ids, one pass over the weights each
+        ids = sorted(s.seq for s in gen)
+        self.passes += 1 + sum(b != a + 1 for a, b in pairwise(ids))
         begin = time.perf_counter()
         try:
             self._decode([(s.pending, len(s.tokens), s.seq, True) for s in gen])  # type: ignore[misc]
@@ -356,10 +399,12 @@ class SlotEngine:
         for i, s in enumerate(gen):
             s.tokens.append(s.pending)  # type: ignore[arg-type]
             s.pending = None
+            req = s.req
             try:
                 self._sample(s, i)
             except Exception as err:  # noqa: BLE001 - this call fails, the others go on
-                self._finish(s.req, err)  # type: ignore[arg-type]
+                if req is not None and not req.done.is_set():
+                    self._finish(req, err)
         self.sample_s += time.perf_counter() - decoded
 
     def _sample(self, slot: _Slot, idx: int) -> None:
@@ -378,6 +423,8 @@ class SlotEngine:
             for num, pattern in ((2, 192), (3, 224), (4, 240)):
                 if num > k and pattern & char == pattern:
                     req._multibyte = num - k
+        if len(slot.tokens) >= self.n_ctx:  # no room for this token's cells (the multibyte rule runs past max_tokens)
+            return self._end(req, text, "length")
         if req._multibyte > 0:
             req._multibyte -= 1
             slot.pending = token

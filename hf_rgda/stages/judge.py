@@ -4,7 +4,7 @@ refiner rewrites it with the judge's feedback and the judge scores it again.
 
 A verdict is one sampled answer, or read by probability (:mod:`.rating`, ``judge_reading``): then the judge's
 feedback is asked for only for the seeds a refinement follows (below the threshold, rounds left), and on a backend
-that answers one call at a time a verdict passes as soon as its criteria asked reach the threshold
+where a seed's questions asked in turn cost no time (:attr:`~hf_rgda.llm.LLM.asks_in_turn`) a verdict passes as soon as its criteria asked reach the threshold
 (``judge_early_pass``, :func:`.rating.rate_with`). Each reading has its threshold: ``threshold`` for sampled
 verdicts, ``probability_threshold`` for verdicts read by probability (their scores are expected values; see
 :meth:`~hf_rgda.config.AugmentConfig.threshold_for`).
@@ -99,8 +99,8 @@ class JudgeLoop:
 
     @cached_property
     def pass_at(self) -> int | None:
-        """The threshold at which a verdict read by probability stops asking (``judge_early_pass``, on a backend that
-        answers one call at a time, where asking the criteria one by one costs no time); None: every criterion."""
+        """The threshold at which a verdict read by probability stops asking (``judge_early_pass``, on a backend where
+        asking a seed's criteria one by one costs no time: :attr:`~hf_rgda.llm.LLM.asks_in_turn`); None: every criterion."""
         cfg, llm = self.run.config, self.run.caller.llm
         in_turn = llm.asks_in_turn if llm.asks_in_turn is not None else llm.max_concurrency == 1
         if self.by_probability and cfg.judge_early_pass and in_turn:

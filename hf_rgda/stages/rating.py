@@ -15,7 +15,7 @@ with the GR and AC rubrics (:data:`~.judge.SHARED_RATING`); user: what the judge
 ("Criterion: <name> (max N): <description>", the rubric's own line). The questions of one verdict differ only in
 their last line, so a backend that reuses its KV prefix (llama.cpp) or caches prompts pays the long part once.
 
-**Passing early** (``judge_early_pass``, on a backend that answers one call at a time): the criteria are asked one
+**Passing early** (``judge_early_pass``, on a backend where a seed's questions asked in turn cost no time): the criteria are asked one
 after another, the one with the most points first, and the verdict stops once its points reach the threshold; it is
 then ``partial`` (:attr:`~hf_rgda.records.Judgement.partial`). The loop's decision is the one the full verdict gives.
 
