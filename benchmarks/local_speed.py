@@ -199,6 +199,9 @@ def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace)
     s = out["summary"]
     return {"seeds": indices, "wall_seconds": round(wall, 1), "load_before": load_before, "load_after": _load(),
             "llm_seconds": s["llm_seconds"], "accepted": s["accepted"], "per_seed": out["per_seed"],
+            # the augmentation's own wall time: the LLM time of an engine whose calls overlap (parallel slots),
+            # where llm_seconds sums the overlapping calls
+            "run_wall_seconds": s.get("wall_seconds"),
             "completion_tokens": s["completion_tokens"], "prompt_tokens": s["prompt_tokens"],
             "cached_prompt_tokens": s["cached_prompt_tokens"], "rejected_by_reason": s["rejected_by_reason"],
             "failed_seeds": s["failed_seeds"], "identity": out["identity"], "llama_cpp_lib": out["llama_cpp_lib"],
@@ -225,7 +228,10 @@ def totals(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     reasons: Counter[str] = Counter()
     for c in chunks:
         reasons.update(c["rejected_by_reason"])
+    run_wall = sum(c.get("run_wall_seconds") or 0.0 for c in chunks)
     return {"seeds": len(per_seed), "accepted": acc, "llm_seconds": round(llm, 1), "wall_seconds": round(wall, 1),
+            "run_wall_seconds": round(run_wall, 1),
+            "run_wall_seconds_per_accepted_row": round(run_wall / acc, 2) if acc and run_wall else None,
             "llm_seconds_per_accepted_row": round(llm / acc, 2) if acc else None,
             "wall_seconds_per_accepted_row": round(wall / acc, 2) if acc else None,
             "accepted_per_seed": round(acc / len(per_seed), 3) if per_seed else None,
@@ -244,7 +250,8 @@ def ratios(result: dict[str, Any], names: list[str]) -> dict[str, Any]:
         if base.get("llm_seconds_per_accepted_row") and main.get("llm_seconds_per_accepted_row"):
             out[f"{name}/{names[0]}"] = {
                 key: round(main[key] / base[key], 3)
-                for key in ("llm_seconds_per_accepted_row", "wall_seconds_per_accepted_row")
+                for key in ("llm_seconds_per_accepted_row", "wall_seconds_per_accepted_row",
+                            "run_wall_seconds_per_accepted_row") if main.get(key) and base.get(key)
             } | {"chunks_paired": min(len(result["chunks"][names[0]]), len(result["chunks"][name]))}
     return out
 
