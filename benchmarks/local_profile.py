@@ -82,8 +82,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
         calls.append({"stage": info.stage if info else "?", "prompt_tokens": usage.prompt_tokens,
                       "cached_tokens": usage.cached_tokens, "completion_tokens": usage.completion_tokens,
                       "seconds": round(seconds, 3), "prompt_eval_tokens": usage.prompt_tokens - min(
-                          usage.cached_tokens, usage.prompt_tokens - 1), "prompt_eval_s": 0.0, "gen_s": 0.0,
-                      "other_s": 0.0})
+                          usage.cached_tokens, usage.prompt_tokens - 1)})
         return req, usage, seconds
 
     llm._chat = observed  # type: ignore[method-assign]
@@ -102,12 +101,11 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     stages: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for c in calls:
         s = stages[c["stage"]]
-        for k in ("seconds", "prompt_eval_s", "gen_s", "other_s", "prompt_tokens", "prompt_eval_tokens",
-                  "completion_tokens"):
-            s[k] += c[k]
+        for k in _SUMMED:  # with parallel slots a call has no timers of its own (the engine's are in "slots")
+            if k in c:
+                s[k] += c[k]
         s["calls"] += 1
-    total = {k: round(sum(c[k] for c in calls), 1) for k in ("seconds", "prompt_eval_s", "gen_s", "other_s",
-                                                             "prompt_tokens", "prompt_eval_tokens", "completion_tokens")}
+    total = {k: round(sum(c[k] for c in calls), 1) if calls and k in calls[0] else None for k in _SUMMED}
     return {"command": command("local_profile"), "commit": commit(), "machine": machine(), "engine": cpu_backend(),
             "identity": llm.identity(), "kv_states_mb": llm.kv_states_mb, "representation": args.representation,
             "schedule": args.schedule,
@@ -128,6 +126,10 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
             "rows": rows,
             "rejections": [{"reason": r["rgda_reason"], **json.loads(r["rgda_trace"] or "{}")} for r in rejections],
             "calls": calls}
+
+
+#: the per-call figures summed per stage and in total
+_SUMMED = ("seconds", "prompt_eval_s", "gen_s", "other_s", "prompt_tokens", "prompt_eval_tokens", "completion_tokens")
 
 
 def _rows(out: Path) -> list[str]:

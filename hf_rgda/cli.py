@@ -236,7 +236,7 @@ def _attribution_model(args: argparse.Namespace, seeds: Any) -> str | None:
 def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {"base_url": args.base_url if args.base_url is None or len(args.base_url) > 1
                             else args.base_url[0]}
-    parallel = getattr(args, "parallel", None)
+    parallel = args.parallel
     if not args.llm.startswith("local:"):
         if parallel is not None:
             raise RGDAError("--parallel is the local model's option; remote backends take --max-concurrency")

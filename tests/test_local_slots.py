@@ -26,7 +26,7 @@ def test_parallel_option_is_checked_part_of_the_identity_and_one_by_default() ->
     assert pickle.loads(pickle.dumps(llm)).max_concurrency == 4
     old = LocalLLM("m.gguf")
     state = old.__getstate__()
-    for key in ("parallel", "max_concurrency", "_slots"):
+    for key in ("parallel", "max_concurrency"):
         state.pop(key, None)
     revived = LocalLLM.__new__(LocalLLM)
     revived.__setstate__(state)  # pickled before the option: one call at a time
@@ -119,7 +119,6 @@ def test_calls_sent_together_share_decodes_follow_their_schema_and_fail_alone() 
         assert 0 < sum(option.probs.values()) <= 1 + 1e-6  # type: ignore[union-attr]
         stats = llm._slots.stats()
         assert max(stats["decodes_by_width"]) == 3, stats  # three calls in one decode
-        assert stats["passes"] >= sum(stats["decodes_by_width"].values())
         # the slots keep working after the failed calls
         again = asyncio.run(llm.complete(MESSAGES, schema=SCHEMA, params=GREEDY))
         assert again.text.startswith("{") and again.usage.completion_tokens > 0

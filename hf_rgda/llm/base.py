@@ -99,11 +99,14 @@ class LLM(abc.ABC):
 
     #: how many calls the pipeline may have in flight at once for this backend
     max_concurrency: int = 1
-    #: whether a seed's questions asked one after another take no longer than asked at once, so a judge may ask its
-    #: criteria in turn and stop early (``judge_early_pass``): a backend that answers one call at a time, or the local
-    #: engine's parallel slots, which serve the other seeds' calls meanwhile (a prompt costs the same compute either
-    #: way); None: ``max_concurrency == 1``
-    asks_in_turn: bool | None = None
+    @property
+    def asks_in_turn(self) -> bool:
+        """Whether a seed's questions asked one after another take no longer than asked at once, so a judge may ask
+        its criteria in turn and stop early (``judge_early_pass``): a backend that answers one call at a time (the
+        local engine says so with parallel slots too: they serve the other seeds' calls meanwhile, and a prompt costs
+        the same compute either way)."""
+        return self.max_concurrency == 1
+
     #: whether :meth:`option_probs` reads next-token logprobs (else it is the sampling fallback, several calls); the
     #: remote backends answer per model (a property over their capability record)
     has_logprobs: bool = False

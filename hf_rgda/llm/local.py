@@ -166,7 +166,6 @@ class LocalLLM(LLM):
         self.parallel = int(parallel)
         self.max_concurrency = self.parallel
         self._llama: Any = None
-        self._slots: SlotEngine | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -187,9 +186,14 @@ class LocalLLM(LLM):
                 verbose=False,
             )
             if slots:
-                self._slots = llama.slots = SlotEngine(llama, self.parallel, self.n_ctx, top=_top_tokens)
+                llama.slots = SlotEngine(llama, self.parallel, self.n_ctx, top=_top_tokens)
             self._llama = llama
         return self._llama
+
+    @property
+    def _slots(self) -> SlotEngine | None:
+        """The parallel slots of the loaded model (None: not loaded, or one call at a time)."""
+        return getattr(self._llama, "slots", None)
 
     def _slot_chat(self, messages: list[dict[str, str]], top_n: int = 0,
                    **kwargs: Any) -> tuple[Any, Usage, float]:
@@ -276,7 +280,7 @@ class LocalLLM(LLM):
         with self._lock:
             if self._llama is not None:
                 self._llama.close()
-            self._llama = self._slots = None
+            self._llama = None
 
     def identity(self) -> dict[str, Any]:
         """The old engine (``grammar="in_chain"``) keeps the identity it always had, so its cached answers stay its own;
@@ -292,7 +296,7 @@ class LocalLLM(LLM):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_llama"] = state["_slots"] = None
+        state["_llama"] = None
         state.pop("_lock")
         return state
 
@@ -302,6 +306,5 @@ class LocalLLM(LLM):
         state.setdefault("lookup", "off")  # pickled before the option: the engine it was
         state.setdefault("parallel", 1)
         state.setdefault("max_concurrency", state["parallel"])
-        state.setdefault("_slots", None)
         self.__dict__.update(state)
         self._lock = threading.Lock()

@@ -64,18 +64,15 @@ class Request:
     #: the completion's tokens (the end-of-generation token excluded)
     tokens: list[int] = field(default_factory=list)
     text: str = ""
-    finish_reason: str = ""
     #: ``(text, logprob)`` of the most likely next tokens after the prompt (``top_n`` > 0)
     top: list[tuple[str, float]] = field(default_factory=list)
     #: prompt tokens whose KV cells were found in a sequence (not evaluated again)
     reused: int = 0
-    seconds: float = 0.0
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
     # engine state while it runs
     sampler: Any = None
     _multibyte: int = 0
-    _started: float = 0.0
 
 
 class _Recorder:
@@ -96,30 +93,26 @@ class _Recorder:
                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
 
 
-def chat_request(llama: Any, messages: list[dict[str, str]], **kwargs: Any) -> Request:
-    """The :class:`Request` ``llama.create_chat_completion(messages=messages, **kwargs)`` would run: the chat
-    template's prompt, stop strings, grammar and sampling parameters, as llama-cpp-python sets them (its
-    ``create_chat_completion`` runs with the recorder in the place of ``llama``)."""
+def chat_request(llama: Any, req: Request) -> None:
+    """Fill ``req`` with what ``llama.create_chat_completion(messages=req.messages, **req.chat)`` would run: the chat
+    template's prompt tokens, stop strings, seed, ``max_tokens`` and sampler arguments (grammar included), as
+    llama-cpp-python sets them (its ``create_chat_completion`` runs with the recorder in the place of ``llama``)."""
     from llama_cpp import Llama
 
     recorder = _Recorder(llama)
-    Llama.create_chat_completion(recorder, messages=messages, **kwargs)  # type: ignore[arg-type]  # its defaults too
+    Llama.create_chat_completion(recorder, messages=req.messages, **req.chat)  # type: ignore[arg-type]  # its defaults too
     kw = recorder.request
-    prompt = kw["prompt"]
-    if isinstance(prompt, (str, bytes)):
-        prompt = llama.tokenize(prompt.encode() if isinstance(prompt, str) else prompt, add_bos=True, special=True)
-    stop = kw.get("stop") or []
-    stop = [stop] if isinstance(stop, str) else list(stop)
-    sampling = {"top_k": kw.get("top_k", 40), "top_p": kw.get("top_p", 0.95), "min_p": kw.get("min_p", 0.05),
-                "typical_p": kw.get("typical_p", 1.0), "temp": kw.get("temperature", 0.8),
-                "repeat_penalty": kw.get("repeat_penalty", 1.0), "frequency_penalty": kw.get("frequency_penalty", 0.0),
-                "presence_penalty": kw.get("presence_penalty", 0.0), "tfs_z": kw.get("tfs_z", 1.0),
-                "mirostat_mode": kw.get("mirostat_mode", 0), "mirostat_tau": kw.get("mirostat_tau", 5.0),
-                "mirostat_eta": kw.get("mirostat_eta", 0.1), "grammar": kw.get("grammar")}
-    max_tokens = kw.get("max_tokens")
-    return Request(messages=messages, chat=kwargs, prompt=list(prompt), sampling=sampling,
-                   seed=int(kw.get("seed") or 0), max_tokens=int(max_tokens) if max_tokens else 0,
-                   stop=[s.encode() for s in stop])
+    if not isinstance(kw["prompt"], list):
+        raise ValueError(f"the chat handler of {llama.chat_format!r} passes no prompt tokens")  # noqa: TRY004 - a BackendError for the caller
+    stop = kw["stop"] or []
+    req.prompt, req.stop = list(kw["prompt"]), [x.encode() for x in ([stop] if isinstance(stop, str) else stop)]
+    req.seed, req.max_tokens = int(kw["seed"] or 0), int(kw["max_tokens"] or 0)
+    req.sampling = {"temp": kw["temperature"], "grammar": kw["grammar"], **{k: kw[k] for k in _SAMPLING}}
+
+
+#: the ``create_completion`` arguments that ``Llama._init_sampler`` takes under the same name
+_SAMPLING = ("top_k", "top_p", "min_p", "typical_p", "repeat_penalty", "frequency_penalty", "presence_penalty", "tfs_z",
+             "mirostat_mode", "mirostat_tau", "mirostat_eta")
 
 
 @dataclass(eq=False)
@@ -140,33 +133,30 @@ class SlotEngine:
         llama: the ``Llama`` whose model, tokenizer, chat template and sampler chains the engine uses (its own context
             is not touched).
         n_slots: calls answered at once (sequences decoded together).
-        n_ctx: each call's context window in tokens (each sequence has a stream of that many cells).
-        n_seqs: sequences (default ``n_slots``; more keep more earlier prompts, but llama.cpp splits a decode over
-            sequences whose ids are not consecutive into one pass over the weights per run of consecutive ids).
+        n_ctx: each call's context window in tokens (each sequence has a stream of that many cells; llama.cpp
+            splits a decode over sequence ids that are not consecutive into one pass over the weights per run).
         top: ``top(llama, logits, n)``, the ``n`` most likely next tokens of a row of logits as ``(text, logprob)``
             (for option questions).
     """
 
-    def __init__(self, llama: Any, n_slots: int, n_ctx: int, n_seqs: int | None = None,
-                 top: Any = None) -> None:
+    def __init__(self, llama: Any, n_slots: int, n_ctx: int, top: Any = None) -> None:
         import llama_cpp
         from llama_cpp import _internals as internals
 
         self._c = llama_cpp
         self.llama, self.n_slots, self.n_ctx, self._top = llama, n_slots, n_ctx, top
-        n_seqs = max(n_slots, n_seqs or n_slots)
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
         # a stream of n_ctx cells per sequence: a sequence's attention reads its own cells only (in one unified cache
         # every decode would read every sequence's cells), and a prefix moves between streams by copying the stream
-        params.n_ctx, params.n_seq_max, params.kv_unified = n_ctx * n_seqs, n_seqs, False
+        params.n_ctx, params.n_seq_max, params.kv_unified = n_ctx * n_slots, n_slots, False
         params.n_batch = max(params.n_batch, n_slots)  # a decode carries a token of every call
         params.n_ubatch = max(params.n_ubatch, n_slots)
         self.ctx = internals.LlamaContext(model=llama._model, params=params, verbose=False)
         self.n_batch = int(params.n_batch)
-        self._batch = llama_cpp.llama_batch_init(max(self.n_batch, n_slots), 0, 1)
+        self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self._mem = llama_cpp.llama_get_memory(self.ctx.ctx)
         #: the sequences (a call holds one while it runs)
-        self.slots = [_Slot(i) for i in range(n_seqs)]
+        self.slots = [_Slot(i) for i in range(n_slots)]
         self._owner: dict[str, _Slot] = {}  # the sequence each affinity used last
         self._queue: deque[Request] = deque()
         self._cv = threading.Condition()
@@ -225,7 +215,6 @@ class SlotEngine:
     def stats(self) -> dict[str, Any]:
         """Decodes by width (sequences in one generation decode), prompt tokens evaluated, prefix copies."""
         return {"slots": self.n_slots, "decodes_by_width": dict(sorted(self.widths.items())), "passes": self.passes,
-                "sequences": len(self.slots),
                 "prompt_evaluated": self.prompt_evaluated, "prefix_copies": self.copies,
                 "prompt_s": round(self.prompt_s, 2), "decode_s": round(self.decode_s, 2),
                 "sample_s": round(self.sample_s, 2)}
@@ -275,7 +264,6 @@ class SlotEngine:
             req.sampler.close()
         req.sampler = None
         req.error = error
-        req.seconds = time.perf_counter() - req._started if req._started else 0.0
         req.done.set()
 
     def _decode(self, items: list[tuple[int, int, int, bool]]) -> None:
@@ -330,14 +318,13 @@ class SlotEngine:
 
     def _prepare(self, req: Request) -> None:
         """The prompt's tokens, stop strings and sampler arguments from the chat request."""
-        made = chat_request(self.llama, req.messages, **req.chat)
-        req.prompt, req.stop, req.seed, req.max_tokens = made.prompt, made.stop, made.seed, made.max_tokens
-        req.sampling = None if req.top_n else made.sampling
+        chat_request(self.llama, req)
+        if req.top_n:
+            req.sampling = None
         if len(req.prompt) >= self.n_ctx:
             raise ValueError(f"Requested tokens ({len(req.prompt)}) exceed context window of {self.n_ctx}")
 
     def _start(self, req: Request) -> None:
-        req._started = time.perf_counter()
         slot = None
         try:
             self._prepare(req)
@@ -415,7 +402,7 @@ class SlotEngine:
         llama = self.llama
         token = req.sampler.sample(self.ctx, idx)
         if self._c.llama_vocab_is_eog(llama._model.vocab, token):
-            return self._end(req, llama.detokenize(req.tokens, prev_tokens=req.prompt), "stop")
+            return self._end(req, llama.detokenize(req.tokens, prev_tokens=req.prompt))
         req.tokens.append(token)
         text = llama.detokenize(req.tokens, prev_tokens=req.prompt)
         for k, char in enumerate(text[-3:]):  # a character's bytes still to come (llama-cpp-python's rule)
@@ -424,19 +411,19 @@ class SlotEngine:
                 if num > k and pattern & char == pattern:
                     req._multibyte = num - k
         if len(slot.tokens) >= self.n_ctx:  # no room for this token's cells (the multibyte rule runs past max_tokens)
-            return self._end(req, text, "length")
+            return self._end(req, text)
         if req._multibyte > 0:
             req._multibyte -= 1
             slot.pending = token
             return None
         stops = [s for s in req.stop if s in text]
         if stops:
-            return self._end(req, text[: text.index(stops[0])], "stop")
+            return self._end(req, text[: text.index(stops[0])])
         if len(req.tokens) >= req.max_tokens:
-            return self._end(req, text, "length")
+            return self._end(req, text)
         slot.pending = token
         return None
 
-    def _end(self, req: Request, text: bytes, reason: str) -> None:
-        req.text, req.finish_reason = text.decode("utf-8", errors="ignore"), reason
+    def _end(self, req: Request, text: bytes) -> None:
+        req.text = text.decode("utf-8", errors="ignore")
         self._finish(req)

@@ -102,8 +102,7 @@ class JudgeLoop:
         """The threshold at which a verdict read by probability stops asking (``judge_early_pass``, on a backend where
         asking a seed's criteria one by one costs no time: :attr:`~hf_rgda.llm.LLM.asks_in_turn`); None: every criterion."""
         cfg, llm = self.run.config, self.run.caller.llm
-        in_turn = llm.asks_in_turn if llm.asks_in_turn is not None else llm.max_concurrency == 1
-        if self.by_probability and cfg.judge_early_pass and in_turn:
+        if self.by_probability and cfg.judge_early_pass and llm.asks_in_turn:
             return cfg.probability_threshold
         return None
 
