@@ -97,20 +97,15 @@ print("RESULT " + json.dumps({"summary": run.summary.to_dict(), "per_seed": per_
 
 #: one build's speed, run by this venv's Python with ``LLAMA_CPP_LIB_PATH`` set to the build's folder
 KERNEL_WORKER = r'''
-import ctypes, json, os, sys, time
+import json, sys, time
 args = json.loads(sys.argv[1])
+from hf_rgda.llm.engine import load_cpu_backends, load_cpu_variant
+if args["module"]:  # this variant alone, as ggml would pick it on a CPU where it scores best (before the import,
+    load_cpu_variant(args["module"])  # whose bindings register the best module)
 import llama_cpp
 from llama_cpp import llama_cpp as bindings
-lib, module = bindings._base_path, args["module"]
-ggml = bindings._lib
-ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
-if module:  # this variant alone, as ggml would pick it on a CPU where it scores best
-    ggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
-    ggml.ggml_backend_load.restype = ctypes.c_void_p
-    assert ggml.ggml_backend_load(str(lib / module).encode()), module
-else:
-    from hf_rgda.llm.engine import load_cpu_backends
-    load_cpu_backends()
+lib = bindings._base_path
+registered = load_cpu_backends()
 llm = llama_cpp.Llama(model_path=args["model"], n_ctx=2048, n_threads=args["threads"], n_batch=512, verbose=False)
 text = open(args["text"]).read() * 8
 toks = llm.tokenize(text.encode())[:512]
@@ -125,7 +120,7 @@ for _ in range(args["reps"]):
 llm.reset()
 greedy = llm.create_completion("Asthma is a chronic disease of the", max_tokens=16, temperature=0.0)["choices"][0]["text"]
 print("RESULT " + json.dumps({"pp": pp, "tg": tg, "greedy": greedy,
-      "system_info": llama_cpp.llama_print_system_info().decode(errors="replace"),
+      "system_info": llama_cpp.llama_print_system_info().decode(errors="replace"), "registered": registered,
       "modules": sorted(p.name for p in lib.glob("libggml-cpu*.so"))}))
 '''
 

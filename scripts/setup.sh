@@ -39,20 +39,23 @@ stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${ext
 
 # llama.cpp with CPU kernels chosen at run time (GGML_BACKEND_DL): one backend module per x86-64 level, next to
 # libllama, and ggml loads the best one the CPU has (hf_rgda.llm.engine.load_cpu_backends). The wheel runs on any
-# x86-64 machine: on this project's AVX-512 machines prompt processing is ~1.3x the AVX2-only build's and within a few
-# percent of a native one (benchmarks/README.md, local_speed.py --kernels). llama.cpp's GGML_CPU_ALL_VARIANTS builds
-# 14 x86 modules; six cover the CPUs of the last decade (x64, the any-CPU fallback; haswell, AVX2; alderlake,
-# AVX-VNNI; skylakex, AVX-512; icelake, +VBMI/VNNI; zen4, +BF16), so the other eight are taken out of the list in
-# llama-cpp-python's own source distribution before it is compiled (~20 min on 2 cores, once).
+# x86-64 machine at its own speed: within a few percent of a native build on this project's AVX-512 machines
+# (benchmarks/README.md, local_speed.py --kernels). llama.cpp's GGML_CPU_ALL_VARIANTS builds 14 x86 modules; seven
+# cover the CPUs of the last decade (x64, the any-CPU fallback; haswell, AVX2; alderlake, AVX-VNNI; skylakex, AVX-512;
+# icelake, +VBMI/VNNI; zen4, +BF16; sapphirerapids, +AMX), so the other seven are taken out of the list in
+# llama-cpp-python's own source distribution before it is compiled (~20 min on 2 cores, once), and the AMX module's
+# tile configuration is made a constant (GCC 12 drops its stores: SIGILL; scripts/llama_cpu_variants.py).
 # scripts/llama_cpu_variants.cmake installs the modules (llama-cpp-python's install list leaves them out). The wheel
 # is kept in its own folder: pip's cache keys a built wheel by version only.
 # HF_RGDA_CPU_VARIANTS=0 keeps llama-cpp-python's own portable build (AVX2 kernels only) instead.
 llama_version=$(grep -o 'llama-cpp-python[^"]*==[0-9.]*' pyproject.toml | head -1 | sed 's/.*==//')
-cpu_variants="x64 haswell alderlake skylakex icelake zen4"
+cpu_variants="x64 haswell alderlake skylakex icelake zen4 sapphirerapids"
 llama_wheels=${HF_RGDA_WHEELS:-$HOME/.cache/hf_rgda/wheels}/llama-cpp-python-cpu-$(echo "$cpu_variants" | tr ' ' -)
-llama_variants() {   # the variants installed, and the bindings that load them (scripts/llama_wheel_backends.py)
-  ls .venv/lib/python3*/site-packages/llama_cpp/lib/libggml-cpu-*.so >/dev/null 2>&1 &&
-    grep -q "hf_rgda: register the CPU backend" .venv/lib/python3*/site-packages/llama_cpp/llama_cpp.py
+llama_variants() {   # every variant installed, and the bindings that load them (scripts/llama_wheel_backends.py)
+  for v in $cpu_variants; do
+    ls .venv/lib/python3*/site-packages/llama_cpp/lib/libggml-cpu-"$v".so >/dev/null 2>&1 || return 1
+  done
+  grep -q "hf_rgda: register the CPU backend" .venv/lib/python3*/site-packages/llama_cpp/llama_cpp.py
 }
 want_variants() { [ "${HF_RGDA_CPU_VARIANTS:-1}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; }
 install_llama() {
@@ -65,7 +68,7 @@ install_llama() {
     .venv/bin/python -m pip download --quiet --no-deps --no-binary :all: -d "$src" "llama-cpp-python==$llama_version"
     tar xzf "$src"/llama_cpp_python-"$llama_version".tar.gz -C "$src"
     tree="$src/llama_cpp_python-$llama_version"
-    .venv/bin/python scripts/llama_cpu_variants.py "$tree/vendor/llama.cpp/ggml/src/CMakeLists.txt" $cpu_variants
+    .venv/bin/python scripts/llama_cpu_variants.py "$tree/vendor/llama.cpp" $cpu_variants
     CMAKE_ARGS="-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_PROJECT_llama_cpp_INCLUDE=$PWD/scripts/llama_cpu_variants.cmake" \
       .venv/bin/python -m pip wheel --quiet --no-cache-dir --no-deps -w "$llama_wheels" "$tree"
     rm -rf "$src"
@@ -76,7 +79,7 @@ install_llama() {
   patched=$(.venv/bin/python scripts/llama_wheel_backends.py "$wheel" "$(mktemp -d)")
   .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$patched"
   rm -rf "$(dirname "$patched")"
-  llama_variants || { echo "setup: $wheel has no CPU variants" >&2; exit 1; }
+  llama_variants || { echo "setup: $wheel lacks some of the CPU variants $cpu_variants" >&2; exit 1; }
 }
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
@@ -85,7 +88,7 @@ if [ ! -f "$stamp" ]; then
   CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet torch==2.13.0 -e ".[${extras}]"
   touch "$stamp"
 fi
-if want_variants && ! llama_variants; then   # a venv set up before the variants (or their loading) were asked for
+if want_variants && ! llama_variants; then   # a venv set up before these variants (or their loading) were asked for
   install_llama
 fi
 export HF_HUB_DISABLE_TELEMETRY=1

@@ -332,8 +332,11 @@ def test_cpu_backend_variants_load_when_the_build_has_them() -> None:
 
 
 _GREEDY = r'''
-import json, llama_cpp
-from hf_rgda.llm.engine import cpu_backend
+import json
+from hf_rgda.llm.engine import cpu_backend, load_cpu_variant
+if MODULE:
+    load_cpu_variant(MODULE)
+import llama_cpp
 from hf_rgda.llm.local import resolve_gguf
 info = cpu_backend()
 llm = llama_cpp.Llama(model_path=str(resolve_gguf(TINY_MODEL)), n_ctx=512, n_threads=1, verbose=False)
@@ -342,17 +345,45 @@ print("RESULT " + json.dumps({"system_info": info["system_info"], "text": text})
 '''
 
 
-def _greedy(prefix: list[str]) -> tuple[str, dict[str, str]]:
+def _greedy(prefix: list[str], module: str | None = None) -> tuple[str, dict[str, str]]:
     import os
     import subprocess
     import sys
 
-    code = _GREEDY.replace("TINY_MODEL", repr(TINY.split(":", 1)[1]))
+    code = _GREEDY.replace("TINY_MODEL", repr(TINY.split(":", 1)[1])).replace("MODULE", repr(module))
     proc = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=False)
     result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and result, proc.stderr[-2000:]
     return proc.stderr, json.loads(result[0][len("RESULT "):])
+
+
+def _cpu_flags() -> set[str]:
+    from pathlib import Path
+
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return set(next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []))
+
+
+@pytest.mark.slow
+@needs_tiny
+def test_the_amx_module_runs_and_writes_what_the_avx512_module_writes() -> None:
+    """On a CPU with AMX ggml picks the sapphirerapids module, whose prompt kernels use the tiles. Built from
+    llama.cpp's source as it is, GCC 12 left the tiles unconfigured and its first prompt of more than one token died
+    of SIGILL (scripts/llama_cpu_variants.py). The tiny model's weights (Q4_1) go through those kernels: it runs, and
+    writes the greedy text of the AVX-512 module without AMX."""
+    pytest.importorskip("llama_cpp")
+    if "libggml-cpu-sapphirerapids.so" not in cpu_variants():
+        pytest.skip("this llama.cpp build has no AMX module")
+    if not {"amx_tile", "amx_int8", "avx512_bf16"} <= _cpu_flags():
+        pytest.skip("this CPU has no AMX")
+    _, amx = _greedy([])
+    _, zen4 = _greedy([], "libggml-cpu-zen4.so")
+    assert "AMX_INT8 = 1" in amx["system_info"] and "AMX_INT8" not in zen4["system_info"]
+    assert amx["text"] == zen4["text"] and amx["text"].strip()
 
 
 @pytest.mark.slow

@@ -23,8 +23,9 @@ token. As with the prefix reuse llama-cpp-python already does, a reused KV entry
 so the floating-point sums may differ in the last bits from a full evaluation.
 
 **Kernels chosen at run time.** ``scripts/setup.sh`` builds llama.cpp with ``GGML_BACKEND_DL`` and
-``GGML_CPU_ALL_VARIANTS``, the list cut to six x86-64 levels (``x64``, ``haswell``, ``alderlake``, ``skylakex``,
-``icelake``, ``zen4``; ``scripts/llama_cpu_variants.py``): one CPU backend module per level
+``GGML_CPU_ALL_VARIANTS``, the list cut to seven x86-64 levels (``x64``, ``haswell``, ``alderlake``, ``skylakex``,
+``icelake``, ``zen4``, ``sapphirerapids``: AMX tiles for prompts; ``scripts/llama_cpu_variants.py``, which also
+makes the AMX module's tile configuration a constant, see there): one CPU backend module per level
 (``libggml-cpu-haswell.so``, ...) installed next to ``libllama`` (``scripts/llama_cpu_variants.cmake``). Nothing in
 llama-cpp-python loads them (setup.sh adds the call to the bindings of the wheel it installs,
 ``scripts/llama_wheel_backends.py``, for ``llama_cpp.server`` and users' own scripts; a wheel built otherwise lacks
@@ -32,7 +33,8 @@ it), and llama.cpp's default search looks beside the executable (Python's) and i
 :func:`load_cpu_backends` calls ``ggml_backend_load_all_from_path`` on llama-cpp-python's library folder once, before
 the first model, in the libggml that libllama links: ggml scores each variant against the CPU and loads the best
 (``GGML_BACKEND_PATH`` adds one more module, as in llama.cpp). A build without variants (the CPU
-backend linked in) needs nothing and is left alone.
+backend linked in) needs nothing and is left alone. :func:`load_cpu_variant` registers one module of the user's choice
+instead (to time or test one level's kernels on a CPU that has a better one).
 
 **Prompts on the plain layout.** llama.cpp repacks quantised weights at load (``use_extra_bufts``): on x86-64
 Qwen2.5's Q4_K matrices become interleaved blocks whose kernels generate faster and evaluate a prompt's tokens
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -61,8 +64,8 @@ from .kvstates import KVState, KVStates, common_prefix
 from .lookup import LookupDraft
 from .prefill import PlainPrefill, bytes_pointer
 
-__all__ = ["ENGINES", "GrammarAfterSampling", "KVStates", "PlainPrefill", "common_prefix", "cpu_backend", "cpu_variants", "load_cpu_backends",
-           "make_llama"]
+__all__ = ["ENGINES", "GrammarAfterSampling", "KVStates", "PlainPrefill", "common_prefix", "cpu_backend", "cpu_variants",
+           "load_cpu_backends", "load_cpu_variant", "make_llama"]
 
 #: ``grammar``: where the JSON schema's grammar is applied. ``after_sampling`` (default): sample, check the token,
 #: fall back to the whole vocabulary only when it is rejected; ``in_chain``: llama-cpp-python's own chain, the grammar
@@ -121,6 +124,35 @@ def load_cpu_backends() -> list[str]:
                  for i in range(ggml.ggml_backend_reg_count())]
         _backends_loaded.extend(names)
         return names
+
+
+def load_cpu_variant(module: str) -> list[str]:
+    """Register one CPU backend variant module (``libggml-cpu-zen4.so``, ...) alone, as ggml would on a CPU where it
+    scores best: to run or time one level's kernels on a machine that has a better one (benchmarks, tests).
+
+    Must come before ``llama_cpp`` is imported: the bindings setup.sh installs register the best module on import,
+    and the first CPU backend registered is the one models run on. libllama is opened here first from the folder
+    llama-cpp-python will open it from (the same file, so the same library and backend registry).
+    """
+    import importlib.util
+    import sys
+
+    if "llama_cpp.llama_cpp" in sys.modules:
+        raise RuntimeError("load_cpu_variant must run before llama_cpp is imported (its import registers the best "
+                           "CPU module)")
+    override = os.environ.get("LLAMA_CPP_LIB_PATH")
+    spec = importlib.util.find_spec("llama_cpp")
+    if override is None and (spec is None or spec.origin is None):
+        raise RuntimeError("llama_cpp is not installed")
+    lib = Path(override) if override else Path(spec.origin).parent / "lib"
+    if not (lib / module).is_file():
+        raise ValueError(f"{module} is not in {lib} (modules there: {', '.join(cpu_variants(lib)) or 'none'})")
+    ggml = ctypes.CDLL(str(lib / "libllama.so"), mode=ctypes.RTLD_GLOBAL)
+    ggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
+    ggml.ggml_backend_load.restype = ctypes.c_void_p
+    if not ggml.ggml_backend_load(str(lib / module).encode()):
+        raise RuntimeError(f"ggml could not load {lib / module} (does this CPU have its instructions?)")
+    return load_cpu_backends()
 
 
 def cpu_backend() -> dict[str, Any]:
