@@ -159,7 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=None,
                    help="the local backend's parallel slots (default: the backend's default, 1)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile.json")
+    p.add_argument("--cpu-module", default=None, metavar="MODULE",
+                   help="run on this CPU backend variant alone (libggml-cpu-zen4.so, ...) instead of the best one")
     args = p.parse_args(argv)
+    if args.cpu_module:  # before anything imports llama_cpp, whose bindings register the best module
+        from hf_rgda.llm.engine import load_cpu_variant
+
+        load_cpu_variant(args.cpu_module)
     if args.plain_prefill is not None:
         args.plain_prefill = args.plain_prefill == "on"
     result = profile(args)

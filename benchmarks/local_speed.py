@@ -552,7 +552,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layouts", action="store_true",
                    help="measure prompt chunks and generation on repacked and plain weights instead")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--cpu-module", default=None, metavar="MODULE",
+                   help="--batches, --decode, --layouts: run on this CPU backend variant alone (libggml-cpu-zen4.so, "
+                        "...) instead of the best one (--kernels: NAME=LIBDIR:MODULE; the A/B's arms: their own)")
     args = p.parse_args(argv)
+    if args.cpu_module:  # before anything imports llama_cpp, whose bindings register the best module
+        from hf_rgda.llm.engine import load_cpu_variant
+
+        load_cpu_variant(args.cpu_module)
     default = ("local_kernels.json" if args.kernels else "local_decode.json" if args.decode
                else "local_batches.json" if args.batches else "local_layouts.json" if args.layouts
                else "local_speed.json")
