@@ -556,6 +556,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="--batches, --decode, --layouts: run on this CPU backend variant alone (libggml-cpu-zen4.so, "
                         "...) instead of the best one (--kernels: NAME=LIBDIR:MODULE; the A/B's arms: their own)")
     args = p.parse_args(argv)
+    if args.cpu_module and not (args.batches or args.decode or args.layouts):
+        p.error("--cpu-module is for --batches, --decode and --layouts (--kernels: NAME=LIBDIR:MODULE)")
     if args.cpu_module:  # before anything imports llama_cpp, whose bindings register the best module
         from hf_rgda.llm.engine import load_cpu_variant
 

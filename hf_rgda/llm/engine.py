@@ -23,9 +23,9 @@ token. As with the prefix reuse llama-cpp-python already does, a reused KV entry
 so the floating-point sums may differ in the last bits from a full evaluation.
 
 **Kernels chosen at run time.** ``scripts/setup.sh`` builds llama.cpp with ``GGML_BACKEND_DL`` and
-``GGML_CPU_ALL_VARIANTS``, the list cut to seven x86-64 levels (``x64``, ``haswell``, ``alderlake``, ``skylakex``,
-``icelake``, ``zen4``, ``sapphirerapids``: AMX tiles for prompts; ``scripts/llama_cpu_variants.py``, which also
-makes the AMX module's tile configuration a constant, see there): one CPU backend module per level
+``GGML_CPU_ALL_VARIANTS``, the list cut to six x86-64 levels (``x64``, ``haswell``, ``alderlake``, ``skylakex``,
+``icelake``, ``zen4``; ``scripts/llama_cpu_variants.py``; the AMX module ``sapphirerapids`` on request, see
+scripts/setup.sh): one CPU backend module per level
 (``libggml-cpu-haswell.so``, ...) installed next to ``libllama`` (``scripts/llama_cpu_variants.cmake``). Nothing in
 llama-cpp-python loads them (setup.sh adds the call to the bindings of the wheel it installs,
 ``scripts/llama_wheel_backends.py``, for ``llama_cpp.server`` and users' own scripts; a wheel built otherwise lacks
@@ -144,10 +144,10 @@ def load_cpu_variant(module: str) -> list[str]:
     spec = importlib.util.find_spec("llama_cpp")
     if override is None and (spec is None or spec.origin is None):
         raise RuntimeError("llama_cpp is not installed")
-    lib = Path(override) if override else Path(spec.origin).parent / "lib"
+    lib = Path(override) if override is not None else Path(spec.origin).parent / "lib"
     if not (lib / module).is_file():
         raise ValueError(f"{module} is not in {lib} (modules there: {', '.join(cpu_variants(lib)) or 'none'})")
-    ggml = ctypes.CDLL(str(lib / "libllama.so"), mode=ctypes.RTLD_GLOBAL)
+    ggml = ctypes.CDLL(str(lib / "libllama.so"))  # as llama_cpp opens it on Linux (RTLD_LOCAL)
     ggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
     ggml.ggml_backend_load.restype = ctypes.c_void_p
     if not ggml.ggml_backend_load(str(lib / module).encode()):
