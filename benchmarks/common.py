@@ -81,6 +81,20 @@ def header(module: str, argv: Sequence[str] | None = None, note: str = "no GPU")
     return {"command": command(module, argv), "commit": commit(), "machine": machine(note)}
 
 
+def add_cpu_module(p: argparse.ArgumentParser, help: str = "") -> None:
+    """``--cpu-module MODULE``: run on one CPU backend variant of the llama.cpp build instead of the best one."""
+    p.add_argument("--cpu-module", default=None, metavar="MODULE",
+                   help=help or "run on this CPU backend variant alone (libggml-cpu-zen4.so, ...) instead of the best one")
+
+
+def use_cpu_module(args: argparse.Namespace) -> None:
+    """Register ``args.cpu_module`` alone, before anything imports llama_cpp (whose bindings register the best one)."""
+    if args.cpu_module:
+        from hf_rgda.llm.engine import load_cpu_variant
+
+        load_cpu_variant(args.cpu_module)
+
+
 def load(data_dir: Path, name: str) -> Any:
     """Dataset ``name``'s ``DatasetDict`` from ``data_dir``."""
     return load_source(str(data_dir / name))

@@ -26,7 +26,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import DATA_DIR, MAIN_COMMAND_DOMAIN, ROOT, command, commit, machine
+from benchmarks.common import (
+    DATA_DIR,
+    MAIN_COMMAND_DOMAIN,
+    ROOT,
+    add_cpu_module,
+    command,
+    commit,
+    machine,
+    use_cpu_module,
+)
 
 
 def profile(args: argparse.Namespace) -> dict[str, Any]:
@@ -159,13 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=None,
                    help="the local backend's parallel slots (default: the backend's default, 1)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile.json")
-    p.add_argument("--cpu-module", default=None, metavar="MODULE",
-                   help="run on this CPU backend variant alone (libggml-cpu-zen4.so, ...) instead of the best one")
+    add_cpu_module(p)
     args = p.parse_args(argv)
-    if args.cpu_module:  # before anything imports llama_cpp, whose bindings register the best module
-        from hf_rgda.llm.engine import load_cpu_variant
-
-        load_cpu_variant(args.cpu_module)
+    use_cpu_module(args)
     if args.plain_prefill is not None:
         args.plain_prefill = args.plain_prefill == "on"
     result = profile(args)

@@ -61,7 +61,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import DATA_DIR, MAIN_COMMAND_DOMAIN, ROOT, command, machine
+from benchmarks.common import DATA_DIR, MAIN_COMMAND_DOMAIN, ROOT, add_cpu_module, command, machine, use_cpu_module
 
 #: run in the arm's folder by the arm's Python (``python -c``): only names both the baseline and main export
 WORKER = r'''
@@ -552,16 +552,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layouts", action="store_true",
                    help="measure prompt chunks and generation on repacked and plain weights instead")
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--cpu-module", default=None, metavar="MODULE",
-                   help="--batches, --decode, --layouts: run on this CPU backend variant alone (libggml-cpu-zen4.so, "
-                        "...) instead of the best one (--kernels: NAME=LIBDIR:MODULE; the A/B's arms: their own)")
+    add_cpu_module(p, "--batches, --decode, --layouts: run on this CPU backend variant alone (libggml-cpu-zen4.so, "
+                      "...) instead of the best one (--kernels: NAME=LIBDIR:MODULE; the A/B's arms: their own)")
     args = p.parse_args(argv)
     if args.cpu_module and not (args.batches or args.decode or args.layouts):
         p.error("--cpu-module is for --batches, --decode and --layouts (--kernels: NAME=LIBDIR:MODULE)")
-    if args.cpu_module:  # before anything imports llama_cpp, whose bindings register the best module
-        from hf_rgda.llm.engine import load_cpu_variant
-
-        load_cpu_variant(args.cpu_module)
+    use_cpu_module(args)
     default = ("local_kernels.json" if args.kernels else "local_decode.json" if args.decode
                else "local_batches.json" if args.batches else "local_layouts.json" if args.layouts
                else "local_speed.json")
