@@ -54,12 +54,12 @@ stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${ext
 llama_version=$(grep -o 'llama-cpp-python[^"]*==[0-9.]*' pyproject.toml | head -1 | sed 's/.*==//')
 cpu_variants=${HF_RGDA_CPU_VARIANT_LIST:-x64 haswell alderlake skylakex icelake zen4}
 llama_wheels=${HF_RGDA_WHEELS:-$HOME/.cache/hf_rgda/wheels}/llama-cpp-python-cpu-$(echo "$cpu_variants" | tr ' ' -)
-llama_variants() {   # every variant installed, and the bindings that load them (scripts/llama_wheel_backends.py)
-  local v
-  for v in $cpu_variants; do
-    ls .venv/lib/python3*/site-packages/llama_cpp/lib/libggml-cpu-"$v".so >/dev/null 2>&1 || return 1
-  done
-  grep -q "hf_rgda: register the CPU backend" .venv/lib/python3*/site-packages/llama_cpp/llama_cpp.py
+llama_variants() {   # exactly the variants asked for (a module left from another list would be loaded if it scores
+  # best), and the bindings that load them (scripts/llama_wheel_backends.py)
+  local have want
+  have=$(ls .venv/lib/python3*/site-packages/llama_cpp/lib/ 2>/dev/null | sed -n 's/^libggml-cpu-\(.*\)\.so$/\1/p' | sort)
+  want=$(printf '%s\n' $cpu_variants | sort)
+  [ "$have" = "$want" ] && grep -q "hf_rgda: register the CPU backend" .venv/lib/python3*/site-packages/llama_cpp/llama_cpp.py
 }
 want_variants() { [ "${HF_RGDA_CPU_VARIANTS:-1}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; }
 install_llama() {
