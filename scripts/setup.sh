@@ -41,18 +41,17 @@ stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${ext
 # libllama, and ggml loads the best one the CPU has (hf_rgda.llm.engine.load_cpu_backends). The wheel runs on any
 # x86-64 machine: on this project's AMD AVX-512 machine prompt processing is ~1.3x the AVX2-only build's and within a
 # few percent of a native one (benchmarks/README.md, local_speed.py --kernels). llama.cpp's GGML_CPU_ALL_VARIANTS
-# builds 14 x86 modules; six cover the CPUs of the last decade (x64, the any-CPU fallback; haswell, AVX2; alderlake,
-# AVX-VNNI; skylakex, AVX-512; icelake, +VBMI/VNNI; zen4, +BF16), so the others are taken out of the list in
-# llama-cpp-python's own source distribution before it is compiled (~20 min on 2 cores, once).
-# HF_RGDA_CPU_VARIANT_LIST="x64 haswell alderlake skylakex icelake zen4 sapphirerapids" adds the AMX module (its tile
-# configuration made a constant: as llama.cpp writes it, GCC 12 drops its stores and it dies of SIGILL;
-# scripts/llama_cpu_variants.py): prompts at native speed on AMX CPUs, but its one-token and many-token kernels sum
-# differently, so a reused KV prefix changes what is written (benchmarks/README.md); not the default.
+# builds 14 x86 modules; seven cover the CPUs of the last decade (x64, the any-CPU fallback; haswell, AVX2; alderlake,
+# AVX-VNNI; skylakex, AVX-512; icelake, +VBMI/VNNI; zen4, +BF16; sapphirerapids, +AMX tiles for prompts), so the
+# others are taken out of the list in llama-cpp-python's own source distribution before it is compiled (~20 min on 2
+# cores, once). The AMX module's tile configuration is made a constant first: as llama.cpp writes it, GCC 12 drops its
+# stores and the first prompt dies of SIGILL (scripts/llama_cpu_variants.py). HF_RGDA_CPU_VARIANT_LIST names another
+# list (the six without sapphirerapids: the build of sessions 16-28, benchmarks/README.md).
 # scripts/llama_cpu_variants.cmake installs the modules (llama-cpp-python's install list leaves them out). The wheel
 # is kept in its own folder: pip's cache keys a built wheel by version only.
 # HF_RGDA_CPU_VARIANTS=0 keeps llama-cpp-python's own portable build (AVX2 kernels only) instead.
 llama_version=$(grep -o 'llama-cpp-python[^"]*==[0-9.]*' pyproject.toml | head -1 | sed 's/.*==//')
-cpu_variants=${HF_RGDA_CPU_VARIANT_LIST:-x64 haswell alderlake skylakex icelake zen4}
+cpu_variants=${HF_RGDA_CPU_VARIANT_LIST:-x64 haswell alderlake skylakex icelake zen4 sapphirerapids}
 llama_wheels=${HF_RGDA_WHEELS:-$HOME/.cache/hf_rgda/wheels}/llama-cpp-python-cpu-$(echo "$cpu_variants" | tr ' ' -)
 llama_variants() {   # exactly the variants asked for (a module left from another list would be loaded if it scores
   # best), and the bindings that load them (scripts/llama_wheel_backends.py)

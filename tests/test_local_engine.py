@@ -44,6 +44,25 @@ def _inside_schema(text: str, *, strict: bool = True) -> bool:
     return True
 
 
+@pytest.fixture
+def plain_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every copy of the model loaded in the plain layout (``use_extra_bufts`` off), the generating one too.
+
+    ``PlainPrefill``'s tests compare the two copies' answers with one copy's, token for token, so both copies must
+    compute the same numbers. The zen4 module leaves the tiny model's Q4_1 weights plain anyway; the AMX module
+    repacks them for its tiles, whose sums differ from the plain kernels' in the last bits."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    default = llama_cpp.llama_cpp.llama_model_default_params
+
+    def plain() -> object:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    monkeypatch.setattr(llama_cpp.llama_cpp, "llama_model_default_params", plain)
+    monkeypatch.setattr(llama_cpp, "llama_model_default_params", plain)
+
+
 def _state(ids: list[int], size: int = 10) -> KVState:
     import numpy as np
 
@@ -109,24 +128,35 @@ def test_kv_states_option_is_checked_and_not_part_of_the_identity() -> None:
 @pytest.mark.slow
 @needs_tiny
 def test_kept_kv_states_change_what_is_evaluated_not_what_is_written() -> None:
-    """A conversation and another prompt in turn, greedy: with kept states the follow-ups start from the earlier
-    turns' state (more prompt tokens reused), and every answer is the one a full evaluation gives."""
+    """A conversation and other prompts in turn, greedy: with kept states the follow-ups start from the earlier
+    turns' state (more prompt tokens reused), and every answer is the one a full evaluation gives.
+
+    Exactly the same, because every cell a kept state brings back here was computed in a decode of two tokens or more
+    and the tiny model's kernels sum such decodes alike however a prompt is split (``python -m
+    benchmarks.batch_shapes``: bit-equal on the zen4 and the AMX modules). Cells computed one token at a time (an
+    answer's, or a prompt already whole in the cache, whose last token is evaluated again alone) differ from a batch's
+    in the last bits on every module, as llama.cpp documents for its own prompt cache: so the follow-ups quote a fixed
+    answer, not the model's, and the other prompt changes each turn. The default model's repacked weights on the zen4
+    module sum even batches of 2 and 7 otherwise, so there reuse changes what is written at near ties (the identity
+    leaves kept states out all the same: llama-cpp-python's own prefix reuse mixes batch shapes without them)."""
     pytest.importorskip("llama_cpp")
     runs = {}
     for mb in (0, 64):
         llm = load_llm(TINY, n_ctx=2048, kv_states_mb=mb)
         talk = [{"role": "system", "content": "You write biomedical sentences. " * 20}, *MESSAGES]
-        other = [{"role": "system", "content": "You judge sentences carefully. " * 20},
-                 {"role": "user", "content": "Is asthma a disease?"}]
         answers, reused = [], []
-        for _ in range(3):
+        for turn in range(3):
+            other = [{"role": "system", "content": "You judge sentences carefully. " * 20},
+                     {"role": "user", "content": f"Is asthma a disease? Answer in {turn + 3} words."}]
             c = asyncio.run(llm.complete(talk, schema=SCHEMA, params={"temperature": 0.0, "max_tokens": 120, "seed": 1}))
             o = asyncio.run(llm.complete(other, schema=None, params={"temperature": 0.0, "max_tokens": 12, "seed": 1}))
             answers += [c.text, o.text]
             reused.append(c.usage.cached_tokens)
-            talk = [*talk, {"role": "assistant", "content": c.text}, {"role": "user", "content": "Two more, shorter."}]
+            talk = [*talk, {"role": "assistant", "content": "Here are two sentences."},
+                    {"role": "user", "content": "Two more, shorter."}]
         runs[mb] = (answers, reused, llm._llama.cache)
     assert runs[64][0] == runs[0][0]
+    assert all(a.strip() for a in runs[0][0])
     assert runs[0][2] is None and runs[64][2].restored >= 2
     assert runs[64][1][1] > runs[0][1][1] and runs[64][1][2] > runs[0][1][2]
 
@@ -261,12 +291,12 @@ def test_plain_prefill_is_part_of_the_identity_and_off_by_default() -> None:
 
 @pytest.mark.slow
 @needs_tiny
-def test_plain_prefill_hands_the_generating_copy_the_kv_cells_a_full_evaluation_gives() -> None:
+def test_plain_prefill_hands_the_generating_copy_the_kv_cells_a_full_evaluation_gives(
+        plain_weights: None) -> None:
     """Long prompts evaluated on the plain-layout copy and short ones on the generating copy, with kept states and
-    without: the greedy answers and the option probabilities are the single copy's (the tiny model's Q8_0 weights
-    are not repacked, so both copies compute the same numbers and any difference is a KV cell copied wrong), and a
+    without: the greedy answers and the option probabilities are the single copy's (both copies hold the weights in
+    the plain layout here, so they compute the same numbers and any difference is a KV cell copied wrong), and a
     prompt that extends the copy's last one is evaluated there without copying its cells over first."""
-    pytest.importorskip("llama_cpp")
     runs = {}
     for prefill, mb in ((False, 0), (True, 0), (True, 64)):
         llm = load_llm(TINY, n_ctx=2048, kv_states_mb=mb, plain_prefill=prefill)
@@ -296,10 +326,10 @@ def test_plain_prefill_hands_the_generating_copy_the_kv_cells_a_full_evaluation_
 
 @pytest.mark.slow
 @needs_tiny
-def test_a_failed_kv_copy_empties_both_caches_and_the_next_call_starts_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_kv_copy_empties_both_caches_and_the_next_call_starts_clean(monkeypatch: pytest.MonkeyPatch,
+                                                                           plain_weights: None) -> None:
     """llama.cpp refusing the copy of the cells is a clear backend error for that call, not a generating copy whose
     cache no longer matches the tokens it believes it holds: the next call gives the answer a fresh engine gives."""
-    pytest.importorskip("llama_cpp")
     import llama_cpp
 
     from hf_rgda._exceptions import BackendError

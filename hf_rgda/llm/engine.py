@@ -20,12 +20,15 @@ token for Qwen2.5-1.5B), least recently used first out beyond its byte budget, a
 state that shares the longest prefix with its prompt (llama-cpp-python's ``cache`` hook), evaluating only the rest.
 The logits a restored state would need are recomputed: llama-cpp-python always evaluates at least the prompt's last
 token. As with the prefix reuse llama-cpp-python already does, a reused KV entry was computed in another batch shape,
-so the floating-point sums may differ in the last bits from a full evaluation.
+so the floating-point sums may differ in the last bits from a full evaluation (llama.cpp documents the same of its
+server's prompt cache). How much depends on the CPU module (``python -m benchmarks.batch_shapes``): on the AMX module
+decodes of two tokens or more give equal sums however a prompt is split and only one-token decodes (an answer's
+tokens) differ; on the zen4 module the default model's repacked weights sum decodes of 2 and 7 tokens otherwise too.
 
 **Kernels chosen at run time.** ``scripts/setup.sh`` builds llama.cpp with ``GGML_BACKEND_DL`` and
-``GGML_CPU_ALL_VARIANTS``, the list cut to six x86-64 levels (``x64``, ``haswell``, ``alderlake``, ``skylakex``,
-``icelake``, ``zen4``; ``scripts/llama_cpu_variants.py``; the AMX module ``sapphirerapids`` on request, see
-scripts/setup.sh): one CPU backend module per level
+``GGML_CPU_ALL_VARIANTS``, the list cut to seven x86-64 levels (``x64``, ``haswell``, ``alderlake``, ``skylakex``,
+``icelake``, ``zen4``, ``sapphirerapids``: AMX tiles for prompts, its tile configuration made a constant first;
+``scripts/llama_cpu_variants.py``): one CPU backend module per level
 (``libggml-cpu-haswell.so``, ...) installed next to ``libllama`` (``scripts/llama_cpu_variants.cmake``). Nothing in
 llama-cpp-python loads them (setup.sh adds the call to the bindings of the wheel it installs,
 ``scripts/llama_wheel_backends.py``, for ``llama_cpp.server`` and users' own scripts; a wheel built otherwise lacks
