@@ -25,9 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import ROOT, add_cpu_module, command, machine, use_cpu_module
+from .common import ROOT, add_cpu_module, command, composer_tokens, llama_context, machine, use_cpu_module
 
-TINY = "hf-rgda/SmolLM2-135M-Instruct-GGUF/SmolLM2-135M-Instruct.Q4_1.gguf"
 SHAPES = (64, 7, 2, 1)
 
 
@@ -37,18 +36,9 @@ def measure(model_id: str, n_tokens: int, threads: int) -> dict[str, Any]:
 
     from hf_rgda.llm.local import resolve_gguf
 
-    mp = L.llama_model_default_params()  # weights as llama.cpp lays them out by default (repacked where it can)
-    model = L.llama_model_load_from_file(str(resolve_gguf(model_id)).encode(), mp)
-    cp = L.llama_context_default_params()
-    cp.n_ctx, cp.n_batch, cp.n_ubatch = 2048, 512, 512
-    cp.n_threads = cp.n_threads_batch = threads
-    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as llama-cpp-python's Llama has it
-    ctx = L.llama_init_from_model(model, cp)
-    vocab = L.llama_model_get_vocab(model)
-    n_vocab = L.llama_vocab_n_tokens(vocab)
-    text = (ROOT / "hf_rgda" / "prompts" / "composer.md").read_text(encoding="utf-8").encode()
-    ids = (L.llama_token * 4096)()
-    toks = list(ids[: L.llama_tokenize(vocab, text, len(text), ids, 4096, True, True)])[:n_tokens]
+    model, ctx = llama_context(str(resolve_gguf(model_id)), threads, n_ctx=2048)  # repacked, llama.cpp's default
+    n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+    toks = composer_tokens(model, n_tokens)
     batch = L.llama_batch_init(512, 0, 1)
 
     def logprobs(step: int) -> Any:
@@ -100,10 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     use_cpu_module(args)
     from hf_rgda import DEFAULT_LLM
     from hf_rgda.llm.engine import cpu_backend, load_cpu_backends
+    from hf_rgda.provision import MODELS
 
     load_cpu_backends()
     threads = args.threads or os.cpu_count() or 1
-    models = {"default": DEFAULT_LLM.split(":", 1)[1], "tiny (tests)": TINY}
+    tiny = MODELS["tiny"]
+    models = {"default": DEFAULT_LLM.split(":", 1)[1], "tiny (tests)": f"{tiny.repo_id}/{tiny.filename}"}
     out = {"command": command("batch_shapes", argv), "machine": machine(), "engine": cpu_backend(), "threads": threads,
            "models": {name: {"model": m, **measure(m, args.tokens, threads)} for name, m in models.items()}}
     args.out.write_text(json.dumps(out, indent=1) + "\n")

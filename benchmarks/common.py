@@ -20,8 +20,9 @@ from hf_rgda.recipe import load_source
 from hf_rgda.records import seed_key
 from hf_rgda.tags import to_tag_names
 
-__all__ = ["DATA_DIR", "DOMAINS", "MAIN_COMMAND_DOMAIN", "ROOT", "Sentence", "command", "commit", "header", "load", "machine", "parser",
-           "seed_key", "sentences"]
+__all__ = ["DATA_DIR", "DOMAINS", "MAIN_COMMAND_DOMAIN", "ROOT", "Sentence", "add_cpu_module", "command", "commit",
+           "composer_tokens", "header", "llama_context", "load", "machine", "parser", "seed_key", "sentences",
+           "use_cpu_module"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: where the benchmark datasets live (a folder per dataset: ``train.jsonl``, ``test.jsonl``)
@@ -93,6 +94,31 @@ def use_cpu_module(args: argparse.Namespace) -> None:
         from hf_rgda.llm.engine import load_cpu_variant
 
         load_cpu_variant(args.cpu_module)
+
+
+def llama_context(path: str, threads: int, *, n_ctx: int = 4096, repack: bool = True) -> tuple[Any, Any]:
+    """A llama.cpp model and context through its C API, set up as llama-cpp-python's ``Llama`` sets them (batches
+    of 512, flash attention off), the weights repacked at load (llama.cpp's default) or left plain."""
+    import llama_cpp as L
+
+    mp = L.llama_model_default_params()
+    mp.use_extra_bufts = repack
+    model = L.llama_model_load_from_file(str(path).encode(), mp)
+    cp = L.llama_context_default_params()
+    cp.n_ctx, cp.n_batch, cp.n_ubatch = n_ctx, 512, 512
+    cp.n_threads = cp.n_threads_batch = threads
+    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    return model, L.llama_init_from_model(model, cp)
+
+
+def composer_tokens(model: Any, n: int) -> list[int]:
+    """The first ``n`` tokens of the composer prompt's text under ``model``'s vocabulary: a prompt of the pipeline's."""
+    import llama_cpp as L
+
+    vocab = L.llama_model_get_vocab(model)
+    text = (ROOT / "hf_rgda" / "prompts" / "composer.md").read_text(encoding="utf-8").encode()
+    ids = (L.llama_token * 4096)()
+    return list(ids[: L.llama_tokenize(vocab, text, len(text), ids, 4096, True, True)])[:n]
 
 
 def load(data_dir: Path, name: str) -> Any:

@@ -61,7 +61,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import DATA_DIR, MAIN_COMMAND_DOMAIN, ROOT, add_cpu_module, command, machine, use_cpu_module
+from benchmarks.common import (
+    DATA_DIR,
+    MAIN_COMMAND_DOMAIN,
+    ROOT,
+    add_cpu_module,
+    command,
+    composer_tokens,
+    llama_context,
+    machine,
+    use_cpu_module,
+)
 
 #: run in the arm's folder by the arm's Python (``python -c``): only names both the baseline and main export
 WORKER = r'''
@@ -299,18 +309,11 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
 
     load_cpu_backends()
     threads, load_start = args.threads or os.cpu_count() or 1, _load()
-    path = str(resolve_gguf(DEFAULT_LLM.split(":", 1)[1])).encode()
+    path = str(resolve_gguf(DEFAULT_LLM.split(":", 1)[1]))
     sizes, gen = (16, 32, 48, 64, 128, 256, 512), 32
     engines: dict[str, Any] = {}
     for name, repack in (("repacked", True), ("plain", False)):
-        mp = L.llama_model_default_params()
-        mp.use_extra_bufts = repack
-        model = L.llama_model_load_from_file(path, mp)
-        cp = L.llama_context_default_params()
-        cp.n_ctx, cp.n_batch, cp.n_ubatch = 4096, 512, 512
-        cp.n_threads = cp.n_threads_batch = threads
-        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as llama-cpp-python's Llama has it
-        ctx = L.llama_init_from_model(model, cp)
+        model, ctx = llama_context(path, threads, repack=repack)
         engines[name] = (model, ctx, L.llama_get_memory(ctx))
     batch = L.llama_batch_init(512, 0, 1)
 
@@ -348,14 +351,12 @@ def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[
             generation[name].append(gen / (time.perf_counter() - t))
             print(name, {n: round(v[-1], 1) for n, v in chunk[name].items()}, "gen", round(generation[name][-1], 1),
                   flush=True)
-    # how far the layouts' numbers part: the next-token distribution after the composer prompt's first 300 tokens,
+    # how far the layouts' numbers part: the next-token distribution after the composer prompt (its first 300 tokens
+    # at most: 155 for the default model, so chunks of 7 leave its last token alone in a one-token decode),
     # evaluated in one batch, in chunks of 7 and token by token, against the repacked copy's one batch (the engine
     # already evaluates a prompt in other batch shapes when it reuses a KV prefix)
-    vocab = L.llama_model_get_vocab(engines["plain"][0])
-    n_vocab = L.llama_vocab_n_tokens(vocab)
-    text = (ROOT / "hf_rgda" / "prompts" / "composer.md").read_text(encoding="utf-8").encode()
-    ids = (L.llama_token * 4096)()
-    toks = list(ids[: L.llama_tokenize(vocab, text, len(text), ids, 4096, True, True)])[:300]
+    n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(engines["plain"][0]))
+    toks = composer_tokens(engines["plain"][0], 300)
 
     def next_logprobs(ctx: Any, step: int) -> Any:
         L.llama_memory_clear(L.llama_get_memory(ctx), True)

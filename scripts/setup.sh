@@ -39,8 +39,8 @@ stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${ext
 
 # llama.cpp with CPU kernels chosen at run time (GGML_BACKEND_DL): one backend module per x86-64 level, next to
 # libllama, and ggml loads the best one the CPU has (hf_rgda.llm.engine.load_cpu_backends). The wheel runs on any
-# x86-64 machine: on this project's AMD AVX-512 machine prompt processing is ~1.3x the AVX2-only build's and within a
-# few percent of a native one (benchmarks/README.md, local_speed.py --kernels). llama.cpp's GGML_CPU_ALL_VARIANTS
+# x86-64 machine at its own speed: prompt processing at 1.17x a native build's on this project's AMD EPYC and 0.99x on
+# its Intel Xeon with AMX (benchmarks/README.md, local_speed.py --kernels). llama.cpp's GGML_CPU_ALL_VARIANTS
 # builds 14 x86 modules; seven cover the CPUs of the last decade (x64, the any-CPU fallback; haswell, AVX2; alderlake,
 # AVX-VNNI; skylakex, AVX-512; icelake, +VBMI/VNNI; zen4, +BF16; sapphirerapids, +AMX tiles for prompts), so the
 # others are taken out of the list in llama-cpp-python's own source distribution before it is compiled (~20 min on 2
