@@ -714,3 +714,31 @@ def test_an_abbreviation_tagged_after_its_untagged_long_form_is_rejected() -> No
     assert verdict("Mutations in PTEN cause chronic lung disease ( CLD ) in adults .", "chronic lung disease",
                    "CLD").ok
     assert verdict("We studied the patients ( CLD ) in adults with gout .", "CLD", "gout").ok
+
+
+def test_the_format_prompts_example_entity_written_back_is_rejected_unless_the_seed_or_split_has_one() -> None:
+    """The inline format prompt marks "type 2 diabetes" in its example; the local 1.5B wrote it (and "type 3 diabetes",
+    "type 4 diabetes") into up to a third of its rows. A seed, a shown sentence or the split with such an entity
+    licenses it (numbers aside: a seed's "type 1 diabetes" licenses "type 2 diabetes")."""
+    from hf_rgda.checking.rules import format_example_forms
+
+    assert ("type", "#", "diabetes") in format_example_forms()  # read from the prompt, not written here
+
+    def reason(seed: Seed = SEED, stats: SplitStats | None = None, shown: tuple[Seed, ...] = (),
+               text: str = "The study linked BRCA1 carriers to type II diabetes in adults .",
+               entity: str = "") -> str | None:
+        ents = [(entity or ("type II diabetes" if "type II" in text else "type 2 diabetes"), "Disease")]
+        checker = Checker(("Disease",), stats or SplitStats())
+        c = checker.check(decode(text, *ents), seed, [], forbid_seed_entities=True, shown=shown)
+        return None if c.ok else c.reason
+
+    assert reason() == "format_example"  # a roman numeral is a number too
+    assert reason(text="Carriers of the allele developed type 2 diabetes early .") == "format_example"
+    with_t1 = Seed("t1", ("Insulin", "loss", "causes", "type", "1", "diabetes", "."),
+                   ("O", "O", "O", "B-Disease", "I-Disease", "I-Disease", "O"))
+    assert reason(with_t1) is None  # the seed has one
+    assert reason(shown=(with_t1,)) is None  # a sentence the prompt showed has one
+    assert reason(stats=SplitStats(mentions={"Disease": ("gout", "Type 2 diabetes")})) is None  # the split has one
+    assert reason(stats=SplitStats(mentions={"Disease": ("gout", "diabetes")})) == "format_example"
+    assert reason(text="The study linked BRCA1 carriers to type 2 diabetes mellitus in adults .",
+                  entity="type 2 diabetes mellitus") is None  # another entity than the example's

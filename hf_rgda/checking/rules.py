@@ -19,7 +19,9 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import cache
 
+from .. import prompts
 from ..records import Candidate
 from ..tags import Span, spans_to_tags, tags_to_spans
 from ..words import FUNCTION_WORDS
@@ -113,6 +115,49 @@ def meta_text(s: Sentence) -> str | None:
             return (f"{s.tokens[i]!r} speaks of the text itself, a word the split (almost) never uses outside "
                     "entities: the prompt written back as content")
     return None
+
+
+def format_example(s: Sentence) -> str | None:
+    """An entity that is the output-format prompt's example entity, its numbers aside ("type 3 diabetes" for the
+    inline format's "type 2 diabetes"), where neither the seed, a sentence the prompt showed nor the split has such
+    an entity: the prompt's example written back as a row (the local 1.5B did in up to a third of its rows; the
+    silver tagger scores them right, being a real disease name)."""
+    examples = format_example_forms()
+    for span in s.spans:
+        form = example_form(s.low[span.start : span.end])
+        if form not in examples:
+            continue
+        if any(example_form(m) == form for seed in (s.seed, *s.shown) for m in seed_facts(seed).mention_words):
+            continue
+        stats = s.checker.stats
+        known = itertools.chain(stats.lexicon, *stats.mentions.values())
+        if any(example_form(_WORDS(text.lower())) == form for text in known):
+            continue
+        return f"{s.text(span)!r} is the output format's example entity, which neither the seed nor the split has"
+    return None
+
+
+_WORDS = re.compile(r"\w+|[^\w\s]").findall
+_NUMERAL = re.compile(r"\d+|[ivx]+")  # a number, arabic or roman ("type II diabetes")
+
+
+def example_form(words: Sequence[str]) -> tuple[str, ...]:
+    """Lower-cased words with every number as ``#``: the form in which a row's entity is compared with the format
+    prompts' example entities.
+
+    Example:
+        >>> example_form(["Type", "3", "diabetes"])
+        ('type', '#', 'diabetes')
+    """
+    return tuple("#" if _NUMERAL.fullmatch(w.lower()) else w.lower() for w in words)
+
+
+@cache
+def format_example_forms() -> frozenset[tuple[str, ...]]:
+    """The :func:`example_form` of every entity the output-format prompts mark in their examples (``[...](Type)``)."""
+    found = (m.group(1) for name in prompts.TEMPLATE_NAMES if name.endswith("_format")
+             for m in re.finditer(r"\[([^\]]+)\]\(\w+\)", prompts.template(name)))
+    return frozenset(example_form(_WORDS(text)) for text in found)
 
 
 def untagged_mention(s: Sentence) -> str | None:
@@ -379,6 +424,10 @@ RULES: tuple[Rule, ...] = (
          "the split uses fewer than 5 times outside entities: the prompt written back as content",
          Example("In these research abstracts , the sentence describes [gout](Disease) in adults .",
                  stats=SplitStats(context_words={"in": 300}))),
+    Rule("format_example", format_example, "an entity that is the output-format prompt's example entity, its "
+         "numbers aside (`type 3 diabetes`), where neither the seed, a sentence the prompt showed nor the split has "
+         "one: the prompt's example written back", Example("Carriers of the allele developed [type 3 diabetes](Disease) "
+                                                            "early in life .")),
     Rule("no_letters", no_letters, "an entity without a letter, of a type whose mentions (in the split) almost never "
          "end in one", Example("About [93 %](Disease) of the carriers had [gout](Disease) .", stats=_CANCER_HEADS),
          repair=Repair("untags it, unless another type does end mentions in such words", untag, letterless_elsewhere),
