@@ -215,12 +215,15 @@ def test_the_drafter_guesses_as_many_tokens_as_its_timings_favour() -> None:
         LookupDraft(mode="sometimes")
 
 
-def test_lookup_option_is_checked_part_of_the_identity_and_off_by_default() -> None:
+def test_lookup_option_is_checked_part_of_the_identity_and_auto_by_default_one_call_at_a_time() -> None:
     with pytest.raises(ConfigError, match="lookup"):
         LocalLLM("a/b/c.gguf", lookup="sometimes")
-    auto, off = LocalLLM("a/b/c.gguf", lookup="auto"), LocalLLM("a/b/c.gguf")
-    assert off.lookup == "off" and auto.identity() == {**off.identity(), "lookup": "auto"}
-    assert "lookup" not in off.identity()  # the default engine keeps the identity (and cached answers) it had
+    auto, off = LocalLLM("a/b/c.gguf"), LocalLLM("a/b/c.gguf", lookup="off")
+    assert auto.lookup == "auto" and auto.identity() == {**off.identity(), "lookup": "auto"}
+    assert "lookup" not in off.identity()  # the engine without guesses keeps the identity (and cached answers) it had
+    assert LocalLLM("a/b/c.gguf", parallel=4).lookup == "off"  # the slots' engine does not guess
+    with pytest.raises(ConfigError, match="parallel"):
+        LocalLLM("a/b/c.gguf", parallel=4, lookup="auto")  # asked for by name, it is an error
     old = auto.__getstate__()
     old.pop("lookup")
     revived = LocalLLM.__new__(LocalLLM)

@@ -111,14 +111,16 @@ class LocalLLM(LLM):
             (benchmarks/README.md, A/B runs 12 and 13).
         lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.lookup`): ``"auto"`` checks guesses taken from the
             context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
-            wherever the context has a match, ``"off"`` (default) never. Every output token is sampled from the
+            wherever the context has a match, ``"off"`` never. Default (None): ``"auto"`` one call at a time,
+            ``"off"`` with ``parallel`` > 1 (it acts on the one-call engine). Every output token is sampled from the
             model's next-token distribution as without guesses, but a decode of several tokens computes it through
-            another batch shape, whose sums differ (near ties fall the other way), so the
-            tokens sampled differ and the option is part of the identity. Off by default: on the Xeon of
-            benchmarks/README.md ``"auto"`` cut the main command's LLM time by a quarter (153.2 s against 203.6 s)
-            and an A/B's seconds per accepted row by about 6%, but one A/B's rows scored silver precision 0.762
-            against the baseline's 0.897 (0.852 without guesses on the same seeds) and another's 0.839 against
-            0.809 without guesses (A/B runs 14-16).
+            another batch shape, whose sums differ (near ties fall the other way), so the tokens sampled differ and
+            the option is part of the identity; with ``"auto"`` the widths follow the machine's timings, so a rerun
+            on a fresh cache is not reproducible token for token (the response cache keeps the first answers, so a
+            resumed run is consistent; ``"off"`` reproduces). On by default: on the Xeon of benchmarks/README.md
+            ``"auto"`` brings the README's main command from 171.1 s to 134.0 s of LLM time and took 9% off an
+            A/B's seconds per accepted row (run 19); the silver precision of its rows pools to 0.820 over three
+            draws against 0.825 without guesses (A/B runs 14-16 and 19).
         parallel: calls answered at once (:class:`~hf_rgda.llm.slots.SlotEngine`): up to this many calls share each
             decode, one KV stream of ``n_ctx`` cells each, a seed's calls in the same sequence. 1 (default): one call
             at a time, with ``kv_states_mb``, ``plain_prefill`` and ``lookup`` (which do not combine with it). Part of
@@ -144,9 +146,11 @@ class LocalLLM(LLM):
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
                  grammar: str = "after_sampling", kv_states_mb: int = 512, plain_prefill: bool = False,
-                 lookup: str = "off", parallel: int = 1) -> None:
+                 lookup: str | None = None, parallel: int = 1) -> None:
         if grammar not in ENGINES:
             raise ConfigError(f"local backend grammar={grammar!r}: expected one of {', '.join(ENGINES)}")
+        if lookup is None:
+            lookup = "auto" if parallel == 1 else "off"
         if lookup not in LookupDraft.MODES:
             raise ConfigError(f"local backend lookup={lookup!r}: expected one of {', '.join(LookupDraft.MODES)}")
         self.lookup = lookup
