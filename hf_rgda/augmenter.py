@@ -156,7 +156,8 @@ class RGDAAugmenter:
         lexicon and tokenization), e.g. to see what it would say of sentences written by hand; ``salvage`` overrides
         the configuration's."""
         return Checker(tuple(self.types), self.stats or SplitStats(), self.config.near_copy_ratio,
-                       salvage=self.config.salvage if salvage is None else salvage)
+                       salvage=self.config.salvage if salvage is None else salvage,
+                       representation=self.config.representation)
 
     def _identity(self) -> str:
         """What the failure ledger (:mod:`hf_rgda.failures`) keys this augmenter's failures on."""

@@ -86,6 +86,9 @@ def _augment_parser(a: argparse.ArgumentParser) -> None:
     a.add_argument("--parallel", type=int, default=None,
                    help="local model: calls answered at once, their next tokens in one decode (default 1; with "
                         "--schedule seeds no seed waits for the others; benchmarks/README.md has the measurements)")
+    a.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
+                   help="local model: guess tokens from the context and check several in one decode (default auto "
+                        "one call at a time, off with --parallel; off writes the same tokens on every fresh run)")
     a.add_argument("--rpm", type=int, default=None, help="remote backends: requests-per-minute limit")
     a.add_argument("--tpm", type=int, default=None, help="remote backends: tokens-per-minute limit")
     a.add_argument("--attribution-model", default=None,
@@ -236,14 +239,13 @@ def _attribution_model(args: argparse.Namespace, seeds: Any) -> str | None:
 def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {"base_url": args.base_url if args.base_url is None or len(args.base_url) > 1
                             else args.base_url[0]}
-    parallel = args.parallel
+    local = {k: v for k, v in (("parallel", args.parallel), ("lookup", args.lookup)) if v is not None}
     if not args.llm.startswith("local:"):
-        if parallel is not None:
-            raise RGDAError("--parallel is the local model's option; remote backends take --max-concurrency")
+        if local:
+            raise RGDAError(f"--{next(iter(local))} is the local model's option"
+                            + ("; remote backends take --max-concurrency" if "parallel" in local else ""))
         opts.update(max_concurrency=args.max_concurrency, rpm=args.rpm, tpm=args.tpm)
-    elif parallel is not None:
-        opts["parallel"] = parallel
-    return opts
+    return {**opts, **local}
 
 
 def _train(args: argparse.Namespace) -> int:

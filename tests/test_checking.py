@@ -740,5 +740,9 @@ def test_the_format_prompts_example_entity_written_back_is_rejected_unless_the_s
     assert reason(shown=(with_t1,)) is None  # a sentence the prompt showed has one
     assert reason(stats=SplitStats(mentions={"Disease": ("gout", "Type 2 diabetes")})) is None  # the split has one
     assert reason(stats=SplitStats(mentions={"Disease": ("gout", "diabetes")})) == "format_example"
+    assert reason(stats=SplitStats(lexicon={"type 1 diabetes": "Disease"})) is None  # its lexicon has one
+    entities = Checker(("Disease",), representation="entities")  # a prompt without a marked example: none to copy
+    assert entities.check(decode("Carriers of the allele developed type 2 diabetes early .", ("type 2 diabetes", "Disease")),
+                          SEED, [], forbid_seed_entities=True).ok
     assert reason(text="The study linked BRCA1 carriers to type 2 diabetes mellitus in adults .",
                   entity="type 2 diabetes mellitus") is None  # another entity than the example's

@@ -146,3 +146,19 @@ def test_config_options_are_generated_from_the_dataclasses(tmp_path: Path, capsy
     config = json.loads((tmp_path / "out" / "summary.json").read_text())["config"]
     assert (config["method"], config["num_augmented"], config["salvage"], config["max_repairs"]) == ("gda", 2, False, 0)
     assert config["keep_originals"] and config["keep_rejected"]  # the CLI's outputs need both
+
+
+def test_local_model_options_reach_the_local_backend_and_are_refused_for_a_remote_one(tmp_path: Path, capsys) -> None:
+    from hf_rgda.cli import _llm_options, _parser
+
+    def opts(*argv: str) -> dict[str, object]:
+        return _llm_options(_parser().parse_args(["augment", str(tmp_path), "--out", str(tmp_path / "out"), *argv]))
+
+    local = "--llm=local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    assert opts(local, "--lookup", "off", "--parallel", "2") == {"base_url": None, "lookup": "off", "parallel": 2}
+    assert "lookup" not in opts(local) and "parallel" not in opts(local)  # the backend's own defaults
+    for flag, value in (("--lookup", "off"), ("--parallel", "2")):
+        with pytest.raises(Exception, match=f"{flag} is the local model's option"):
+            opts("--llm=openai:gpt-4o-mini", flag, value)
+    with pytest.raises(SystemExit):
+        opts(local, "--lookup", "sometimes")

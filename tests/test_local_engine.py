@@ -142,7 +142,7 @@ def test_kept_kv_states_change_what_is_evaluated_not_what_is_written() -> None:
     pytest.importorskip("llama_cpp")
     runs = {}
     for mb in (0, 64):
-        llm = load_llm(TINY, n_ctx=2048, kv_states_mb=mb)
+        llm = load_llm(TINY, n_ctx=2048, kv_states_mb=mb, lookup="off")
         talk = [{"role": "system", "content": "You write biomedical sentences. " * 20}, *MESSAGES]
         answers, reused = [], []
         for turn in range(3):
@@ -222,6 +222,7 @@ def test_lookup_option_is_checked_part_of_the_identity_and_auto_by_default_one_c
     assert auto.lookup == "auto" and auto.identity() == {**off.identity(), "lookup": "auto"}
     assert "lookup" not in off.identity()  # the engine without guesses keeps the identity (and cached answers) it had
     assert LocalLLM("a/b/c.gguf", parallel=4).lookup == "off"  # the slots' engine does not guess
+    assert LocalLLM("a/b/c.gguf", grammar="in_chain").lookup == "off"  # the old engine stays the engine it was
     with pytest.raises(ConfigError, match="parallel"):
         LocalLLM("a/b/c.gguf", parallel=4, lookup="auto")  # asked for by name, it is an error
     old = auto.__getstate__()
@@ -302,7 +303,7 @@ def test_plain_prefill_hands_the_generating_copy_the_kv_cells_a_full_evaluation_
     prompt that extends the copy's last one is evaluated there without copying its cells over first."""
     runs = {}
     for prefill, mb in ((False, 0), (True, 0), (True, 64)):
-        llm = load_llm(TINY, n_ctx=2048, kv_states_mb=mb, plain_prefill=prefill)
+        llm = load_llm(TINY, n_ctx=2048, kv_states_mb=mb, plain_prefill=prefill, lookup="off")
         talk = [{"role": "system", "content": "You write biomedical sentences. " * 20}, *MESSAGES]
         judge = [{"role": "system", "content": "You judge sentences carefully. " * 20}]
         out = []
@@ -340,8 +341,9 @@ def test_a_failed_kv_copy_empties_both_caches_and_the_next_call_starts_clean(mon
     talk = [{"role": "system", "content": "You write biomedical sentences. " * 20},
             {"role": "user", "content": MESSAGES[0]["content"] + " Keep them short and plain." * 10}]  # 48+ new tokens
     params = {"temperature": 0.0, "max_tokens": 60, "seed": 1}
-    fresh = asyncio.run(load_llm(TINY, n_ctx=2048, kv_states_mb=0).complete(talk, schema=SCHEMA, params=params)).text
-    llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0, plain_prefill=True)
+    fresh = asyncio.run(load_llm(TINY, n_ctx=2048, kv_states_mb=0, lookup="off").complete(talk, schema=SCHEMA,
+                                                                                             params=params)).text
+    llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0, plain_prefill=True, lookup="off")
     asyncio.run(llm.complete([talk[0], {"role": "user", "content": "Name a disease of the lung."}], schema=None,
                              params=params))
     real = llama_cpp.llama_state_seq_set_data
@@ -444,7 +446,7 @@ def test_the_sampler_ends_an_answer_caught_in_a_loop() -> None:
     """The tiny model asked for "la la la ..." at temperature 0 loops inside its first sentence: the sampler ends the
     answer at the loop instead of at ``max_tokens``, and the caller reads it as a loop cut in its first item."""
     pytest.importorskip("llama_cpp")
-    llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0)
+    llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0, lookup="off")
     messages = [{"role": "system", "content": "You write JSON."},
                 {"role": "user", "content": "Write one sentence that repeats the words 'la la' one hundred times: "
                                             + "la " * 14}]

@@ -58,7 +58,7 @@ def test_calls_one_at_a_time_through_the_slots_get_the_one_call_engines_answers(
     same tokens and probabilities; later turns reuse the slots' cells (computed in other batch shapes than the
     one-call engine's, so only their form is compared)."""
     pytest.importorskip("llama_cpp")
-    one = _conversation(load_llm(TINY, n_ctx=2048, kv_states_mb=0))
+    one = _conversation(load_llm(TINY, n_ctx=2048, kv_states_mb=0, lookup="off"))
     llm = load_llm(TINY, n_ctx=2048, parallel=3)
     try:
         turns = _conversation(llm)

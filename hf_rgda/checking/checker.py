@@ -41,6 +41,8 @@ class Checker:
             measures what a floor rejects of the gold test sentences); also the floor of ``boundary_extended``.
         edge_min_count: fewest uses as the last word of a type's mentions that make the untagged word after an
             entity evidence of a cut name (``boundary_cut``).
+        representation: the output format the prompts showed ("inline", "entities", "segments"), whose example's
+            entities ``format_example`` looks for; "" (default) every format's.
         salvage: repair instead of reject where the fix is certain and local (each row's ``repair``, applied as the
             row says); each repair is listed in the candidate's ``salvaged``, and the row must still pass every rule
             afterwards.
@@ -55,6 +57,7 @@ class Checker:
     atypical_min_outside: int = 10
     edge_min_count: int = 5
     salvage: bool = False
+    representation: str = ""
 
     @property
     def split_hyphens(self) -> bool:

@@ -122,7 +122,7 @@ def format_example(s: Sentence) -> str | None:
     inline format's "type 2 diabetes"), where neither the seed, a sentence the prompt showed nor the split has such
     an entity: the prompt's example written back as a row (the local 1.5B did in up to a third of its rows; the
     silver tagger scores them right, being a real disease name)."""
-    examples = format_example_forms()
+    examples = format_example_forms(s.checker.representation)
     for span in s.spans:
         form = example_form(s.low[span.start : span.end])
         if form not in examples:
@@ -130,15 +130,17 @@ def format_example(s: Sentence) -> str | None:
         if any(example_form(m) == form for seed in (s.seed, *s.shown) for m in seed_facts(seed).mention_words):
             continue
         stats = s.checker.stats
-        known = itertools.chain(stats.lexicon, *stats.mentions.values())
-        if any(example_form(_WORDS(text.lower())) == form for text in known):
+        known = (t.lower() for t in itertools.chain(stats.lexicon, *stats.mentions.values()))
+        words = [w for w in form if w != "#"]  # a cheap test first: the split holds thousands of mentions
+        if any(all(w in text for w in words) and example_form(_WORDS(text)) == form for text in known):
             continue
-        return f"{s.text(span)!r} is the output format's example entity, which neither the seed nor the split has"
+        return (f"{s.text(span)!r} is an entity the output format prompt marks in its example, and neither the seed "
+                "nor the split has one")
     return None
 
 
 _WORDS = re.compile(r"\w+|[^\w\s]").findall
-_NUMERAL = re.compile(r"\d+|[ivx]+")  # a number, arabic or roman ("type II diabetes")
+_NUMERAL = re.compile(r"\d+|x{0,3}(ix|iv|v?i{0,3})")  # a number, arabic or roman up to 39 ("type II diabetes")
 
 
 def example_form(words: Sequence[str]) -> tuple[str, ...]:
@@ -149,14 +151,17 @@ def example_form(words: Sequence[str]) -> tuple[str, ...]:
         >>> example_form(["Type", "3", "diabetes"])
         ('type', '#', 'diabetes')
     """
-    return tuple("#" if _NUMERAL.fullmatch(w.lower()) else w.lower() for w in words)
+    return tuple("#" if w and _NUMERAL.fullmatch(w.lower()) else w.lower() for w in words)
 
 
 @cache
-def format_example_forms() -> frozenset[tuple[str, ...]]:
-    """The :func:`example_form` of every entity the output-format prompts mark in their examples (``[...](Type)``)."""
-    found = (m.group(1) for name in prompts.TEMPLATE_NAMES if name.endswith("_format")
-             for m in re.finditer(r"\[([^\]]+)\]\(\w+\)", prompts.template(name)))
+def format_example_forms(representation: str = "") -> frozenset[tuple[str, ...]]:
+    """The :func:`example_form` of every entity the output-format prompt of ``representation`` marks
+    (``[...](Type)``: its example, and the inline format's pattern "[entity words](Type)"); "" every format's."""
+    names = [n for n in prompts.TEMPLATE_NAMES if n.endswith("_format")]
+    if f"{representation}_format" in names:
+        names = [f"{representation}_format"]
+    found = (m.group(1) for name in names for m in re.finditer(r"\[([^\]]+)\]\(\w+\)", prompts.template(name)))
     return frozenset(example_form(_WORDS(text)) for text in found)
 
 

@@ -25,6 +25,7 @@ class Settings(Protocol):
     min_context: int
     atypical_share: float
     atypical_min_outside: int
+    representation: str
 
 
 class SeedFacts(NamedTuple):

@@ -45,9 +45,9 @@ slower than the plain layout's. :class:`PlainPrefill` keeps a second copy of the
 prompts and hands the KV cells to the repacked copy, which generates (``LocalLLM(plain_prefill=True)``; off by
 default: see its docstring).
 
-**Guesses checked in one decode.** With a :class:`~hf_rgda.llm.lookup.LookupDraft` (``LocalLLM(lookup="auto")``; off
-by default), llama-cpp-python's generation loop (its ``draft_model`` hook) evaluates the sampled token together with the
-tokens that followed the context's last few tokens where they stood before, with logits at each
+**Guesses checked in one decode.** With a :class:`~hf_rgda.llm.lookup.LookupDraft` (``LocalLLM(lookup="auto")``, the
+default one call at a time), llama-cpp-python's generation loop (its ``draft_model`` hook) evaluates the sampled token
+together with the tokens that followed the context's last few tokens where they stood before, with logits at each
 (``_eval_all_logits``), samples at each position in turn and drops the cells after the first guess that differs from
 its sampled token. The drafter is told each decode's width and time and how many guesses were kept.
 """

@@ -112,7 +112,7 @@ class LocalLLM(LLM):
         lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.lookup`): ``"auto"`` checks guesses taken from the
             context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
             wherever the context has a match, ``"off"`` never. Default (None): ``"auto"`` one call at a time,
-            ``"off"`` with ``parallel`` > 1 (it acts on the one-call engine). Every output token is sampled from the
+            ``"off"`` with ``parallel`` > 1 (it acts on the one-call engine) or ``grammar="in_chain"``. Every output token is sampled from the
             model's next-token distribution as without guesses, but a decode of several tokens computes it through
             another batch shape, whose sums differ (near ties fall the other way), so the tokens sampled differ and
             the option is part of the identity; with ``"auto"`` the widths follow the machine's timings, so a rerun
@@ -149,8 +149,8 @@ class LocalLLM(LLM):
                  lookup: str | None = None, parallel: int = 1) -> None:
         if grammar not in ENGINES:
             raise ConfigError(f"local backend grammar={grammar!r}: expected one of {', '.join(ENGINES)}")
-        if lookup is None:
-            lookup = "auto" if parallel == 1 else "off"
+        if lookup is None:  # the old engine (grammar in the chain) stays the engine it was, identity and all
+            lookup = "auto" if parallel == 1 and grammar == "after_sampling" else "off"
         if lookup not in LookupDraft.MODES:
             raise ConfigError(f"local backend lookup={lookup!r}: expected one of {', '.join(LookupDraft.MODES)}")
         self.lookup = lookup
