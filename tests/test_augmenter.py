@@ -82,6 +82,7 @@ def test_representation_auto_is_the_backends_own() -> None:
     assert AugmentConfig(representation="segments").for_backend(local).representation == "segments"
     assert make_aug().config.representation == "entities"  # resolved once, where the backend is known
     assert make_aug(representation="inline").config.representation == "inline"
+    assert make_aug(representation="inline").checker().representation == "inline"  # its format_example rule's prompt
     assert AugmentConfig().max_repairs is None  # likewise the repairs: none for the local model, one elsewhere
     assert (AugmentConfig().for_backend(local).max_repairs, AugmentConfig().for_backend(ScriptedLLM([])).max_repairs) == (0, 1)
     assert AugmentConfig(max_repairs=2).for_backend(local).max_repairs == 2

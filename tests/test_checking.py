@@ -606,12 +606,12 @@ def test_every_rule_fires_on_its_example(rule: Rule) -> None:
     its own rule, and a rule with a repair repairs it under salvage (the row then passes)."""
     ex = rule.example
     cand, accepted = ex.candidates()
-    Checker(ex.types, ex.stats).check(cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities,
-                                      shown=ex.shown_records())
+    Checker(ex.types, ex.stats, representation=ex.representation).check(
+        cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records())
     assert cand.reason == rule.name, cand.detail
     cand, accepted = ex.candidates()
-    Checker(ex.types, ex.stats, salvage=True).check(cand, ex.seed_record(), accepted,
-                                                    forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records())
+    Checker(ex.types, ex.stats, salvage=True, representation=ex.representation).check(
+        cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records())
     if rule.repair:
         assert cand.ok and [n.split(":")[0] for n in cand.salvaged] == [rule.name], (cand.reason, cand.salvaged)
     else:
@@ -720,15 +720,15 @@ def test_the_format_prompts_example_entity_written_back_is_rejected_unless_the_s
     """The inline format prompt marks "type 2 diabetes" in its example; the local 1.5B wrote it (and "type 3 diabetes",
     "type 4 diabetes") into up to a third of its rows. A seed, a shown sentence or the split with such an entity
     licenses it (numbers aside: a seed's "type 1 diabetes" licenses "type 2 diabetes")."""
-    from hf_rgda.checking.rules import format_example_forms
+    from hf_rgda.checking.echo import format_example_forms
 
-    assert ("type", "#", "diabetes") in format_example_forms()  # read from the prompt, not written here
+    assert ("type", "#", "diabetes") in format_example_forms("inline")  # read from the prompt, not written here
 
     def reason(seed: Seed = SEED, stats: SplitStats | None = None, shown: tuple[Seed, ...] = (),
                text: str = "The study linked BRCA1 carriers to type II diabetes in adults .",
                entity: str = "") -> str | None:
         ents = [(entity or ("type II diabetes" if "type II" in text else "type 2 diabetes"), "Disease")]
-        checker = Checker(("Disease",), stats or SplitStats())
+        checker = Checker(("Disease",), stats or SplitStats(), representation="inline")
         c = checker.check(decode(text, *ents), seed, [], forbid_seed_entities=True, shown=shown)
         return None if c.ok else c.reason
 
@@ -741,8 +741,8 @@ def test_the_format_prompts_example_entity_written_back_is_rejected_unless_the_s
     assert reason(stats=SplitStats(mentions={"Disease": ("gout", "Type 2 diabetes")})) is None  # the split has one
     assert reason(stats=SplitStats(mentions={"Disease": ("gout", "diabetes")})) == "format_example"
     assert reason(stats=SplitStats(lexicon={"type 1 diabetes": "Disease"})) is None  # its lexicon has one
-    entities = Checker(("Disease",), representation="entities")  # a prompt without a marked example: none to copy
-    assert entities.check(decode("Carriers of the allele developed type 2 diabetes early .", ("type 2 diabetes", "Disease")),
-                          SEED, [], forbid_seed_entities=True).ok
+    for representation in ("entities", ""):  # a prompt without a marked example, or prompts not known: none to copy
+        c = decode("Carriers of the allele developed type 2 diabetes early .", ("type 2 diabetes", "Disease"))
+        assert Checker(("Disease",), representation=representation).check(c, SEED, [], forbid_seed_entities=True).ok
     assert reason(text="The study linked BRCA1 carriers to type 2 diabetes mellitus in adults .",
                   entity="type 2 diabetes mellitus") is None  # another entity than the example's

@@ -42,7 +42,7 @@ class Checker:
         edge_min_count: fewest uses as the last word of a type's mentions that make the untagged word after an
             entity evidence of a cut name (``boundary_cut``).
         representation: the output format the prompts showed ("inline", "entities", "segments"), whose example's
-            entities ``format_example`` looks for; "" (default) every format's.
+            entities ``format_example`` looks for; "" (default): not known, and that rule says nothing.
         salvage: repair instead of reject where the fix is certain and local (each row's ``repair``, applied as the
             row says); each repair is listed in the candidate's ``salvaged``, and the row must still pass every rule
             afterwards.

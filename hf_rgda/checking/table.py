@@ -34,6 +34,7 @@ class Example:
     accepted: tuple[str, ...] = ()
     forbid_seed_entities: bool = True
     shown: tuple[str, ...] = ()  # other sentences of the dataset the prompt showed
+    representation: str = ""  # the output format the prompts showed (the checker's ``representation``)
 
     def seed_record(self) -> Seed:
         tokens, tags = parse_inline(self.seed)

@@ -1,0 +1,87 @@
+"""Rules for the prompt written back as content: words for the text itself (:func:`meta_text`), and an entity the
+output-format prompt marks in its example (:func:`format_example`). Both are rows of
+:data:`~hf_rgda.checking.rules.RULES`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from functools import cache
+
+from .. import prompts
+from .sentence import Sentence, seed_facts
+
+__all__ = ["example_form", "format_example", "format_example_forms", "meta_text"]
+
+
+#: words for the text itself rather than its subject: a small model told the domain ("biomedical research abstracts")
+#: and the task ("write a sentence") writes them back as content ("the sentence describes ...")
+#: ("text", "passage", "paragraph" left out: a contract's "the passage of time", "paragraph (a) of Section 5")
+_META_WORDS = frozenset(["sentence", "sentences", "abstract", "abstracts", "excerpt", "excerpts"])
+
+
+def meta_text(s: Sentence) -> str | None:
+    context = s.checker.stats.context_words
+    if not context:  # without the split's statistics no word is known to be rare there
+        return None
+    for i, word in enumerate(s.low):
+        if word in _META_WORDS and word not in s.of_seed.counts and s.tags[i] == "O" and (
+                context.get(word, 0) + context.get(word.capitalize(), 0) == 0):
+            return (f"{s.tokens[i]!r} speaks of the text itself, a word the split (almost) never uses outside "
+                    "entities: the prompt written back as content")
+    return None
+
+
+def format_example(s: Sentence) -> str | None:
+    """An entity that is the output-format prompt's example entity, its numbers aside ("type 3 diabetes" for the
+    inline format's "type 2 diabetes"), where neither the seed, a sentence the prompt showed nor the split has such
+    an entity: the prompt's example written back as a row (the local 1.5B did in up to a third of its rows; the
+    silver tagger scores them right, being a real disease name)."""
+    examples = format_example_forms(s.checker.representation)
+    for span in s.spans:
+        form = example_form(s.low[span.start : span.end])
+        if form not in examples:
+            continue
+        if any(example_form(m) == form for seed in (s.seed, *s.shown) for m in seed_facts(seed).mention_words):
+            continue
+        stats = s.checker.stats
+        known = (t.lower() for t in itertools.chain(stats.lexicon, *stats.mentions.values()))
+        words = [w for w in form if w != "#"]  # a cheap test first: the split holds thousands of mentions
+        if any(all(w in text for w in words) and example_form(_WORDS(text)) == form for text in known):
+            continue
+        return (f"{s.text(span)!r} is an entity the output format prompt marks in its example, and neither the seed "
+                "nor the split has one")
+    return None
+
+
+_WORDS = re.compile(r"\w+|[^\w\s]").findall
+_NUMERAL = re.compile(r"\d+|x{0,3}(ix|iv|v?i{0,3})")  # a number, arabic or roman up to 39 ("type II diabetes")
+
+
+def example_form(words: Sequence[str]) -> tuple[str, ...]:
+    """Lower-cased words with every number as ``#``: the form in which a row's entity is compared with the format
+    prompts' example entities.
+
+    Example:
+        >>> example_form(["Type", "3", "diabetes"])
+        ('type', '#', 'diabetes')
+    """
+    return tuple("#" if w and _NUMERAL.fullmatch(w.lower()) else w.lower() for w in words)
+
+
+@cache
+def format_example_forms(representation: str = "") -> frozenset[tuple[str, ...]]:
+    """The :func:`example_form` of every entity the output-format prompt of ``representation`` marks
+    (``[...](Type)``: its example, and the inline format's pattern "[entity words](Type)"); none for a
+    representation without such a prompt ("": the checker was not told what the prompts showed).
+
+    Example:
+        >>> sorted(format_example_forms("inline")), format_example_forms("entities"), format_example_forms("")
+        ([('entity', 'words'), ('type', '#', 'diabetes')], frozenset(), frozenset())
+    """
+    name = f"{representation}_format"
+    if name not in prompts.TEMPLATE_NAMES:
+        return frozenset()
+    return frozenset(example_form(_WORDS(m.group(1))) for m in re.finditer(r"\[([^\]]+)\]\(\w+\)", prompts.template(name)))
