@@ -726,14 +726,14 @@ def test_the_format_prompts_example_entity_written_back_is_rejected_unless_the_s
 
     def reason(seed: Seed = SEED, stats: SplitStats | None = None, shown: tuple[Seed, ...] = (),
                text: str = "The study linked BRCA1 carriers to type II diabetes in adults .",
-               entity: str = "") -> str | None:
-        ents = [(entity or ("type II diabetes" if "type II" in text else "type 2 diabetes"), "Disease")]
+               entity: str = "type II diabetes") -> str | None:
         checker = Checker(("Disease",), stats or SplitStats(), representation="inline")
-        c = checker.check(decode(text, *ents), seed, [], forbid_seed_entities=True, shown=shown)
+        c = checker.check(decode(text, (entity, "Disease")), seed, [], forbid_seed_entities=True, shown=shown)
         return None if c.ok else c.reason
 
     assert reason() == "format_example"  # a roman numeral is a number too
-    assert reason(text="Carriers of the allele developed type 2 diabetes early .") == "format_example"
+    assert reason(text="Carriers of the allele developed type 2 diabetes early .", entity="type 2 diabetes") == (
+        "format_example")
     with_t1 = Seed("t1", ("Insulin", "loss", "causes", "type", "1", "diabetes", "."),
                    ("O", "O", "O", "B-Disease", "I-Disease", "I-Disease", "O"))
     assert reason(with_t1) is None  # the seed has one

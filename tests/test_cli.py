@@ -149,6 +149,7 @@ def test_config_options_are_generated_from_the_dataclasses(tmp_path: Path, capsy
 
 
 def test_local_model_options_reach_the_local_backend_and_are_refused_for_a_remote_one(tmp_path: Path, capsys) -> None:
+    from hf_rgda import RGDAError
     from hf_rgda.cli import _llm_options, _parser
 
     def opts(*argv: str) -> dict[str, object]:
@@ -158,7 +159,7 @@ def test_local_model_options_reach_the_local_backend_and_are_refused_for_a_remot
     assert opts(local, "--lookup", "off", "--parallel", "2") == {"base_url": None, "lookup": "off", "parallel": 2}
     assert "lookup" not in opts(local) and "parallel" not in opts(local)  # the backend's own defaults
     for flag, value in (("--lookup", "off"), ("--parallel", "2")):
-        with pytest.raises(Exception, match=f"{flag} is the local model's option"):
+        with pytest.raises(RGDAError, match=f"{flag} is the local model's option"):
             opts("--llm=openai:gpt-4o-mini", flag, value)
     with pytest.raises(SystemExit):
         opts(local, "--lookup", "sometimes")

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from functools import cache
 
 from .. import prompts
+from ..tags import parse_inline, tags_to_spans, tokenize
 from .sentence import Sentence, seed_facts
 
 __all__ = ["example_form", "format_example", "format_example_forms", "meta_text"]
@@ -49,14 +50,14 @@ def format_example(s: Sentence) -> str | None:
         stats = s.checker.stats
         known = (t.lower() for t in itertools.chain(stats.lexicon, *stats.mentions.values()))
         words = [w for w in form if w != "#"]  # a cheap test first: the split holds thousands of mentions
-        if any(all(w in text for w in words) and example_form(_WORDS(text)) == form for text in known):
+        if any(all(w in text for w in words) and example_form(tokenize(text, split_hyphens=True)) == form
+               for text in known):
             continue
         return (f"{s.text(span)!r} is an entity the output format prompt marks in its example, and neither the seed "
                 "nor the split has one")
     return None
 
 
-_WORDS = re.compile(r"\w+|[^\w\s]").findall
 _NUMERAL = re.compile(r"\d+|x{0,3}(ix|iv|v?i{0,3})")  # a number, arabic or roman up to 39 ("type II diabetes")
 
 
@@ -84,4 +85,5 @@ def format_example_forms(representation: str = "") -> frozenset[tuple[str, ...]]
     name = f"{representation}_format"
     if name not in prompts.TEMPLATE_NAMES:
         return frozenset()
-    return frozenset(example_form(_WORDS(m.group(1))) for m in re.finditer(r"\[([^\]]+)\]\(\w+\)", prompts.template(name)))
+    tokens, tags = parse_inline(prompts.template(name))  # the prompt read as a marked sentence: its marks are entities
+    return frozenset(example_form(tokens[span.start : span.end]) for span in tags_to_spans(tags))

@@ -112,10 +112,10 @@ class LocalLLM(LLM):
         lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.lookup`): ``"auto"`` checks guesses taken from the
             context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
             wherever the context has a match, ``"off"`` never. Default (None): ``"auto"`` one call at a time,
-            ``"off"`` with ``parallel`` > 1 (it acts on the one-call engine) or ``grammar="in_chain"``. Every output token is sampled from the
-            model's next-token distribution as without guesses, but a decode of several tokens computes it through
-            another batch shape, whose sums differ (near ties fall the other way), so the tokens sampled differ and
-            the option is part of the identity; with ``"auto"`` the widths follow the machine's timings, so a rerun
+            ``"off"`` with ``parallel`` > 1 (it acts on the one-call engine) or ``grammar="in_chain"``. Every
+            output token is sampled from the model's next-token distribution as without guesses, but a decode of
+            several tokens computes it through another batch shape, whose sums differ (near ties fall the other
+            way), so the tokens sampled differ and the option is part of the identity; with ``"auto"`` the widths follow the machine's timings, so a rerun
             on a fresh cache is not reproducible token for token (the response cache keeps the first answers, so a
             resumed run is consistent; ``"off"`` reproduces). On by default: on the Xeon of benchmarks/README.md
             ``"auto"`` brings the README's main command from 171.1 s to 134.0 s of LLM time and took 9% off an
