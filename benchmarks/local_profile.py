@@ -50,6 +50,8 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
                                  ("plain_prefill", args.plain_prefill), ("lookup", args.lookup),
                                  ("parallel", args.parallel)) if v is not None}
     llm = LocalLLM(DEFAULT_LLM.split(":", 1)[1], **options)
+    if args.lookup_max_tokens is not None and getattr(llm._load(), "lookup", None) is not None:
+        llm._llama.lookup.max_tokens = args.lookup_max_tokens
     calls: list[dict[str, Any]] = []
     chat = llm._chat
 
@@ -165,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="prompts on a plain-layout copy of the weights (default: the backend's default)")
     p.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
                    help="the local backend's prompt-lookup drafting (default: the backend's default)")
+    p.add_argument("--lookup-max-tokens", type=int, default=None,
+                   help="the most guesses prompt-lookup drafting checks in one decode (default: the drafter's default)")
     p.add_argument("--parallel", type=int, default=None,
                    help="the local backend's parallel slots (default: the backend's default, 1)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile.json")

@@ -29,7 +29,7 @@ from . import prompts
 from ._exceptions import ParseError
 from .cache import ResponseCache, cache_key, option_probs_key
 from .checking import complete_items, parse_json
-from .checking.rules import text_loops
+from .checking.decode import copies_item, text_loops
 from .config import AugmentConfig
 from .llm.base import LLM, Completion, OptionProbs
 from .messages import Messages, follow_up
@@ -55,13 +55,15 @@ def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
 
 
 class Partial(dict):  # type: ignore[type-arg]
-    """A list answer that stopped inside an item (``max_tokens`` reached, or the local engine ended a loop): its
-    complete items (none when it looped inside the first), in :attr:`cut_off` the text of the item it stopped in,
-    and in :attr:`looped` whether that text loops (:func:`~hf_rgda.checking.rules.text_loops`)."""
+    """A list answer that stopped inside an item (``max_tokens`` reached, or the local engine ended a loop or a copy
+    of the answer's own words): its complete items (none when it looped inside the first), in :attr:`cut_off` the
+    text of the item it stopped in, in :attr:`looped` whether that text loops
+    (:func:`~hf_rgda.checking.decode.text_loops`) and in :attr:`copied` whether it ends copying a complete item
+    (:func:`~hf_rgda.checking.decode.copies_item`)."""
 
-    def __init__(self, key: str, items: list[Any], cut_off: str, looped: bool = False) -> None:
+    def __init__(self, key: str, items: list[Any], cut_off: str, looped: bool = False, copied: bool = False) -> None:
         super().__init__({key: items})
-        self.cut_off, self.looped = cut_off, looped
+        self.cut_off, self.looped, self.copied = cut_off, looped, copied
 
 
 class CallInfo(NamedTuple):
@@ -158,10 +160,11 @@ class Caller:
         except ParseError as err:
             items, cut = complete_items(text, partial) if partial else ([], "")
             looped = bool(cut) and text_loops(cut)
+            copied = bool(cut) and not looped and copies_item(cut, items)
             if items or looped:  # a looping model asked again mostly loops again
                 log.info("%s: the answer stopped inside item %d (%s); %d complete ones kept", stage, len(items) + 1,
-                         "a loop" if looped else "cut", len(items))
-                return Partial(partial or "", items, cut, looped), text
+                         "a loop" if looped else "a copy" if copied else "cut", len(items))
+                return Partial(partial or "", items, cut, looped, copied), text
             params = self._params(r, stage, f"{salt}/json", judge)
             text = await self._complete(r, CallInfo(stage, f"{salt}/json"), reask_messages(messages, text, err), schema,
                                         params, rnd, llm)

@@ -13,10 +13,11 @@ import pytest
 from hf_rgda import load_llm
 from hf_rgda._exceptions import ConfigError
 from hf_rgda.checking import complete_items
-from hf_rgda.checking.rules import text_loops
-from hf_rgda.llm.engine import ENGINES, KVState, KVStates, cpu_backend, cpu_variants, load_cpu_backends, loops
+from hf_rgda.checking.decode import text_loops
+from hf_rgda.llm.engine import ENGINES, KVState, KVStates, cpu_backend, cpu_variants, load_cpu_backends
 from hf_rgda.llm.local import LocalLLM
 from hf_rgda.llm.lookup import LookupDraft, lookup
+from hf_rgda.llm.stops import SelfCopy, loops
 from hf_rgda.schemas import sentences_schema
 
 from .test_local_integration import TINY, needs_tiny
@@ -112,6 +113,17 @@ def test_a_loop_is_a_short_cycle_repeated_over_enough_tokens() -> None:
     assert loops([9] * 24) and not loops([9] * 23)  # one token: 24 times
     assert not loops(list(range(100))) and not loops([1, 2] * 3 + list(range(30)))
     assert loops(list(range(16)) * 4) and not loops(list(range(17)) * 4)  # periods up to 16 tokens
+
+
+def test_a_self_copy_is_48_tokens_written_again_in_order() -> None:
+    sentence = list(range(100, 160))  # one item of 60 tokens
+    fed = SelfCopy()
+    answer = sentence + sentence
+    ended = [n for n in range(1, len(answer) + 1) if fed(answer[:n])]
+    assert ended[0] == 60 + 48  # the second copy's 48th token
+    fed = SelfCopy()  # a shared phrase of 47 tokens is no copy, nor are tokens the answer had not written itself
+    answer = sentence + [7] + sentence[:47] + [8] + list(range(300, 400))
+    assert not any(fed(answer[:n]) for n in range(1, len(answer) + 1))
 
 
 def test_kv_states_option_is_checked_and_not_part_of_the_identity() -> None:

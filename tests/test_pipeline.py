@@ -8,7 +8,7 @@ import pytest
 from hf_rgda import AugmentConfig, ScriptedLLM
 from hf_rgda.cache import ResponseCache
 from hf_rgda.checking import Checker, complete_items
-from hf_rgda.checking.rules import text_loops
+from hf_rgda.checking.decode import copies_item, text_loops
 from hf_rgda.pipeline import Pipeline
 from hf_rgda.records import Seed
 from hf_rgda.schemas import GR_RUBRIC, guidance_schema, judge_schema, sentences_schema
@@ -265,6 +265,35 @@ def test_an_answer_cut_at_max_tokens_keeps_its_complete_sentences() -> None:
     assert cut[0][1].raw == '{"text": "Inherited PTEN var' and "max_tokens is 768" in cut[0][1].detail
     assert [s for s, n in asked].count("seed_generation") == 1  # no re-ask for valid JSON
     assert ("repair", 4) in asked  # the composer's repair asked for the missing two
+
+
+def test_an_answer_ended_copying_itself_keeps_its_sentences_and_names_the_copy() -> None:
+    """The local engine ends an answer that writes one of its sentences again word for word (``SelfCopy``): the
+    complete sentences are kept without a re-ask, and the cut one is rejected as a ``duplicate``, not as a cut at
+    ``max_tokens``."""
+    world, asked = FakeWorld(), []
+
+    def handler(messages, schema, params):
+        stage = stage_of(list(messages))
+        asked.append(stage)
+        answer = world(messages, schema, params)
+        if stage == "seed_generation":
+            first = answer["sentences"][0]
+            words = first["text"].split()
+            assert len(words) >= 8
+            return json.dumps({"sentences": [first]})[:-2] + ', {"text": "' + " ".join(words[:8])
+        return answer
+
+    pipe = Pipeline(AugmentConfig(method="gda"), ScriptedLLM(handler), Checker(("Disease",)))
+    [r] = asyncio.run(pipe.run(SEEDS[:1]))
+    assert not r.failure and asked.count("seed_generation") == 1 and r.accepted
+    [c] = [c for s, c in r.rejected if s == "seed_generation"]
+    assert c.reason == "duplicate" and "copies an earlier one" in c.detail and "max_tokens" not in c.detail
+    # the same cut with other words is a cut at max_tokens, and a shared phrase shorter than 8 words is no copy
+    first = {"text": "Mutations of the BRCA1 gene raise the risk of breast cancer ."}
+    assert copies_item('{"text": "We saw that mutations of the BRCA1 gene raise the risk', [first])
+    assert not copies_item('{"text": "Mutations of the BRCA1 gene raise the', [first])
+    assert not copies_item('{"text": "Mutations of the BRCA1 gene can raise the risk of', [first])
 
 
 def test_an_answer_ended_in_a_loop_inside_its_first_sentence_is_not_asked_again() -> None:

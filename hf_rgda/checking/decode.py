@@ -24,8 +24,9 @@ from typing import Any
 from .._exceptions import ParseError, SchemaError
 from ..records import Candidate
 from ..tags import Span, spans_to_tags, tokenize
+from .rules import repeats_phrase
 
-__all__ = ["complete_items", "decode_sentence", "parse_json"]
+__all__ = ["complete_items", "copies_item", "decode_sentence", "parse_json", "text_loops"]
 
 
 def parse_json(text: str) -> Any:
@@ -74,6 +75,48 @@ def complete_items(text: str, key: str = "sentences") -> tuple[list[Any], str]:
 
 
 _SKIP = re.compile(r"[\s,]*").match
+
+
+def text_loops(text: str) -> bool:
+    """:func:`~hf_rgda.checking.rules.looping` on the text of a JSON item cut short (its words, lower-cased, without the item's keys, which
+    every piece repeats): whether the answer stopped inside it in a loop.
+
+    Example:
+        >>> text_loops('{"text": "Gout is linked to [Disease](Disease), [Disease](Disease), [Disease](Disease)')
+        True
+        >>> text_loops('{"text": "BRCA1", "type": "Gene"}, {"text": " and ", "type": "O"}, {"text": "TP53", "type"')
+        False
+    """
+    return repeats_phrase(_item_words(text))
+
+
+def copies_item(text: str, items: Sequence[Any]) -> bool:
+    """Whether the JSON item cut short in ``text`` ends in 8 words of one of the answer's complete ``items``, in
+    their order: the answer stopped while copying itself (the local engine stops such an answer:
+    :class:`~hf_rgda.llm.stops.SelfCopy`).
+
+    Example:
+        >>> items = [{"text": "Both parents carry the Bf gene linked with HL - A ."}]
+        >>> copies_item('{"text": "Both parents carry the Bf gene linked with', items)
+        True
+        >>> copies_item('{"text": "Both parents carry the gene', items)
+        False
+    """
+    tail = _item_words(text)[-8:]
+    if len(tail) < 8:
+        return False
+    for item in items:
+        words = _item_words(json.dumps(item, ensure_ascii=False))
+        if any(words[i : i + 8] == tail for i in range(len(words) - 7)):
+            return True
+    return False
+
+
+def _item_words(text: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[^\W_]+", _JSON_KEY("", text))]
+
+
+_JSON_KEY = re.compile(r'"\w+"\s*:').sub
 
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]|\\[uU][dD][89a-fA-F]")  # a surrogate, or a JSON escape of one

@@ -38,7 +38,7 @@ from .stutter import keep_one_copy, stutter
 from .table import Example, Finding, Repair, Rule, first_failure
 
 __all__ = ["LOOPING", "RULES", "UNTAG_RULES", "Example", "Finding", "Repair", "Rule", "first_failure",
-           "keep_one_sentence", "known_untagged", "repeats_phrase", "sentence_breaks", "tag_known", "text_loops", "untag"]
+           "keep_one_sentence", "known_untagged", "repeats_phrase", "sentence_breaks", "tag_known", "untag"]
 
 
 # ---------------------------------------------------------------- sentence rules
@@ -167,22 +167,6 @@ def repeats_phrase(words: Sequence[str]) -> bool:
         if len(set(grams)) < len(grams) and max(Counter(grams).values()) >= times:  # counted only if one repeats
             return True
     return False
-
-
-def text_loops(text: str) -> bool:
-    """:func:`looping` on the text of a JSON item cut short (its words, lower-cased, without the item's keys, which
-    every piece repeats): whether the answer stopped inside it in a loop.
-
-    Example:
-        >>> text_loops('{"text": "Gout is linked to [Disease](Disease), [Disease](Disease), [Disease](Disease)')
-        True
-        >>> text_loops('{"text": "BRCA1", "type": "Gene"}, {"text": " and ", "type": "O"}, {"text": "TP53", "type"')
-        False
-    """
-    return repeats_phrase([w.lower() for w in re.findall(r"[^\W_]+", _JSON_KEY("", text))])
-
-
-_JSON_KEY = re.compile(r'"\w+"\s*:').sub
 
 
 def self_coordinated(s: Sentence) -> str | None:

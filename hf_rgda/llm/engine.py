@@ -66,6 +66,7 @@ from typing import Any
 from .kvstates import KVState, KVStates, common_prefix
 from .lookup import LookupDraft
 from .prefill import PlainPrefill, bytes_pointer
+from .stops import SelfCopy, loops
 
 __all__ = ["ENGINES", "GrammarAfterSampling", "KVStates", "PlainPrefill", "common_prefix", "cpu_backend", "cpu_variants",
            "load_cpu_backends", "load_cpu_variant", "make_llama"]
@@ -166,31 +167,12 @@ def cpu_backend() -> dict[str, Any]:
             "system_info": llama_cpp.llama_print_system_info().decode(errors="replace")}
 
 
-def loops(tokens: Sequence[int], max_period: int = 16, repeats: int = 4, min_tokens: int = 24) -> bool:
-    """Whether ``tokens`` end in a loop: one cycle of 1 to ``max_period`` tokens repeated ``repeats`` times, over at
-    least ``min_tokens`` tokens. A small model that falls into "[Disease](Disease), [Disease](Disease), ..." writes on
-    until its item closes or ``max_tokens`` runs out, and all of it is rejected later (the checker's ``looping`` and
-    ``malformed``; one seed's 349 tokens in the main command's profile). Prose and JSON do not repeat a cycle that
-    exactly: the items of an entity list differ in their texts.
-
-    Example:
-        >>> loops([7, 1, 2, 3] * 8), loops(list(range(40)))
-        (True, False)
-    """
-    for period in range(1, max_period + 1):
-        length = period * max(repeats, -(-min_tokens // period))
-        if len(tokens) < length:  # not monotonic in the period (5 needs 25 tokens, 6 needs 24)
-            continue
-        if tokens[len(tokens) - length + period :] == tokens[len(tokens) - length : len(tokens) - period]:
-            return True
-    return False
-
-
 class GrammarAfterSampling:
     """llama.cpp's grammar-based rejection sampling: a drop-in for llama-cpp-python's ``LlamaSampler`` in
     ``Llama.sample`` (``.sample(ctx, idx)`` samples *and* accepts, like ``llama_sampler_sample``). It also ends an
-    answer caught in a loop (:func:`loops`), returning the end-of-generation token instead of the next cycle's
-    (``looped`` says it did); the cut answer is read as one cut at ``max_tokens`` (:meth:`hf_rgda.calls.Caller.ask`).
+    answer caught in a loop (:func:`~hf_rgda.llm.stops.loops`) or copying itself
+    (:class:`~hf_rgda.llm.stops.SelfCopy`), returning the end-of-generation token instead of the next one (``looped``
+    says it did); the cut answer is read as one cut at ``max_tokens`` (:meth:`hf_rgda.calls.Caller.ask`).
 
     Args:
         chain: the sampler chain without the grammar (a llama-cpp-python ``LlamaSampler``; it is kept alive here).
@@ -218,7 +200,8 @@ class GrammarAfterSampling:
         eos = int(llama_cpp.llama_vocab_eos(vocab))
         self._eos = eos if eos >= 0 else int(llama_cpp.llama_vocab_eot(vocab))  # < 0: no loop is ended
         self._history: list[int] = []
-        self.looped = False  # the answer was ended in a loop (:func:`loops`)
+        self._copy = SelfCopy()
+        self.looped = False  # the answer was ended in a loop or a copy of itself (see hf_rgda.llm.stops)
 
     def _fill(self, ctx: Any, idx: int) -> Any:
         import numpy as np
@@ -252,7 +235,8 @@ class GrammarAfterSampling:
                 raise RuntimeError("the grammar allows no token here")
             token = int(arr.data[arr.selected].id)
         self._history.append(token)
-        if self._eos >= 0 and loops(self._history):  # ended here: the answer is read as one cut at max_tokens (Caller.ask)
+        # ended here: the answer is read as one cut at max_tokens (Caller.ask)
+        if self._eos >= 0 and (loops(self._history) or self._copy(self._history)):
             self.looped = True
             return self._eos
         self._c.llama_sampler_accept(self.grammar, token)

@@ -60,7 +60,10 @@ class LookupDraft:
     where its own measurements say it pays.
 
     Args:
-        max_tokens: the most guesses checked in one decode.
+        max_tokens: the most guesses checked in one decode. Past two tokens a decode's width costs little on the
+            Xeon (9 tokens: 1.9 single decodes, 5 tokens: 1.7), and the answers copy runs longer than 4 tokens (a
+            row's unchanged words): 8 checks 7% fewer decodes than 4 in the main command
+            (``benchmarks/README.md``, session 31).
         mode: ``"auto"`` (guess as many tokens as the measurements favour, none included), ``"always"`` (guess up to
             ``max_tokens`` wherever the context has a match; for measurements), or ``"off"``.
         explore: every this many-th chance to guess tries a width the measurements have not favoured, so a figure
@@ -71,7 +74,7 @@ class LookupDraft:
 
     MODES = ("auto", "always", "off")
 
-    def __init__(self, max_tokens: int = 4, mode: str = "auto", explore: int = 16) -> None:
+    def __init__(self, max_tokens: int = 8, mode: str = "auto", explore: int = 16) -> None:
         if mode not in self.MODES:
             raise ValueError(f"lookup mode {mode!r}: expected one of {', '.join(self.MODES)}")
         if max_tokens < 1:

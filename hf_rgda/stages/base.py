@@ -82,6 +82,9 @@ class Run:
             cut = Candidate(raw=data.cut_off)
             if data.looped:
                 cut.reject("looping", f"{LOOPING}; the answer stopped inside it")
+            elif data.copied:
+                cut.reject("duplicate", "the answer stopped inside this sentence, which copies an earlier one of the "
+                                        "same answer word for word")
             else:
                 cut.reject("cut_off", f"the answer broke off inside this sentence (max_tokens is {self.config.max_tokens})")
             r.rejected.append((stage, cut))

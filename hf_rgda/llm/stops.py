@@ -1,0 +1,59 @@
+"""When the local engine ends an answer early: a short cycle of tokens repeated (:func:`loops`) or the answer's
+own tokens written again (:class:`SelfCopy`). :class:`~hf_rgda.llm.engine.GrammarAfterSampling` asks both after every
+token it samples and returns the end-of-generation token when either says yes; the caller reads the answer as one
+cut at ``max_tokens`` and keeps its complete items (:meth:`hf_rgda.calls.Caller.ask`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["SelfCopy", "loops"]
+
+
+def loops(tokens: Sequence[int], max_period: int = 16, repeats: int = 4, min_tokens: int = 24) -> bool:
+    """Whether ``tokens`` end in a loop: one cycle of 1 to ``max_period`` tokens repeated ``repeats`` times, over at
+    least ``min_tokens`` tokens. A small model that falls into "[Disease](Disease), [Disease](Disease), ..." writes on
+    until its item closes or ``max_tokens`` runs out, and all of it is rejected later (the checker's ``looping`` and
+    ``malformed``; one seed's 349 tokens in the main command's profile). Prose and JSON do not repeat a cycle that
+    exactly: the items of an entity list differ in their texts.
+
+    Example:
+        >>> loops([7, 1, 2, 3] * 8), loops(list(range(40)))
+        (True, False)
+    """
+    for period in range(1, max_period + 1):
+        length = period * max(repeats, -(-min_tokens // period))
+        if len(tokens) < length:  # not monotonic in the period (5 needs 25 tokens, 6 needs 24)
+            continue
+        if tokens[len(tokens) - length + period :] == tokens[len(tokens) - length : len(tokens) - period]:
+            return True
+    return False
+
+
+class SelfCopy:
+    """Whether an answer has begun to copy itself: fed the answer's tokens one at a time, it says whether the last
+    ``min_tokens`` stand earlier in the answer in the same order. A small model that has written one sentence may
+    write it again word for word, each next item a copy of the last (a seed generation of the main command's
+    profile: three copies of one sentence, 301 tokens); every copy is rejected later as a duplicate, and prompt
+    lookup makes it cheap but not free. Sentences that share a phrase share far fewer tokens: 48 tokens are some 30
+    words of a sentence written inline, 20 written as JSON segments.
+
+    Example:
+        >>> copy, answer = SelfCopy(4), [5, 6, 7, 8, 9, 5, 6, 7, 8]
+        >>> [copy(answer[:n]) for n in range(1, len(answer) + 1)]
+        [False, False, False, False, False, False, False, False, True]
+    """
+
+    def __init__(self, min_tokens: int = 48) -> None:
+        self.min_tokens = min_tokens
+        self._seen: set[tuple[int, ...]] = set()
+
+    def __call__(self, tokens: Sequence[int]) -> bool:
+        if len(tokens) < self.min_tokens:
+            return False
+        gram = tuple(tokens[len(tokens) - self.min_tokens :])
+        if gram in self._seen:
+            return True
+        self._seen.add(gram)
+        return False
