@@ -21,7 +21,7 @@ from hf_rgda.records import seed_key
 from hf_rgda.tags import to_tag_names
 
 __all__ = ["DATA_DIR", "DOMAINS", "MAIN_COMMAND_DOMAIN", "ROOT", "Sentence", "add_cpu_module", "command", "commit",
-           "composer_tokens", "header", "llama_context", "load", "machine", "parser", "seed_key", "sentences",
+           "composer_tokens", "decode_probe", "header", "llama_context", "load", "machine", "parser", "seed_key", "sentences",
            "use_cpu_module"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,6 +119,40 @@ def composer_tokens(model: Any, n: int) -> list[int]:
     text = (ROOT / "hf_rgda" / "prompts" / "composer.md").read_text(encoding="utf-8").encode()
     ids = (L.llama_token * 4096)()
     return list(ids[: L.llama_tokenize(vocab, text, len(text), ids, 4096, True, True)])[:n]
+
+
+def decode_probe(reps: int = 9, widths: Sequence[int] = (1, 9)) -> dict[str, Any]:
+    """What a decode of the embedded default model costs on this machine now: the median seconds of a decode of
+    ``widths`` tokens after a 300-token prompt (the library's prompt texts), through the local backend's own engine (its kernels, and logits at
+    every position as its prompt-lookup checks). The host of this project's machines is shared, and the same engine's
+    one-token decode has taken from 0.068 s to 0.114 s on the same idle machine within one hour; a single timing
+    such as the main command's is read against this one, taken right after it."""
+    import statistics
+    import time
+
+    from hf_rgda import DEFAULT_LLM
+    from hf_rgda.llm.local import LocalLLM
+
+    llama = LocalLLM(DEFAULT_LLM.split(":", 1)[1], lookup="always", kv_states_mb=0)._load()
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "hf_rgda" / "prompts").glob("*.md")))
+    tokens = llama.tokenize(text.encode())[: 300 + max(widths)]
+    if len(tokens) < 300 + max(widths):
+        raise RuntimeError(f"the prompts make {len(tokens)} tokens, fewer than the probe's {300 + max(widths)}")
+    llama.reset()
+    llama.eval(tokens[:300])
+    base, seconds = llama.n_tokens, {w: [] for w in widths}
+    for _ in range(reps):
+        for w in widths:
+            llama._ctx.kv_cache_seq_rm(-1, base, -1)
+            llama.n_tokens = base
+            start = time.perf_counter()
+            if w == 1:
+                llama._eval_prompt(tokens[300:301])
+            else:
+                llama._eval_all_logits(tokens[300 : 300 + w])
+            seconds[w].append(time.perf_counter() - start)
+    return {"reps": reps, "prompt_tokens": base,
+            "median_seconds_by_width": {w: round(statistics.median(v), 4) for w, v in seconds.items()}}
 
 
 def load(data_dir: Path, name: str) -> Any:

@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile.json")
     add_cpu_module(p)
     args = p.parse_args(argv)
+    if args.lookup_max_tokens is not None and (args.lookup_max_tokens < 1 or args.lookup == "off"
+                                               or (args.parallel or 1) > 1):
+        p.error("--lookup-max-tokens needs 1 or more, with prompt lookup on (not --lookup off, not --parallel > 1)")
     use_cpu_module(args)
     if args.plain_prefill is not None:
         args.plain_prefill = args.plain_prefill == "on"

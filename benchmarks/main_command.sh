@@ -2,7 +2,8 @@
 # The README's main command as a new user runs it: a fresh clone of this checkout's HEAD beside ../shared, the
 # README's set-up then the augment command, each timed, with an empty response cache and datasets cache (a new user
 # has neither; pip's wheel cache and the Hugging Face model cache are what the machine has). Writes benchmarks/results/main_command.json
-# (times, commit, machine, the run's summary.json) and prints the accepted rows.
+# (times, commit, machine, the run's summary.json, and what a decode cost right after: benchmarks.common.decode_probe)
+# and prints the accepted rows.
 #
 #   bash benchmarks/main_command.sh            # clones into ../hf_rgda_fresh (removed first)
 set -euo pipefail
@@ -29,6 +30,13 @@ result = {"command": "bash benchmarks/main_command.sh", "commit": subprocess.che
           "setup_s": setup_s, "main_s": main_s, "rows": [format_inline(r["tokens"], r["ner_tags"]) for r in rows],
           "summary": json.load(open("out/ncbi-rgda/summary.json"))}
 open(out, "w").write(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-print(f"setup {setup_s} s, main command {main_s} s, {len(rows)} rows:")
+try:  # the host's speed right after the run: a slow hour shows here
+    from benchmarks.common import decode_probe
+    result["decode_probe_after"] = decode_probe()
+except Exception as err:  # the run's own figures are written already
+    result["decode_probe_after"] = {"error": f"{type(err).__name__}: {err}"}
+open(out, "w").write(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+print(f"setup {setup_s} s, main command {main_s} s ({result['summary']['summary']['llm_seconds']} s of LLM time), "
+      f"a decode right after (seconds by width): {result['decode_probe_after']}; {len(rows)} rows:")
 print("\n".join(result["rows"]))
 PY

@@ -144,7 +144,7 @@ class Caller:
             rnd: the judge or debate round the call is counted under (default: ``salt`` when it is a number).
             llm: the backend to ask (default: the run's).
             partial: the answer is ``{partial: [items]}``: one that stops inside an item (``max_tokens`` reached,
-                or the local engine ended a loop) keeps its complete items, returned as a :class:`Partial`, instead
+                or the local engine ended a loop or a copy of itself) keeps its complete items, returned as a :class:`Partial`, instead
                 of being asked again; so does one that stops in a loop inside its first item (with no items).
 
         Raises:

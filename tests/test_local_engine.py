@@ -14,11 +14,12 @@ from hf_rgda import load_llm
 from hf_rgda._exceptions import ConfigError
 from hf_rgda.checking import complete_items
 from hf_rgda.checking.decode import text_loops
+from hf_rgda.llm.base import Usage
 from hf_rgda.llm.engine import ENGINES, KVState, KVStates, cpu_backend, cpu_variants, load_cpu_backends
 from hf_rgda.llm.local import LocalLLM
 from hf_rgda.llm.lookup import LookupDraft, lookup
-from hf_rgda.llm.stops import SelfCopy, loops
-from hf_rgda.schemas import sentences_schema
+from hf_rgda.llm.stops import SELF_COPY_TOKENS, SelfCopy, loops
+from hf_rgda.schemas import guidance_schema, sentences_schema
 
 from .test_local_integration import TINY, needs_tiny
 
@@ -126,7 +127,23 @@ def test_a_self_copy_is_48_tokens_written_again_in_order() -> None:
     assert not any(fed(answer[:n]) for n in range(1, len(answer) + 1))
 
 
-def test_kv_states_option_is_checked_and_not_part_of_the_identity() -> None:
+def test_only_a_list_of_sentences_is_ended_at_a_copy_of_itself() -> None:
+    """The local backend asks its engine to end an answer copying itself only for a list of inline sentences: an
+    entity list, typed segments, a guidance or a review repeats runs of tokens legitimately."""
+    llm, asked = LocalLLM("a/b/c.gguf"), []
+
+    def chat(messages, stop_copies=0, **kwargs):
+        asked.append(stop_copies)
+        return {"choices": [{"message": {"content": "{}"}}]}, Usage(1, 1, 0), 0.0
+
+    llm._chat = chat
+    for schema in [sentences_schema(("Disease",), 3, r) for r in ("inline", "entities", "segments")] + [
+            guidance_schema(("Disease",)), None]:
+        llm._run([{"role": "user", "content": "hi"}], schema, {})
+    assert asked == [SELF_COPY_TOKENS, 0, 0, 0, 0] and SELF_COPY_TOKENS == 48
+
+
+
     with pytest.raises(ConfigError, match="kv_states_mb"):
         LocalLLM("a/b/c.gguf", kv_states_mb=-1)
     assert LocalLLM("a/b/c.gguf", kv_states_mb=0).identity() == LocalLLM("a/b/c.gguf").identity()

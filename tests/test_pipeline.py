@@ -289,11 +289,17 @@ def test_an_answer_ended_copying_itself_keeps_its_sentences_and_names_the_copy()
     assert not r.failure and asked.count("seed_generation") == 1 and r.accepted
     [c] = [c for s, c in r.rejected if s == "seed_generation"]
     assert c.reason == "duplicate" and "copies an earlier one" in c.detail and "max_tokens" not in c.detail
-    # the same cut with other words is a cut at max_tokens, and a shared phrase shorter than 8 words is no copy
+    # a copy is 8 words of a sentence's text in order, or its opening words; a shared phrase or an entity list is not
     first = {"text": "Mutations of the BRCA1 gene raise the risk of breast cancer ."}
     assert copies_item('{"text": "We saw that mutations of the BRCA1 gene raise the risk', [first])
-    assert not copies_item('{"text": "Mutations of the BRCA1 gene raise the', [first])
+    assert copies_item('{"text": "Mutations of the BRCA1', [first])
+    assert not copies_item('{"text": "We saw that mutations of the BRCA1', [first])
     assert not copies_item('{"text": "Mutations of the BRCA1 gene can raise the risk of', [first])
+    listed = {"text": "BRCA1 and TP53 variants cause breast cancer .", "entities": [
+        {"text": "BRCA1", "type": "Gene"}, {"text": "TP53", "type": "Gene"}, {"text": "breast cancer", "type": "Disease"}]}
+    assert not copies_item('{"text": "Carriers of TP53 or BRCA1 develop breast cancer .", "entities": [{"text": "BRCA1", '
+                           '"type": "Gene"}, {"text": "TP53", "type": "Gene"}, {"text": "breast cancer", "type": "Dis',
+                           [listed])
 
 
 def test_an_answer_ended_in_a_loop_inside_its_first_sentence_is_not_asked_again() -> None:

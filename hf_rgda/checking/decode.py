@@ -91,25 +91,30 @@ def text_loops(text: str) -> bool:
 
 
 def copies_item(text: str, items: Sequence[Any]) -> bool:
-    """Whether the JSON item cut short in ``text`` ends in 8 words of one of the answer's complete ``items``, in
-    their order: the answer stopped while copying itself (the local engine stops such an answer:
-    :class:`~hf_rgda.llm.stops.SelfCopy`).
+    """Whether the sentence an answer stopped in (``text``, the item cut short) copies one of its complete
+    ``items``: its text's last 8 words stand in one's text in order, or, shorter than 8 words and 3 or more, they
+    open one's text (the local engine ends such an answer: :class:`~hf_rgda.llm.stops.SelfCopy`). Only the items'
+    ``"text"`` values are compared: an entity list or a type repeats across versions of a sentence legitimately.
 
     Example:
         >>> items = [{"text": "Both parents carry the Bf gene linked with HL - A ."}]
         >>> copies_item('{"text": "Both parents carry the Bf gene linked with', items)
         True
-        >>> copies_item('{"text": "Both parents carry the gene', items)
-        False
+        >>> copies_item('{"text": "Both parents carry', items), copies_item('{"text": "Both parents carry the gene', items)
+        (True, False)
     """
-    tail = _item_words(text)[-8:]
-    if len(tail) < 8:
-        return False
+    cut = _TEXT_VALUE(text)
+    words = _item_words(cut.group(1)) if cut else []
     for item in items:
-        words = _item_words(json.dumps(item, ensure_ascii=False))
-        if any(words[i : i + 8] == tail for i in range(len(words) - 7)):
+        seen = _item_words(item["text"]) if isinstance(item, dict) and isinstance(item.get("text"), str) else []
+        if len(words) >= 8 and any(seen[i : i + 8] == words[-8:] for i in range(len(seen) - 7)):
+            return True
+        if 3 <= len(words) < 8 and seen[: len(words)] == words:
             return True
     return False
+
+
+_TEXT_VALUE = re.compile(r'"text"\s*:\s*"((?:[^"\\]|\\.)*)').search
 
 
 def _item_words(text: str) -> list[str]:

@@ -178,9 +178,11 @@ class GrammarAfterSampling:
         chain: the sampler chain without the grammar (a llama-cpp-python ``LlamaSampler``; it is kept alive here).
         vocab: the model's ``llama_vocab`` pointer.
         grammar: the GBNF text and its root rule.
+        copies: end the answer where its last this many tokens stand earlier in it (:class:`SelfCopy`); 0: never.
     """
 
-    def __init__(self, chain: Any, vocab: Any, n_vocab: int, grammar: str, root: str = "root") -> None:
+    def __init__(self, chain: Any, vocab: Any, n_vocab: int, grammar: str, root: str = "root",
+                 copies: int = 0) -> None:
         import llama_cpp
         import numpy as np
 
@@ -200,7 +202,7 @@ class GrammarAfterSampling:
         eos = int(llama_cpp.llama_vocab_eos(vocab))
         self._eos = eos if eos >= 0 else int(llama_cpp.llama_vocab_eot(vocab))  # < 0: no loop is ended
         self._history: list[int] = []
-        self._copy = SelfCopy()
+        self._copy = SelfCopy(copies) if copies > 0 else None
         self.looped = False  # the answer was ended in a loop or a copy of itself (see hf_rgda.llm.stops)
 
     def _fill(self, ctx: Any, idx: int) -> Any:
@@ -236,7 +238,7 @@ class GrammarAfterSampling:
             token = int(arr.data[arr.selected].id)
         self._history.append(token)
         # ended here: the answer is read as one cut at max_tokens (Caller.ask)
-        if self._eos >= 0 and (loops(self._history) or self._copy(self._history)):
+        if self._eos >= 0 and (loops(self._history) or (self._copy is not None and self._copy(self._history))):
             self.looped = True
             return self._eos
         self._c.llama_sampler_accept(self.grammar, token)
@@ -271,6 +273,9 @@ def _llama_class() -> type:
 
         grammar_after_sampling = True
         last_sampler: Any = None
+        #: the next answer ends where its last this many tokens stand earlier in it (:class:`~hf_rgda.llm.stops.SelfCopy`;
+        #: 0: never); :class:`~hf_rgda.llm.local.LocalLLM` sets it for one call at a time, for sentence lists
+        stop_copies = 0
         #: the plain-layout copy that evaluates long prompts (:class:`PlainPrefill`), or None
         prefill: PlainPrefill | None = None
         #: the parallel slots that answer calls on this model (:class:`~hf_rgda.llm.slots.SlotEngine`), or None
@@ -360,7 +365,8 @@ def _llama_class() -> type:
                 return super()._init_sampler(*args, grammar=grammar, **kwargs)
             chain = super()._init_sampler(*args, grammar=None, **kwargs)
             text = grammar._grammar.replace(_LOOSE_CHAR, _STRICT_CHAR)
-            self.last_sampler = GrammarAfterSampling(chain, self._model.vocab, self._n_vocab, text, grammar._root)
+            self.last_sampler = GrammarAfterSampling(chain, self._model.vocab, self._n_vocab, text, grammar._root,
+                                                     copies=self.stop_copies)
             return self.last_sampler
 
         def save_state(self) -> KVState:

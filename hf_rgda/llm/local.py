@@ -31,6 +31,7 @@ from .lookup import LookupDraft
 from .options import check_options, top_logprobs_of
 from .slots import Request as SlotRequest
 from .slots import SlotEngine
+from .stops import SELF_COPY_TOKENS, sentence_list
 
 __all__ = ["LocalLLM", "resolve_gguf"]
 
@@ -217,17 +218,22 @@ class LocalLLM(LLM):
             raise BackendError(f"llama.cpp failed: {err}") from err
         return req, Usage(len(req.prompt), len(req.tokens), req.reused), time.perf_counter() - start
 
-    def _chat(self, messages: list[dict[str, str]], **kwargs: Any) -> tuple[dict[str, Any], Usage, float]:
-        """One ``create_chat_completion`` under the lock: (response, usage with the reused KV prefix, seconds)."""
+    def _chat(self, messages: list[dict[str, str]], stop_copies: int = 0,
+              **kwargs: Any) -> tuple[dict[str, Any], Usage, float]:
+        """One ``create_chat_completion`` under the lock: (response, usage with the reused KV prefix, seconds);
+        ``stop_copies``: the engine's ``stop_copies`` for this call."""
         with self._lock:
             llama = self._load()
             previous = list(llama._input_ids[: llama.n_tokens])  # the KV state the last call left behind
             llama.last_restored = None
+            llama.stop_copies = stop_copies
             start = time.perf_counter()
             try:
                 out = llama.create_chat_completion(messages=messages, **kwargs)
             except (RuntimeError, ValueError) as err:
                 raise BackendError(f"llama.cpp failed: {err}") from err
+            finally:
+                llama.stop_copies = 0
             seconds = time.perf_counter() - start
             usage = out.get("usage") or {}
             prompt = list(llama._input_ids[: usage.get("prompt_tokens", 0)])
@@ -243,7 +249,9 @@ class LocalLLM(LLM):
         if self.parallel > 1:
             req, usage, seconds = self._slot_chat(messages, **kwargs)
             return Completion(text=req.text, usage=usage, seconds=seconds)
-        out, usage, seconds = self._chat(messages, **kwargs)
+        # a list of sentences ends where it starts copying itself (hf_rgda.llm.stops; not with parallel slots)
+        out, usage, seconds = self._chat(messages, stop_copies=SELF_COPY_TOKENS if sentence_list(schema) else 0,
+                                         **kwargs)
         return Completion(text=out["choices"][0]["message"]["content"] or "", usage=usage, seconds=seconds)
 
     def _option_run(self, messages: list[dict[str, str]], options: tuple[str, ...], params: Mapping[str, Any],

@@ -61,7 +61,7 @@ class LookupDraft:
 
     Args:
         max_tokens: the most guesses checked in one decode. Past two tokens a decode's width costs little on the
-            Xeon (5 tokens 1.7-2.1 single decodes, 9 tokens 1.9-2.5, by the hour), and the answers copy runs longer
+            Xeon (5 tokens 1.8-2.1 single decodes, 9 tokens 2.1-2.5, by the hour), and the answers copy runs longer
             than 4 tokens (a row's unchanged words): 8 needs 7% fewer decodes than 4 in the main command
             (``benchmarks/README.md``, session 31). The widths checked are still chosen by the measurements.
         mode: ``"auto"`` (guess as many tokens as the measurements favour, none included), ``"always"`` (guess up to

@@ -1,14 +1,18 @@
 """When the local engine ends an answer early: a short cycle of tokens repeated (:func:`loops`) or the answer's
-own tokens written again (:class:`SelfCopy`). :class:`~hf_rgda.llm.engine.GrammarAfterSampling` asks both after every
-token it samples and returns the end-of-generation token when either says yes; the caller reads the answer as one
-cut at ``max_tokens`` and keeps its complete items (:meth:`hf_rgda.calls.Caller.ask`).
+own tokens written again (:class:`SelfCopy`, for lists of sentences only). :class:`~hf_rgda.llm.engine.GrammarAfterSampling`
+asks after every token it samples and returns the end-of-generation token when one says yes; the caller reads the
+answer as one cut at ``max_tokens`` and keeps its complete items (:meth:`hf_rgda.calls.Caller.ask`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["SelfCopy", "loops"]
+__all__ = ["SELF_COPY_TOKENS", "SelfCopy", "loops", "sentence_list"]
+
+#: how many of an answer's own tokens written again in order end it (:class:`SelfCopy`)
+SELF_COPY_TOKENS = 48
 
 
 def loops(tokens: Sequence[int], max_period: int = 16, repeats: int = 4, min_tokens: int = 24) -> bool:
@@ -34,10 +38,11 @@ def loops(tokens: Sequence[int], max_period: int = 16, repeats: int = 4, min_tok
 class SelfCopy:
     """Whether an answer has begun to copy itself: fed the answer's tokens one at a time, it says whether the last
     ``min_tokens`` stand earlier in the answer in the same order. A small model that has written one sentence may
-    write it again word for word, each next item a copy of the last (a seed generation of the main command's
-    profile: three copies of one sentence, 301 tokens); every copy is rejected later as a duplicate, and prompt
-    lookup makes it cheap but not free. Sentences that share a phrase share far fewer tokens: 48 tokens are some 30
-    words of a sentence written inline, 20 written as JSON segments.
+    write it again word for word (a seed generation of the main command's profile: one sentence three times, 302
+    tokens, the copies rejected later); prompt lookup makes the copies cheap but not free. Only for answers that are
+    lists of sentences written as plain text (:func:`sentence_list`): there 48 tokens are some 30 words of running
+    text, which versions of one sentence do not share. Structured answers repeat longer runs of tokens legitimately
+    (an entity list kept across versions, two identical reviews, a role written twice), so they are never cut.
 
     Example:
         >>> copy, answer = SelfCopy(4), [5, 6, 7, 8, 9, 5, 6, 7, 8]
@@ -45,7 +50,7 @@ class SelfCopy:
         [False, False, False, False, False, False, False, False, True]
     """
 
-    def __init__(self, min_tokens: int = 48) -> None:
+    def __init__(self, min_tokens: int = SELF_COPY_TOKENS) -> None:
         self.min_tokens = min_tokens
         self._seen: set[tuple[int, ...]] = set()
 
@@ -57,3 +62,20 @@ class SelfCopy:
             return True
         self._seen.add(gram)
         return False
+
+
+def sentence_list(schema: Any) -> bool:
+    """Whether a JSON schema asks for a list of sentences whose items are their text alone (``{"sentences": [{"text":
+    ...}]}``, :func:`~hf_rgda.schemas.sentences_schema` with inline marks): the answers :class:`SelfCopy` may end.
+
+    Example:
+        >>> from hf_rgda.schemas import guidance_schema, sentences_schema
+        >>> [sentence_list(sentences_schema(("Disease",), 3, r)) for r in ("inline", "entities", "segments")]
+        [True, False, False]
+        >>> sentence_list(guidance_schema(("Disease",))), sentence_list(None)
+        (False, False)
+    """
+    if not isinstance(schema, dict) or set(schema.get("properties") or ()) != {"sentences"}:
+        return False
+    items = (schema["properties"]["sentences"] or {}).get("items") or {}
+    return set(items.get("properties") or ()) == {"text"}
