@@ -50,8 +50,8 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
                                  ("plain_prefill", args.plain_prefill), ("lookup", args.lookup),
                                  ("parallel", args.parallel)) if v is not None}
     llm = LocalLLM(DEFAULT_LLM.split(":", 1)[1], **options)
-    if args.lookup_max_tokens is not None and getattr(llm._load(), "lookup", None) is not None:
-        llm._llama.lookup.max_tokens = args.lookup_max_tokens
+    if args.lookup_max_tokens is not None:  # main() has checked that lookup is on
+        llm._load().lookup.max_tokens = args.lookup_max_tokens
     calls: list[dict[str, Any]] = []
     chat = llm._chat
 

@@ -143,7 +143,7 @@ def test_only_a_list_of_sentences_is_ended_at_a_copy_of_itself() -> None:
     assert asked == [SELF_COPY_TOKENS, 0, 0, 0, 0] and SELF_COPY_TOKENS == 48
 
 
-
+def test_kv_states_option_is_checked_and_not_part_of_the_identity() -> None:
     with pytest.raises(ConfigError, match="kv_states_mb"):
         LocalLLM("a/b/c.gguf", kv_states_mb=-1)
     assert LocalLLM("a/b/c.gguf", kv_states_mb=0).identity() == LocalLLM("a/b/c.gguf").identity()
