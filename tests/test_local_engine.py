@@ -244,16 +244,34 @@ def test_the_drafter_guesses_as_many_tokens_as_its_timings_favour() -> None:
         LookupDraft(mode="sometimes")
 
 
-def test_lookup_option_is_checked_part_of_the_identity_and_auto_by_default_one_call_at_a_time() -> None:
+def test_a_decode_of_several_sequences_takes_the_guesses_that_pay_in_order_of_their_chances() -> None:
+    # the Xeon's costs of a decode by its width (single sequence figures of session 32)
+    xeon = {1: 0.085, 2: 0.132, 3: 0.135, 4: 0.138, 8: 0.157, 12: 0.173, 16: 0.192, 24: 0.252}
+    d = _drafter(xeon, kept=80, rejections=20, explore=0)
+    assert d.estimate(4) == 0.138 and d.estimate(6) == pytest.approx(0.1475)  # between 4 and 8
+    assert d.estimate(32) == pytest.approx(0.252 + (0.252 - 0.192))  # past the widest: the last two's line
+    assert _drafter({1: 0.1}, kept=1, rejections=1).estimate(3) is None  # one width measured: no line
+    # one sequence: as for the one-call engine, a few guesses pay (4 tokens cost little more than 2)
+    one = d.plan([6], 1)
+    assert one[0] >= 3
+    # four sequences: each first guess before any second one, and fewer guesses a sequence than alone
+    four = d.plan([6, 6, 6, 0], 3)
+    assert max(four) - min(four[:3]) <= 1 and four[3] == 0 and max(four) < one[0]
+    # guesses rarely kept: none, however many sequences
+    assert _drafter(xeon, kept=5, rejections=95, explore=0).plan([6, 6, 6, 6], 4) == [0, 0, 0, 0]
+    # nothing to guess, "off", "always"; before a keep rate is known every guess is checked (and measured)
+    assert d.plan([0, 0], 2) == [0, 0] and LookupDraft(mode="off").plan([3, 2], 2) == [0, 0]
+    assert LookupDraft(mode="always").plan([3, 2], 2) == [3, 2] and LookupDraft().plan([3, 2], 2) == [3, 2]
+
+
+def test_lookup_option_is_checked_part_of_the_identity_and_auto_by_default() -> None:
     with pytest.raises(ConfigError, match="lookup"):
         LocalLLM("a/b/c.gguf", lookup="sometimes")
     auto, off = LocalLLM("a/b/c.gguf"), LocalLLM("a/b/c.gguf", lookup="off")
     assert auto.lookup == "auto" and auto.identity() == {**off.identity(), "lookup": "auto"}
     assert "lookup" not in off.identity()  # the engine without guesses keeps the identity (and cached answers) it had
-    assert LocalLLM("a/b/c.gguf", parallel=4).lookup == "off"  # the slots' engine does not guess
+    assert LocalLLM("a/b/c.gguf", parallel=4).lookup == "auto"  # the slots guess too
     assert LocalLLM("a/b/c.gguf", grammar="in_chain").lookup == "off"  # the old engine stays the engine it was
-    with pytest.raises(ConfigError, match="parallel"):
-        LocalLLM("a/b/c.gguf", parallel=4, lookup="auto")  # asked for by name, it is an error
     old = auto.__getstate__()
     old.pop("lookup")
     revived = LocalLLM.__new__(LocalLLM)

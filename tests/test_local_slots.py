@@ -31,8 +31,9 @@ def test_parallel_option_is_checked_part_of_the_identity_and_one_by_default() ->
     revived = LocalLLM.__new__(LocalLLM)
     revived.__setstate__(state)  # pickled before the option: one call at a time
     assert revived.parallel == 1 and revived.max_concurrency == 1
-    for bad in ({"parallel": 0}, {"parallel": "4"}, {"parallel": 2, "lookup": "auto"},
-                {"parallel": 2, "plain_prefill": True}):
+    # the slots guess tokens as the one-call engine does, by default
+    assert llm.identity()["lookup"] == "auto" and LocalLLM("m.gguf", parallel=2, lookup="off").lookup == "off"
+    for bad in ({"parallel": 0}, {"parallel": "4"}, {"parallel": 2, "plain_prefill": True}):
         with pytest.raises(ConfigError):
             LocalLLM("m.gguf", **bad)
 
@@ -59,7 +60,7 @@ def test_calls_one_at_a_time_through_the_slots_get_the_one_call_engines_answers(
     one-call engine's, so only their form is compared)."""
     pytest.importorskip("llama_cpp")
     one = _conversation(load_llm(TINY, n_ctx=2048, kv_states_mb=0, lookup="off"))
-    llm = load_llm(TINY, n_ctx=2048, parallel=3)
+    llm = load_llm(TINY, n_ctx=2048, parallel=3, lookup="off")
     try:
         turns = _conversation(llm)
         (text, prompt, completion, a, b), (text1, prompt1, completion1, a1, b1) = turns[0], one[0]
@@ -71,6 +72,40 @@ def test_calls_one_at_a_time_through_the_slots_get_the_one_call_engines_answers(
         assert set(stats["decodes_by_width"]) == {1} and stats["passes"] == sum(stats["decodes_by_width"].values())
         # the conversation's earlier turns were found in the slots, not evaluated again
         assert stats["prompt_evaluated"] < 400, stats
+    finally:
+        llm.close()
+
+
+@pytest.mark.slow
+@needs_tiny
+def test_guesses_checked_beside_other_calls_keep_each_answer_and_its_cells() -> None:
+    """Calls sent together with every guess checked: most guesses of answers that copy their prompt are kept, every
+    answer follows its schema and is the answer its call gets alone without guesses (greedy; a near tie may fall
+    the other way in another batch shape, so most, not all), and each sequence's cells hold exactly its tokens."""
+    pytest.importorskip("llama_cpp")
+    import llama_cpp
+
+    ask = ('Repeat this JSON exactly: {"sentences": [{"text": "WORD narrows the airways of children.", '
+           '"entities": []}]}')
+    asks = [[{"role": "user", "content": ask.replace("WORD", word)}] for word in ("Asthma", "Bronchitis", "Croup")]
+    alone = load_llm(TINY, n_ctx=1024, kv_states_mb=0, lookup="off")
+    expected = [asyncio.run(alone.complete(m, schema=SCHEMA, params=GREEDY)).text for m in asks]
+    llm = load_llm(TINY, n_ctx=1024, parallel=3, lookup="always")
+
+    async def together() -> list[object]:
+        return await asyncio.gather(*[llm.complete(m, schema=SCHEMA, params=GREEDY) for m in asks])
+
+    try:
+        texts = [c.text for c in asyncio.run(together())]  # type: ignore[attr-defined]
+        assert all(_inside_schema(t) for t in texts), texts
+        assert sum(t == e for t, e in zip(texts, expected)) >= 2, (texts, expected)
+        slots = llm._slots
+        d = slots.lookup
+        assert d.checks > 3 and d.kept > d.drafted / 4 and slots.unified, d.stats()
+        assert max(slots.widths) == 3  # the three calls shared decodes
+        mem = llama_cpp.llama_get_memory(slots.ctx.ctx)
+        for s in slots.slots:  # no guess that was not kept left a cell behind
+            assert llama_cpp.llama_memory_seq_pos_max(mem, s.seq) == len(s.tokens) - 1
     finally:
         llm.close()
 

@@ -151,7 +151,7 @@ class LocalLLM(LLM):
         if grammar not in ENGINES:
             raise ConfigError(f"local backend grammar={grammar!r}: expected one of {', '.join(ENGINES)}")
         if lookup is None:  # the old engine (grammar in the chain) stays the engine it was, identity and all
-            lookup = "auto" if parallel == 1 and grammar == "after_sampling" else "off"
+            lookup = "auto" if grammar == "after_sampling" else "off"
         if lookup not in LookupDraft.MODES:
             raise ConfigError(f"local backend lookup={lookup!r}: expected one of {', '.join(LookupDraft.MODES)}")
         self.lookup = lookup
@@ -165,13 +165,14 @@ class LocalLLM(LLM):
         self.plain_prefill = bool(plain_prefill)
         if not isinstance(parallel, int) or parallel < 1:
             raise ConfigError(f"local backend parallel={parallel!r} must be a whole number, 1 or more")
-        if parallel > 1 and (self.plain_prefill or lookup != "off"):
-            raise ConfigError(f"local backend parallel={parallel} does not combine with plain_prefill or lookup "
-                              "(they act on the one-call engine)")
+        if parallel > 1 and self.plain_prefill:
+            raise ConfigError(f"local backend parallel={parallel} does not combine with plain_prefill "
+                              "(it acts on the one-call engine)")
         self.parallel = int(parallel)
         self.max_concurrency = self.parallel
         self._llama: Any = None
         self._lock = threading.Lock()
+        self._compute = threading.Lock()  # the slots' thread and the option questions' context take turns
 
     def _load(self) -> Any:
         if self._llama is None:
@@ -182,16 +183,18 @@ class LocalLLM(LLM):
             slots = self.parallel > 1
             llama = make_llama(
                 grammar=self.grammar,
-                kv_states_mb=0 if slots else self.kv_states_mb,
+                kv_states_mb=self.kv_states_mb,
                 plain_prefill=self.plain_prefill,
-                lookup=self.lookup,
+                lookup="off" if slots else self.lookup,  # with slots the model's own context answers options only
                 model_path=str(resolve_gguf(self.model)),
-                n_ctx=min(self.n_ctx, 512) if slots else self.n_ctx,  # with slots its own context goes unused
+                n_ctx=self.n_ctx,
                 n_threads=self.n_threads or os.cpu_count() or 1,
                 verbose=False,
             )
             if slots:
-                llama.slots = SlotEngine(llama, self.parallel, self.n_ctx, top=_top_tokens)
+                draft = LookupDraft(mode=self.lookup) if self.lookup != "off" else None
+                llama.slots = SlotEngine(llama, self.parallel, self.n_ctx, top=_top_tokens, lookup=draft,
+                                         lock=self._compute)
             self._llama = llama
         return self._llama
 
@@ -200,7 +203,7 @@ class LocalLLM(LLM):
         """The parallel slots of the loaded model (None: not loaded, or one call at a time)."""
         return getattr(self._llama, "slots", None)
 
-    def _slot_chat(self, messages: list[dict[str, str]], top_n: int = 0,
+    def _slot_chat(self, messages: list[dict[str, str]], top_n: int = 0, copies: int = 0,
                    **kwargs: Any) -> tuple[Any, Usage, float]:
         """One call through the slots (``parallel`` > 1): (the answered request, usage, seconds from asking). The
         engine's thread alone touches the model: closing it first stops the thread."""
@@ -210,7 +213,8 @@ class LocalLLM(LLM):
         if slots is None or slots.closed:
             raise BackendError("llama.cpp failed: the local engine is closed")
         info = call_of(messages)  # the pipeline's call in flight: its seed's calls share a sequence
-        req = SlotRequest(messages=messages, chat=kwargs, top_n=top_n, affinity=info.seed if info is not None else "")
+        req = SlotRequest(messages=messages, chat=kwargs, top_n=top_n, copies=copies,
+                          affinity=info.seed if info is not None else "")
         start = time.perf_counter()
         try:
             slots.submit(req)
@@ -222,7 +226,7 @@ class LocalLLM(LLM):
               **kwargs: Any) -> tuple[dict[str, Any], Usage, float]:
         """One ``create_chat_completion`` under the lock: (response, usage with the reused KV prefix, seconds);
         ``stop_copies``: the engine's ``stop_copies`` for this call."""
-        with self._lock:
+        with self._lock, self._compute:  # the slots' thread (parallel > 1) waits meanwhile
             llama = self._load()
             previous = list(llama._input_ids[: llama.n_tokens])  # the KV state the last call left behind
             llama.last_restored = None
@@ -246,12 +250,12 @@ class LocalLLM(LLM):
         kwargs = {"response_format": {"type": "json_object", "schema": dict(schema)} if schema is not None else None,
                   "temperature": float(params.get("temperature", 1.0)), "max_tokens": int(params.get("max_tokens", 768)),
                   "seed": int(params.get("seed", 0))}
+        # a list of sentences ends where it starts copying itself (hf_rgda.llm.stops)
+        copies = SELF_COPY_TOKENS if sentence_list(schema) else 0
         if self.parallel > 1:
-            req, usage, seconds = self._slot_chat(messages, **kwargs)
+            req, usage, seconds = self._slot_chat(messages, copies=copies, **kwargs)
             return Completion(text=req.text, usage=usage, seconds=seconds)
-        # a list of sentences ends where it starts copying itself (hf_rgda.llm.stops; not with parallel slots)
-        out, usage, seconds = self._chat(messages, stop_copies=SELF_COPY_TOKENS if sentence_list(schema) else 0,
-                                         **kwargs)
+        out, usage, seconds = self._chat(messages, stop_copies=copies, **kwargs)
         return Completion(text=out["choices"][0]["message"]["content"] or "", usage=usage, seconds=seconds)
 
     def _option_run(self, messages: list[dict[str, str]], options: tuple[str, ...], params: Mapping[str, Any],
@@ -259,10 +263,8 @@ class LocalLLM(LLM):
         """One output token at temperature 0; its logits are captured before sampling and read as logprobs."""
         from llama_cpp import LogitsProcessorList
 
-        if self.parallel > 1:
-            req, usage, seconds = self._slot_chat(messages, top_n=n, temperature=0.0, max_tokens=1,
-                                                  seed=int(params.get("seed", 0)))
-            return OptionProbs.from_top(req.top, options, usage=usage, seconds=seconds)
+        # with parallel slots too: the model's own context keeps the judges' states (kv_states_mb), which the
+        # slots' few sequences would overwrite with the next stage's prompts
         tops: list[list[tuple[str, float]]] = []
 
         def capture(_ids: Any, logits: Any) -> Any:  # a logits processor that only reads
@@ -310,6 +312,7 @@ class LocalLLM(LLM):
         state = self.__dict__.copy()
         state["_llama"] = None
         state.pop("_lock")
+        state.pop("_compute")
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -320,3 +323,4 @@ class LocalLLM(LLM):
         state.setdefault("max_concurrency", state["parallel"])
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._compute = threading.Lock()

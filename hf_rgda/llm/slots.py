@@ -5,19 +5,18 @@ one that carries one: every token reads the same weights (on the Xeon of benchma
 the tokens a second of one; on the EPYC 1.27x: ``python -m benchmarks.local_speed --batches``). The pipeline already
 runs the seeds of a batch concurrently, stage by stage, so their calls arrive together.
 
-:class:`SlotEngine` answers up to N calls at once from one llama.cpp context with a KV stream per sequence (a
-sequence's attention reads its own cells only). Its thread admits each waiting call into a free sequence (the one its
-seed used last when free, so a seed's next question continues its last prompt), evaluates the prompt past the longest
-prefix any sequence holds (copied in: the seeds of a stage share their system prompt), then decodes the next token of
-every generating call in one batch, samples each with its own sampler chain and grammar
-(:class:`~hf_rgda.llm.engine.GrammarAfterSampling`), and repeats. A call that only reads the next-token logits (an
-option question) ends with its prompt. Prompts, stop rules, sampling parameters and the returned text are those of
-llama-cpp-python's ``create_chat_completion`` for the same messages (it is run against a recorder that takes the
-request instead of answering it), so a call sent alone to a fresh engine gets the one-call engine's tokens (later
-calls reuse KV cells computed in other batch shapes than the one-call engine's, as its own kept states do). Decoded
-beside others, a sequence's logits come from another batch shape, whose sums differ slightly, so the tokens sampled
-may differ too (part of the backend's identity), and which calls share a decode depends on when they arrive: with
-more than one slot a run is not reproducible token for token, and the response cache keeps the first answer.
+:class:`SlotEngine` answers up to N calls at once from one llama.cpp context. Its thread admits each waiting call
+into a free sequence (the one its seed used last when free, so a seed's next question continues its last prompt),
+evaluates the prompt past the longest prefix any sequence holds (copied in: the seeds of a stage share their system
+prompt), then decodes the next token of every generating call in one batch, with the guesses of a prompt-lookup
+drafter after each where they pay (:meth:`~hf_rgda.llm.lookup.LookupDraft.plan`), samples each with its own sampler
+chain and grammar (:class:`~hf_rgda.llm.engine.GrammarAfterSampling`), and repeats. A call that only reads the
+next-token logits (an option question) ends with its prompt. Prompts, stop rules, sampling parameters and the returned
+text are those of llama-cpp-python's ``create_chat_completion`` for the same messages (:mod:`.chatrequest`), so a call
+sent alone to a fresh engine without guesses gets the one-call engine's tokens. Decoded beside others or with guesses,
+a sequence's logits come from another batch shape, whose sums differ slightly, so the tokens sampled may differ too
+(part of the backend's identity), and which calls share a decode depends on when they arrive: with more than one slot
+a run is not reproducible token for token, and the response cache keeps the first answer.
 """
 
 from __future__ import annotations
@@ -29,7 +28,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from .chatrequest import chat_request
 from .kvstates import common_prefix
+from .lookup import LookupDraft, lookup
 
 __all__ = ["Request", "SlotEngine", "chat_request"]
 
@@ -61,6 +62,8 @@ class Request:
     max_tokens: int = 0
     #: stop strings (the text ends before the first one)
     stop: list[bytes] = field(default_factory=list)
+    #: end the answer where its last this many tokens stand earlier in it (:class:`~hf_rgda.llm.stops.SelfCopy`)
+    copies: int = 0
     #: the completion's tokens (the end-of-generation token excluded)
     tokens: list[int] = field(default_factory=list)
     text: str = ""
@@ -73,46 +76,6 @@ class Request:
     # engine state while it runs
     sampler: Any = None
     _multibyte: int = 0
-
-
-class _Recorder:
-    """A stand-in for ``Llama`` in its chat handler: tokenizes with the real model and records the completion request
-    instead of running it."""
-
-    def __init__(self, llama: Any) -> None:
-        self._llama = llama
-        self.request: dict[str, Any] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._llama, name)
-
-    def create_completion(self, **kwargs: Any) -> dict[str, Any]:
-        self.request = kwargs
-        return {"id": "cmpl-recorded", "object": "text_completion", "created": 0, "model": "",
-                "choices": [{"text": "", "index": 0, "logprobs": None, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
-
-
-def chat_request(llama: Any, req: Request) -> None:
-    """Fill ``req`` with what ``llama.create_chat_completion(messages=req.messages, **req.chat)`` would run: the chat
-    template's prompt tokens, stop strings, seed, ``max_tokens`` and sampler arguments (grammar included), as
-    llama-cpp-python sets them (its ``create_chat_completion`` runs with the recorder in the place of ``llama``)."""
-    from llama_cpp import Llama
-
-    recorder = _Recorder(llama)
-    Llama.create_chat_completion(recorder, messages=req.messages, **req.chat)  # type: ignore[arg-type]  # its defaults too
-    kw = recorder.request
-    if not isinstance(kw["prompt"], list):
-        raise ValueError(f"the chat handler of {llama.chat_format!r} passes no prompt tokens")  # noqa: TRY004 - a BackendError for the caller
-    stop = kw["stop"] or []
-    req.prompt, req.stop = list(kw["prompt"]), [x.encode() for x in ([stop] if isinstance(stop, str) else stop)]
-    req.seed, req.max_tokens = int(kw["seed"] or 0), int(kw["max_tokens"] or 0)
-    req.sampling = {"temp": kw["temperature"], "grammar": kw["grammar"], **{k: kw[k] for k in _SAMPLING}}
-
-
-#: the ``create_completion`` arguments that ``Llama._init_sampler`` takes under the same name
-_SAMPLING = ("top_k", "top_p", "min_p", "typical_p", "repeat_penalty", "frequency_penalty", "presence_penalty", "tfs_z",
-             "mirostat_mode", "mirostat_tau", "mirostat_eta")
 
 
 @dataclass(eq=False)
@@ -137,19 +100,31 @@ class SlotEngine:
             splits a decode over sequence ids that are not consecutive into one pass over the weights per run).
         top: ``top(llama, logits, n)``, the ``n`` most likely next tokens of a row of logits as ``(text, logprob)``
             (for option questions).
+        lookup: a prompt-lookup drafter (:class:`~hf_rgda.llm.lookup.LookupDraft`): each generating sequence's
+            guesses go into the decode that carries its sampled token, as many as :meth:`LookupDraft.plan` says pay
+            (None: no guesses).
+        lock: held around every decode and sampler the engine's thread runs (the model's other context, which
+            answers option questions, takes it too: two contexts computing at once only slow each other down).
     """
 
-    def __init__(self, llama: Any, n_slots: int, n_ctx: int, top: Any = None) -> None:
+    def __init__(self, llama: Any, n_slots: int, n_ctx: int, top: Any = None, lookup: LookupDraft | None = None,
+                 lock: Any = None) -> None:
         import llama_cpp
         from llama_cpp import _internals as internals
 
         self._c = llama_cpp
         self.llama, self.n_slots, self.n_ctx, self._top = llama, n_slots, n_ctx, top
+        self.lookup, self._lock = lookup, lock if lock is not None else threading.Lock()
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
-        # a stream of n_ctx cells per sequence: a sequence's attention reads its own cells only (in one unified cache
-        # every decode would read every sequence's cells), and a prefix moves between streams by copying the stream
-        params.n_ctx, params.n_seq_max, params.kv_unified = n_ctx * n_slots, n_slots, False
-        params.n_batch = max(params.n_batch, n_slots)  # a decode carries a token of every call
+        # without guesses, a stream of n_ctx cells per sequence: a sequence's attention reads its own cells only (in
+        # one unified cache every decode reads every sequence's cells), and a prefix moves between streams by copying
+        # the stream. With guesses, one unified cache: llama.cpp splits a decode over streams into sub-batches of as
+        # many tokens from each sequence, so sequences checking different numbers of guesses would take one pass over
+        # the weights per sub-batch (a decode of 28 tokens cost 0.68 s across streams, 0.38 s in one cache)
+        self.unified = lookup is not None
+        params.n_ctx, params.n_seq_max, params.kv_unified = n_ctx * n_slots, n_slots, self.unified
+        # a decode carries a token of every call and its guesses
+        params.n_batch = max(params.n_batch, n_slots * (1 + (lookup.max_tokens if lookup is not None else 0)))
         params.n_ubatch = max(params.n_ubatch, n_slots)
         self.ctx = internals.LlamaContext(model=llama._model, params=params, verbose=False)
         self.n_batch = int(params.n_batch)
@@ -217,7 +192,8 @@ class SlotEngine:
         return {"slots": self.n_slots, "decodes_by_width": dict(sorted(self.widths.items())), "passes": self.passes,
                 "prompt_evaluated": self.prompt_evaluated, "prefix_copies": self.copies,
                 "prompt_s": round(self.prompt_s, 2), "decode_s": round(self.decode_s, 2),
-                "sample_s": round(self.sample_s, 2)}
+                "sample_s": round(self.sample_s, 2),
+                "lookup": self.lookup.stats() if self.lookup is not None else None}
 
     # -- the engine's thread -------------------------------------------------------------------------------------
 
@@ -248,10 +224,11 @@ class SlotEngine:
                 free = self.n_slots - sum(s.req is not None for s in self.slots)
                 while self._queue and len(admit) < free:
                     admit.append(self._queue.popleft())
-            for req in admit:
-                self._start(req)
-            if self._generating():
-                self._step()
+            with self._lock:
+                for req in admit:
+                    self._start(req)
+                if self._generating():
+                    self._step()
 
     def _generating(self) -> list[_Slot]:
         return [s for s in self.slots if s.req is not None and s.pending is not None]
@@ -310,7 +287,8 @@ class SlotEngine:
         return dst
 
     def _copy(self, src: _Slot, dst: _Slot, n: int) -> None:
-        """``dst`` holds ``src``'s first ``n`` tokens (a whole-stream copy, then cut)."""
+        """``dst`` holds ``src``'s first ``n`` tokens (a whole-stream copy, or in one unified cache the cells
+        shared, then cut)."""
         self._c.llama_memory_seq_cp(self._mem, src.seq, dst.seq, -1, -1)
         self._c.llama_memory_seq_rm(self._mem, dst.seq, n, -1)
         dst.tokens = src.tokens[:n]
@@ -331,7 +309,11 @@ class SlotEngine:
             slot = self._place(req)
             if req.sampling is not None:
                 self.llama.set_seed(req.seed)
-                req.sampler = self.llama._init_sampler(**req.sampling)
+                self.llama.stop_copies = req.copies  # read by the engine's _init_sampler (under the lock)
+                try:
+                    req.sampler = self.llama._init_sampler(**req.sampling)
+                finally:
+                    self.llama.stop_copies = 0
                 room = self.n_ctx - len(req.prompt)
                 req.max_tokens = room if req.max_tokens <= 0 else min(req.max_tokens, room)
             todo = req.prompt[len(slot.tokens):]
@@ -366,15 +348,36 @@ class SlotEngine:
         req.top = self._top(self.llama, logits, req.top_n)
         req.tokens = [int(np.argmax(logits))]
 
+    def _guesses(self, gen: list[_Slot]) -> list[list[int]]:
+        """Each generating sequence's guesses at the tokens after its sampled one (prompt lookup over its prompt and
+        answer), as many as the drafter's plan says pay, within its ``max_tokens`` and its context."""
+        if self.lookup is None:
+            return [[] for _ in gen]
+        import numpy as np
+
+        found = []
+        for s in gen:
+            req = s.req
+            room = min(self.n_ctx - len(s.tokens) - 1, req.max_tokens - len(req.tokens)) - 1  # type: ignore[union-attr]
+            ids = np.fromiter((*s.tokens, s.pending), dtype=np.int64, count=len(s.tokens) + 1)
+            found.append(lookup(ids, self.lookup.max_tokens)[: max(0, room)].tolist() if room > 0 else [])
+        plan = self.lookup.plan([len(f) for f in found], len(gen))
+        return [f[:n] for f, n in zip(found, plan)]
+
     def _step(self) -> None:
         gen = self._generating()
+        guesses = self._guesses(gen)
         self.widths[len(gen)] = self.widths.get(len(gen), 0) + 1
         # llama.cpp splits a decode over streams into runs of consecutive sequence ids, one pass over the weights each
         ids = sorted(s.seq for s in gen)
-        self.passes += 1 + sum(b != a + 1 for a, b in pairwise(ids))
+        self.passes += 1 if self.unified else 1 + sum(b != a + 1 for a, b in pairwise(ids))
+        items, starts = [], []
+        for s, guess in zip(gen, guesses):  # the sampled token, then the guesses after it, logits at each
+            starts.append(len(items))
+            items += [(t, len(s.tokens) + j, s.seq, True) for j, t in enumerate([s.pending, *guess])]
         begin = time.perf_counter()
         try:
-            self._decode([(s.pending, len(s.tokens), s.seq, True) for s in gen])  # type: ignore[misc]
+            self._decode(items)  # type: ignore[arg-type]
         except Exception as err:  # noqa: BLE001 - every call in the decode fails; their slots are emptied
             for s in gen:
                 self._c.llama_memory_seq_rm(self._mem, s.seq, 0, -1)
@@ -383,16 +386,33 @@ class SlotEngine:
             return
         decoded = time.perf_counter()
         self.decode_s += decoded - begin
-        for i, s in enumerate(gen):
-            s.tokens.append(s.pending)  # type: ignore[arg-type]
-            s.pending = None
+        if self.lookup is not None:
+            self.lookup.timed(len(items), decoded - begin)
+        for s, guess, first in zip(gen, guesses, starts):
             req = s.req
             try:
-                self._sample(s, i)
+                kept = self._sample_guesses(s, guess, first)
             except Exception as err:  # noqa: BLE001 - this call fails, the others go on
+                kept = 0
                 if req is not None and not req.done.is_set():
                     self._finish(req, err)
+            if guess:
+                self.lookup.checked(kept, len(guess))  # type: ignore[union-attr]
+                # the cells of the guesses not kept (and of those after an answer's end) go
+                self._c.llama_memory_seq_rm(self._mem, s.seq, len(s.tokens), -1)
         self.sample_s += time.perf_counter() - decoded
+
+    def _sample_guesses(self, s: _Slot, guess: list[int], first: int) -> int:
+        """Sample at the sampled token's logits (output ``first``), then at each guess's while the token sampled
+        before it equals it (its cells were computed from the right tokens): how many guesses were kept."""
+        req = s.req
+        for j in range(len(guess) + 1):
+            s.tokens.append(s.pending)  # type: ignore[arg-type]
+            s.pending = None
+            self._sample(s, first + j)
+            if s.req is not req or j == len(guess) or s.pending != guess[j]:
+                return j
+        return len(guess)
 
     def _sample(self, slot: _Slot, idx: int) -> None:
         """Sample ``slot``'s next token from the logits at output ``idx`` and end the call where llama-cpp-python's
