@@ -87,8 +87,8 @@ def _augment_parser(a: argparse.ArgumentParser) -> None:
                    help="local model: calls answered at once, their next tokens in one decode (default 1; with "
                         "--schedule seeds no seed waits for the others; benchmarks/README.md has the measurements)")
     a.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
-                   help="local model: guess tokens from the context and check several in one decode (default auto "
-                        "one call at a time, off with --parallel; off writes the same tokens on every fresh run)")
+                   help="local model: guess tokens from the context and check several in one decode (default auto, "
+                        "with --parallel too; off writes the same tokens on every fresh run, one call at a time)")
     a.add_argument("--rpm", type=int, default=None, help="remote backends: requests-per-minute limit")
     a.add_argument("--tpm", type=int, default=None, help="remote backends: tokens-per-minute limit")
     a.add_argument("--attribution-model", default=None,

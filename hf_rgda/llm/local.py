@@ -112,8 +112,9 @@ class LocalLLM(LLM):
             (benchmarks/README.md, A/B runs 12 and 13).
         lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.lookup`): ``"auto"`` checks guesses taken from the
             context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
-            wherever the context has a match, ``"off"`` never. Default (None): ``"auto"`` one call at a time,
-            ``"off"`` with ``parallel`` > 1 (it acts on the one-call engine) or ``grammar="in_chain"``. Every
+            wherever the context has a match, ``"off"`` never. Default (None): ``"auto"``, ``"off"`` with
+            ``grammar="in_chain"``. With ``parallel`` > 1 the slots check guesses beside the other calls' tokens
+            (:meth:`~hf_rgda.llm.lookup.LookupDraft.plan`). Every
             output token is sampled from the model's next-token distribution as without guesses, but a decode of
             several tokens computes it through another batch shape, whose sums differ (near ties fall the other
             way), so the tokens sampled differ and the option is part of the identity; with ``"auto"`` the widths follow the machine's timings, so a rerun
@@ -123,15 +124,15 @@ class LocalLLM(LLM):
             A/B's seconds per accepted row (run 19); the silver precision of its rows pools to 0.820 over three
             draws against 0.825 without guesses (A/B runs 14-16 and 19).
         parallel: calls answered at once (:class:`~hf_rgda.llm.slots.SlotEngine`): up to this many calls share each
-            decode, one KV stream of ``n_ctx`` cells each, a seed's calls in the same sequence. 1 (default): one call
-            at a time, with ``kv_states_mb``, ``plain_prefill`` and ``lookup`` (which do not combine with it). Part of
-            the identity: a sequence decoded beside others has its logits summed in another batch shape, and which
-            calls share a decode depends on when they arrive, so with ``parallel`` > 1 a run is not reproducible
-            token for token (the response cache keeps the first answer). With ``schedule="seeds"`` no seed waits for
-            the others at a stage's end. 1 by default: on the Xeon of benchmarks/README.md ``parallel=4`` with
-            ``schedule="seeds"`` took 13-19% off the main command and 17% off an A/B's seconds per accepted row, its
-            rows' silver precision 0.871 against 0.809 (run 17), but that is one draw, and on a compute-bound CPU
-            four sequences decode only 1.27x one.
+            decode, a seed's calls in the same sequence, with ``lookup``'s guesses; option questions go to the
+            model's own context, which keeps their states (``kv_states_mb``), and the two take turns. 1 (default):
+            one call at a time. ``plain_prefill`` does not combine with it. Part of the identity: a sequence decoded
+            beside others has its logits summed in another batch shape, and which calls share a decode depends on
+            when they arrive, so with ``parallel`` > 1 a run is not reproducible token for token (the response cache
+            keeps the first answer). With ``schedule="seeds"`` no seed waits for the others at a stage's end. 1 by
+            default: benchmarks/README.md has the measurements (session 32: the main command's profile with 4 slots
+            and guesses against one call at a time; without guesses, run 17's one draw, and on a compute-bound CPU
+            four sequences decode only 1.27x one).
     """
 
     max_concurrency = 1
