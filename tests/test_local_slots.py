@@ -110,6 +110,39 @@ def test_guesses_checked_beside_other_calls_keep_each_answer_and_its_cells() -> 
         llm.close()
 
 
+@pytest.mark.slow
+@needs_tiny
+@pytest.mark.parametrize("lookup", ["off", "always"])  # a KV stream per sequence; one unified cache
+def test_a_prefix_copied_into_a_sequence_replaces_the_cells_it_held(lookup: str) -> None:
+    """A seed's next call finds a longer prefix in another sequence than in its own: the copy replaces the cells its
+    sequence held (in one unified cache a copy adds cells, and the old prompt's cells at the same positions would be
+    attended to as well). Each sequence's serialised state then holds as many cells as it has tokens."""
+    pytest.importorskip("llama_cpp")
+    import llama_cpp
+
+    from hf_rgda.llm.slots import Request
+
+    llm = load_llm(TINY, n_ctx=1024, parallel=2, lookup=lookup)
+    try:
+        engine = llm._load().slots
+        first, second = "You write about asthma. " * 30, "You write about diabetes in older adults. " * 25
+
+        def ask(system: str, user: str, seed: str) -> Request:
+            return engine.submit(Request(messages=[{"role": "system", "content": system},
+                                                   {"role": "user", "content": user}],
+                                         chat={"temperature": 0.0, "max_tokens": 6, "seed": 0}, affinity=seed))
+
+        ask(first, "One word.", "a")
+        ask(second, "One word.", "b")
+        ask(second, "Two words.", "a")  # its sequence held the first prompt; the second's cells are in b's
+        assert engine.copies >= 1
+        sizes = {s.seq: llama_cpp.llama_state_seq_get_size(engine.ctx.ctx, s.seq) / len(s.tokens)
+                 for s in engine.slots}
+        assert max(sizes.values()) < 1.05 * min(sizes.values()), sizes
+    finally:
+        llm.close()
+
+
 def _failing_sampler(llama: object, bad_seed: int) -> None:
     """``llama``'s samplers for calls seeded ``bad_seed`` raise when asked for a token."""
     original = llama._init_sampler  # type: ignore[attr-defined]

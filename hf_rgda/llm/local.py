@@ -194,8 +194,7 @@ class LocalLLM(LLM):
             )
             if slots:
                 draft = LookupDraft(mode=self.lookup) if self.lookup != "off" else None
-                llama.slots = SlotEngine(llama, self.parallel, self.n_ctx, top=_top_tokens, lookup=draft,
-                                         lock=self._compute)
+                llama.slots = SlotEngine(llama, self.parallel, self.n_ctx, lookup=draft, lock=self._compute)
             self._llama = llama
         return self._llama
 
@@ -204,8 +203,7 @@ class LocalLLM(LLM):
         """The parallel slots of the loaded model (None: not loaded, or one call at a time)."""
         return getattr(self._llama, "slots", None)
 
-    def _slot_chat(self, messages: list[dict[str, str]], top_n: int = 0, copies: int = 0,
-                   **kwargs: Any) -> tuple[Any, Usage, float]:
+    def _slot_chat(self, messages: list[dict[str, str]], copies: int = 0, **kwargs: Any) -> tuple[Any, Usage, float]:
         """One call through the slots (``parallel`` > 1): (the answered request, usage, seconds from asking). The
         engine's thread alone touches the model: closing it first stops the thread."""
         with self._lock:
@@ -214,8 +212,7 @@ class LocalLLM(LLM):
         if slots is None or slots.closed:
             raise BackendError("llama.cpp failed: the local engine is closed")
         info = call_of(messages)  # the pipeline's call in flight: its seed's calls share a sequence
-        req = SlotRequest(messages=messages, chat=kwargs, top_n=top_n, copies=copies,
-                          affinity=info.seed if info is not None else "")
+        req = SlotRequest(messages=messages, chat=kwargs, copies=copies, affinity=info.seed if info is not None else "")
         start = time.perf_counter()
         try:
             slots.submit(req)

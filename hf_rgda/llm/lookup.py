@@ -160,8 +160,7 @@ class LookupDraft:
         :mod:`hf_rgda.llm.slots`): ``available[i]`` guesses of sequence i, ``base`` tokens in the decode without
         guesses (one a sequence). Guesses are added in the order of their chance of being kept (the first guess of
         every sequence, then the second, ...) and the plan is the prefix of that order with the most expected tokens
-        a second, the decode's cost read from the measurements by its whole width (:meth:`estimate`). Until two
-        widths are measured, and at every ``explore``-th chance, every guess is checked."""
+        a second, the decode's cost read from the measurements by its whole width (:meth:`estimate`). Until two widths are measured, and at every ``explore``-th chance, every guess is checked."""
         if self.mode == "off" or not any(available):
             return [0] * len(available)
         if self.mode == "always":
@@ -170,9 +169,10 @@ class LookupDraft:
         rate = self.keep_rate
         if rate is None or (self.explore and self.chances % self.explore == 0) or self.estimate(base + 1) is None:
             return list(available)
+        best_speed = base / self.estimate(base)  # type: ignore[operator]
+        best = [0] * len(available)
         order = sorted((j, i) for i, n in enumerate(available) for j in range(1, n + 1))  # guess j of sequence i
-        counts, best, expected = [0] * len(available), [0] * len(available), float(base)
-        best_speed = expected / self.estimate(base)  # type: ignore[operator]
+        counts, expected = [0] * len(available), float(base)
         for added, (j, i) in enumerate(order, 1):
             counts[i] += 1
             expected += rate ** j

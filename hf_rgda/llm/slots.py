@@ -10,8 +10,8 @@ into a free sequence (the one its seed used last when free, so a seed's next que
 evaluates the prompt past the longest prefix any sequence holds (copied in: the seeds of a stage share their system
 prompt), then decodes the next token of every generating call in one batch, with the guesses of a prompt-lookup
 drafter after each where they pay (:meth:`~hf_rgda.llm.lookup.LookupDraft.plan`), samples each with its own sampler
-chain and grammar (:class:`~hf_rgda.llm.engine.GrammarAfterSampling`), and repeats. A call that only reads the
-next-token logits (an option question) ends with its prompt. Prompts, stop rules, sampling parameters and the returned
+chain and grammar (:class:`~hf_rgda.llm.engine.GrammarAfterSampling`), and repeats (option questions go to the
+model's own context: :class:`~hf_rgda.llm.local.LocalLLM`). Prompts, stop rules, sampling parameters and the returned
 text are those of llama-cpp-python's ``create_chat_completion`` for the same messages (:mod:`.chatrequest`), so a call
 sent alone to a fresh engine without guesses gets the one-call engine's tokens. Decoded beside others or with guesses,
 a sequence's logits come from another batch shape, whose sums differ slightly, so the tokens sampled may differ too
@@ -42,8 +42,6 @@ class Request:
     Args:
         messages: the chat messages.
         chat: keyword arguments of ``create_chat_completion`` (temperature, max_tokens, seed, response_format).
-        top_n: 0: sample an answer; more: read the next-token logits after the prompt and return this many of the
-            most likely tokens (an option question).
         affinity: calls with the same affinity (a seed's) run in the same sequence while it is free.
 
     The engine's thread fills the rest (the model is touched by that thread alone, so closing the engine first
@@ -52,11 +50,10 @@ class Request:
 
     messages: list[dict[str, str]] = field(default_factory=list)
     chat: dict[str, Any] = field(default_factory=dict)
-    top_n: int = 0
     affinity: str = ""
     prompt: list[int] = field(default_factory=list)
-    #: keyword arguments of llama-cpp-python's ``Llama._init_sampler`` (None: read the next-token logits only)
-    sampling: dict[str, Any] | None = None
+    #: keyword arguments of llama-cpp-python's ``Llama._init_sampler``
+    sampling: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     #: completion-token cap (0: what the context has room for; cut to that room)
     max_tokens: int = 0
@@ -67,8 +64,6 @@ class Request:
     #: the completion's tokens (the end-of-generation token excluded)
     tokens: list[int] = field(default_factory=list)
     text: str = ""
-    #: ``(text, logprob)`` of the most likely next tokens after the prompt (``top_n`` > 0)
-    top: list[tuple[str, float]] = field(default_factory=list)
     #: prompt tokens whose KV cells were found in a sequence (not evaluated again)
     reused: int = 0
     error: BaseException | None = None
@@ -98,8 +93,6 @@ class SlotEngine:
         n_slots: calls answered at once (sequences decoded together).
         n_ctx: each call's context window in tokens (each sequence has a stream of that many cells; llama.cpp
             splits a decode over sequence ids that are not consecutive into one pass over the weights per run).
-        top: ``top(llama, logits, n)``, the ``n`` most likely next tokens of a row of logits as ``(text, logprob)``
-            (for option questions).
         lookup: a prompt-lookup drafter (:class:`~hf_rgda.llm.lookup.LookupDraft`): each generating sequence's
             guesses go into the decode that carries its sampled token, as many as :meth:`LookupDraft.plan` says pay
             (None: no guesses).
@@ -107,20 +100,20 @@ class SlotEngine:
             answers option questions, takes it too: two contexts computing at once only slow each other down).
     """
 
-    def __init__(self, llama: Any, n_slots: int, n_ctx: int, top: Any = None, lookup: LookupDraft | None = None,
+    def __init__(self, llama: Any, n_slots: int, n_ctx: int, lookup: LookupDraft | None = None,
                  lock: Any = None) -> None:
         import llama_cpp
         from llama_cpp import _internals as internals
 
         self._c = llama_cpp
-        self.llama, self.n_slots, self.n_ctx, self._top = llama, n_slots, n_ctx, top
+        self.llama, self.n_slots, self.n_ctx = llama, n_slots, n_ctx
         self.lookup, self._lock = lookup, lock if lock is not None else threading.Lock()
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
         # without guesses, a stream of n_ctx cells per sequence: a sequence's attention reads its own cells only (in
         # one unified cache every decode reads every sequence's cells), and a prefix moves between streams by copying
         # the stream. With guesses, one unified cache: llama.cpp splits a decode over streams into sub-batches of as
         # many tokens from each sequence, so sequences checking different numbers of guesses would take one pass over
-        # the weights per sub-batch (a decode of 28 tokens cost 0.68 s across streams, 0.38 s in one cache)
+        # the weights per sub-batch (benchmarks/README.md, session 32)
         self.unified = lookup is not None
         params.n_ctx, params.n_seq_max, params.kv_unified = n_ctx * n_slots, n_slots, self.unified
         # a decode carries a token of every call and its guesses
@@ -288,7 +281,9 @@ class SlotEngine:
 
     def _copy(self, src: _Slot, dst: _Slot, n: int) -> None:
         """``dst`` holds ``src``'s first ``n`` tokens (a whole-stream copy, or in one unified cache the cells
-        shared, then cut)."""
+        shared, then cut). ``dst``'s own cells go first: in one cache a copy adds ``src``'s cells to ``dst``'s, and
+        two cells at one position would both be attended to."""
+        self._c.llama_memory_seq_rm(self._mem, dst.seq, 0, -1)
         self._c.llama_memory_seq_cp(self._mem, src.seq, dst.seq, -1, -1)
         self._c.llama_memory_seq_rm(self._mem, dst.seq, n, -1)
         dst.tokens = src.tokens[:n]
@@ -297,8 +292,6 @@ class SlotEngine:
     def _prepare(self, req: Request) -> None:
         """The prompt's tokens, stop strings and sampler arguments from the chat request."""
         chat_request(self.llama, req)
-        if req.top_n:
-            req.sampling = None
         if len(req.prompt) >= self.n_ctx:
             raise ValueError(f"Requested tokens ({len(req.prompt)}) exceed context window of {self.n_ctx}")
 
@@ -307,15 +300,14 @@ class SlotEngine:
         try:
             self._prepare(req)
             slot = self._place(req)
-            if req.sampling is not None:
-                self.llama.set_seed(req.seed)
-                self.llama.stop_copies = req.copies  # read by the engine's _init_sampler (under the lock)
-                try:
-                    req.sampler = self.llama._init_sampler(**req.sampling)
-                finally:
-                    self.llama.stop_copies = 0
-                room = self.n_ctx - len(req.prompt)
-                req.max_tokens = room if req.max_tokens <= 0 else min(req.max_tokens, room)
+            self.llama.set_seed(req.seed)
+            self.llama.stop_copies = req.copies  # read by the engine's _init_sampler (under the lock)
+            try:
+                req.sampler = self.llama._init_sampler(**req.sampling)
+            finally:
+                self.llama.stop_copies = 0
+            room = self.n_ctx - len(req.prompt)
+            req.max_tokens = room if req.max_tokens <= 0 else min(req.max_tokens, room)
             todo = req.prompt[len(slot.tokens):]
             begin = time.perf_counter()
             for i in range(0, len(todo), self.n_batch):
@@ -327,26 +319,12 @@ class SlotEngine:
                 self.prompt_evaluated += len(chunk)
             idx = (len(todo) - 1) % self.n_batch
             self.prompt_s += time.perf_counter() - begin
-            if req.sampling is None:
-                self._read_top(req, idx)
-                self._finish(req)
-            else:
-                self._sample(slot, idx)
+            self._sample(slot, idx)
         except Exception as err:  # noqa: BLE001 - the call fails, the engine goes on
             if slot is not None:  # what its cells hold is no longer known
                 self._c.llama_memory_seq_rm(self._mem, slot.seq, 0, -1)
                 slot.tokens = []
             self._finish(req, err)
-
-    def _read_top(self, req: Request, idx: int) -> None:
-        import numpy as np
-
-        ptr = self._c.llama_get_logits_ith(self.ctx.ctx, idx)
-        if not ptr:
-            raise RuntimeError(f"llama.cpp has no logits at output {idx}")
-        logits = np.ctypeslib.as_array(ptr, shape=(self.llama.n_vocab(),))
-        req.top = self._top(self.llama, logits, req.top_n)
-        req.tokens = [int(np.argmax(logits))]
 
     def _guesses(self, gen: list[_Slot]) -> list[list[int]]:
         """Each generating sequence's guesses at the tokens after its sampled one (prompt lookup over its prompt and
@@ -358,9 +336,9 @@ class SlotEngine:
         found = []
         for s in gen:
             req = s.req
-            room = min(self.n_ctx - len(s.tokens) - 1, req.max_tokens - len(req.tokens)) - 1  # type: ignore[union-attr]
+            room = max(0, min(self.n_ctx - len(s.tokens) - 1, req.max_tokens - len(req.tokens)) - 1)  # type: ignore[union-attr]
             ids = np.fromiter((*s.tokens, s.pending), dtype=np.int64, count=len(s.tokens) + 1)
-            found.append(lookup(ids, self.lookup.max_tokens)[: max(0, room)].tolist() if room > 0 else [])
+            found.append(lookup(ids, self.lookup.max_tokens)[:room].tolist() if room else [])
         plan = self.lookup.plan([len(f) for f in found], len(gen))
         return [f[:n] for f, n in zip(found, plan)]
 
