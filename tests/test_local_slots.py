@@ -19,6 +19,35 @@ from .test_local_integration import TINY, needs_tiny
 GREEDY = {"temperature": 0.0, "max_tokens": 120, "seed": 1}
 
 
+def test_a_caller_waiting_for_the_model_goes_before_the_slots_next_decode() -> None:
+    """The slots' thread takes the lock again right after letting it go; a caller that waits for it (an option
+    question on the model's own context) gets it before the thread's next turn but one, not after the slots idle."""
+    import threading
+    import time
+
+    from hf_rgda.llm.turns import Turns
+
+    turns, turns_taken, stop = Turns(), [0], threading.Event()
+
+    def slots_thread() -> None:
+        while not stop.is_set():
+            with turns.after_waiting():
+                time.sleep(0.002)  # a decode
+                turns_taken[0] += 1
+
+    thread = threading.Thread(target=slots_thread)
+    thread.start()
+    try:
+        time.sleep(0.02)
+        before = turns_taken[0]
+        with turns:
+            during = turns_taken[0]
+        assert before > 0 and during - before <= 2, (before, during)
+    finally:
+        stop.set()
+        thread.join()
+
+
 def test_parallel_option_is_checked_part_of_the_identity_and_one_by_default() -> None:
     assert LocalLLM("m.gguf").parallel == 1 and "parallel" not in LocalLLM("m.gguf").identity()
     llm = LocalLLM("m.gguf", parallel=4)
@@ -55,9 +84,9 @@ def _conversation(llm: LocalLLM) -> list[object]:
 @needs_tiny
 def test_calls_one_at_a_time_through_the_slots_get_the_one_call_engines_answers() -> None:
     """The prompt, stop rules, sampling chain and text are llama-cpp-python's own (its create_chat_completion run
-    against a recorder): a first call and its option question, both evaluated from scratch by either engine, give the
-    same tokens and probabilities; later turns reuse the slots' cells (computed in other batch shapes than the
-    one-call engine's, so only their form is compared)."""
+    against a recorder): a first call, evaluated from scratch by either engine, gives the same tokens (the option
+    questions go to the model's own context in both); later turns reuse the slots' cells (computed in other batch
+    shapes than the one-call engine's, so only their form is compared)."""
     pytest.importorskip("llama_cpp")
     one = _conversation(load_llm(TINY, n_ctx=2048, kv_states_mb=0, lookup="off"))
     llm = load_llm(TINY, n_ctx=2048, parallel=3, lookup="off")

@@ -32,6 +32,7 @@ from .options import check_options, top_logprobs_of
 from .slots import Request as SlotRequest
 from .slots import SlotEngine
 from .stops import SELF_COPY_TOKENS, sentence_list
+from .turns import Turns
 
 __all__ = ["LocalLLM", "resolve_gguf"]
 
@@ -173,7 +174,7 @@ class LocalLLM(LLM):
         self.max_concurrency = self.parallel
         self._llama: Any = None
         self._lock = threading.Lock()
-        self._compute = threading.Lock()  # the slots' thread and the option questions' context take turns
+        self._compute = Turns()  # the slots' thread and the option questions' context take turns
 
     def _load(self) -> Any:
         if self._llama is None:
@@ -205,7 +206,7 @@ class LocalLLM(LLM):
 
     def _slot_chat(self, messages: list[dict[str, str]], copies: int = 0, **kwargs: Any) -> tuple[Any, Usage, float]:
         """One call through the slots (``parallel`` > 1): (the answered request, usage, seconds from asking). The
-        engine's thread alone touches the model: closing it first stops the thread."""
+        engine's thread alone touches its context: closing it first stops the thread."""
         with self._lock:
             self._load()
             slots = self._slots
@@ -321,4 +322,4 @@ class LocalLLM(LLM):
         state.setdefault("max_concurrency", state["parallel"])
         self.__dict__.update(state)
         self._lock = threading.Lock()
-        self._compute = threading.Lock()
+        self._compute = Turns()

@@ -31,6 +31,7 @@ from typing import Any
 from .chatrequest import chat_request
 from .kvstates import common_prefix
 from .lookup import LookupDraft, lookup
+from .turns import Turns
 
 __all__ = ["Request", "SlotEngine", "chat_request"]
 
@@ -44,7 +45,7 @@ class Request:
         chat: keyword arguments of ``create_chat_completion`` (temperature, max_tokens, seed, response_format).
         affinity: calls with the same affinity (a seed's) run in the same sequence while it is free.
 
-    The engine's thread fills the rest (the model is touched by that thread alone, so closing the engine first
+    The engine's thread fills the rest (its context is touched by that thread alone, so closing the engine first
     stops it): the prompt's tokens, the sampler's arguments (:func:`chat_request`), the answer.
     """
 
@@ -91,13 +92,15 @@ class SlotEngine:
         llama: the ``Llama`` whose model, tokenizer, chat template and sampler chains the engine uses (its own context
             is not touched).
         n_slots: calls answered at once (sequences decoded together).
-        n_ctx: each call's context window in tokens (each sequence has a stream of that many cells; llama.cpp
-            splits a decode over sequence ids that are not consecutive into one pass over the weights per run).
+        n_ctx: each call's context window in tokens (without ``lookup`` each sequence has a stream of that many cells,
+            and llama.cpp splits a decode over sequence ids that are not consecutive into one pass over the weights
+            per run; with it the sequences share one cache of ``n_slots`` times as many).
         lookup: a prompt-lookup drafter (:class:`~hf_rgda.llm.lookup.LookupDraft`): each generating sequence's
             guesses go into the decode that carries its sampled token, as many as :meth:`LookupDraft.plan` says pay
             (None: no guesses).
-        lock: held around every decode and sampler the engine's thread runs (the model's other context, which
-            answers option questions, takes it too: two contexts computing at once only slow each other down).
+        lock: a :class:`~hf_rgda.llm.turns.Turns` held around every decode and sampler the engine's thread runs (the model's other
+            context, which answers option questions, takes it too: two contexts computing at once only slow each
+            other down).
     """
 
     def __init__(self, llama: Any, n_slots: int, n_ctx: int, lookup: LookupDraft | None = None,
@@ -107,7 +110,7 @@ class SlotEngine:
 
         self._c = llama_cpp
         self.llama, self.n_slots, self.n_ctx = llama, n_slots, n_ctx
-        self.lookup, self._lock = lookup, lock if lock is not None else threading.Lock()
+        self.lookup, self._lock = lookup, lock if lock is not None else Turns()
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
         # without guesses, a stream of n_ctx cells per sequence: a sequence's attention reads its own cells only (in
         # one unified cache every decode reads every sequence's cells), and a prefix moves between streams by copying
@@ -217,7 +220,7 @@ class SlotEngine:
                 free = self.n_slots - sum(s.req is not None for s in self.slots)
                 while self._queue and len(admit) < free:
                     admit.append(self._queue.popleft())
-            with self._lock:
+            with self._lock.after_waiting():
                 for req in admit:
                     self._start(req)
                 if self._generating():
@@ -238,6 +241,8 @@ class SlotEngine:
 
     def _decode(self, items: list[tuple[int, int, int, bool]]) -> None:
         """One llama.cpp decode of ``(token, position, sequence, logits)`` items."""
+        if len(items) > self.n_batch:
+            raise RuntimeError(f"a decode of {len(items)} tokens exceeds the batch of {self.n_batch}")
         b = self._batch
         b.n_tokens = len(items)
         for i, (tok, pos, seq, logits) in enumerate(items):
@@ -252,8 +257,8 @@ class SlotEngine:
         The sequence is the one the call's ``affinity`` (its seed) used last, when idle: a seed's next question
         continues its last prompt there, and one seed's call never overwrites another's. Otherwise an idle sequence
         that holds nothing but a prefix of the prompt (nothing is lost), else the least recently used. A longer
-        prefix held elsewhere (the stage's system prompt, written by the first seed to ask) is copied in: llama.cpp
-        copies a sequence between streams whole, then the copy is cut."""
+        prefix held elsewhere (the stage's system prompt, written by the first seed to ask) is copied in
+        (:meth:`_copy`)."""
         prompt = req.prompt
         idle = [s for s in self.slots if s.req is None]
         scored = [(common_prefix(s.tokens, prompt), s) for s in self.slots]
@@ -336,7 +341,9 @@ class SlotEngine:
         found = []
         for s in gen:
             req = s.req
-            room = max(0, min(self.n_ctx - len(s.tokens) - 1, req.max_tokens - len(req.tokens)) - 1)  # type: ignore[union-attr]
+            # the guesses' cells within the context, and the answer within max_tokens (its sampled token included)
+            room = max(0, min(self.n_ctx - len(s.tokens) - 1, req.max_tokens - len(req.tokens) - 1,  # type: ignore[union-attr]
+                              (self.n_batch - len(gen)) // len(gen)))
             ids = np.fromiter((*s.tokens, s.pending), dtype=np.int64, count=len(s.tokens) + 1)
             found.append(lookup(ids, self.lookup.max_tokens)[:room].tolist() if room else [])
         plan = self.lookup.plan([len(f) for f in found], len(gen))
@@ -344,7 +351,10 @@ class SlotEngine:
 
     def _step(self) -> None:
         gen = self._generating()
-        guesses = self._guesses(gen)
+        try:
+            guesses = self._guesses(gen)
+        except Exception:  # noqa: BLE001 - a drafter's fault costs its guesses, not the calls
+            guesses = [[] for _ in gen]
         self.widths[len(gen)] = self.widths.get(len(gen), 0) + 1
         # llama.cpp splits a decode over streams into runs of consecutive sequence ids, one pass over the weights each
         ids = sorted(s.seq for s in gen)
@@ -371,11 +381,12 @@ class SlotEngine:
             try:
                 kept = self._sample_guesses(s, guess, first)
             except Exception as err:  # noqa: BLE001 - this call fails, the others go on
-                kept = 0
+                kept = None
                 if req is not None and not req.done.is_set():
                     self._finish(req, err)
             if guess:
-                self.lookup.checked(kept, len(guess))  # type: ignore[union-attr]
+                if kept is not None and s.req is req:  # an answer that ended here says nothing of the guesses
+                    self.lookup.checked(kept, len(guess))  # type: ignore[union-attr]
                 # the cells of the guesses not kept (and of those after an answer's end) go
                 self._c.llama_memory_seq_rm(self._mem, s.seq, len(s.tokens), -1)
         self.sample_s += time.perf_counter() - decoded
