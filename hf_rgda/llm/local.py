@@ -131,9 +131,9 @@ class LocalLLM(LLM):
             beside others has its logits summed in another batch shape, and which calls share a decode depends on
             when they arrive, so with ``parallel`` > 1 a run is not reproducible token for token (the response cache
             keeps the first answer). With ``schedule="seeds"`` no seed waits for the others at a stage's end. 1 by
-            default: benchmarks/README.md has the measurements (session 32: the main command's profile with 4 slots
-            and guesses against one call at a time; without guesses, run 17's one draw, and on a compute-bound CPU
-            four sequences decode only 1.27x one).
+            default: on the Xeon of benchmarks/README.md four slots with guesses took 0.970 of the one-call engine's
+            wall seconds per accepted row for 2.45 rows a seed against 2.70 (run 25), and with ``schedule="seeds"``
+            1.266 for 1.90 (run 26); on a compute-bound CPU four sequences decode only 1.27x one.
     """
 
     max_concurrency = 1
