@@ -245,7 +245,7 @@ def test_the_drafter_guesses_as_many_tokens_as_its_timings_favour() -> None:
 
 
 def test_a_decode_of_several_sequences_takes_the_guesses_that_pay_in_order_of_their_chances() -> None:
-    # the Xeon's costs of a decode by its width (single sequence figures of session 32)
+    # costs of a decode by its width shaped like the Xeon's (a one-token decode dear, more tokens cheap each)
     xeon = {1: 0.085, 2: 0.132, 3: 0.135, 4: 0.138, 8: 0.157, 12: 0.173, 16: 0.192, 24: 0.252}
     d = _drafter(xeon, kept=80, rejections=20, explore=0)
     assert d.estimate(4) == 0.138 and d.estimate(6) == pytest.approx(0.1475)  # between 4 and 8

@@ -360,13 +360,15 @@ def _llama_class() -> type:
             finally:
                 self._ctx, self._logits_ctx = own, None
 
-        def _init_sampler(self, *args: Any, grammar: Any = None, **kwargs: Any) -> Any:
+        def _init_sampler(self, *args: Any, grammar: Any = None, copies: int | None = None, **kwargs: Any) -> Any:
+            """llama-cpp-python's sampler chain, the grammar after it; ``copies``: the :class:`SelfCopy` stop's
+            length (default :attr:`stop_copies`, which llama-cpp-python's own generation loop cannot pass)."""
             if grammar is None or not self.grammar_after_sampling:
                 return super()._init_sampler(*args, grammar=grammar, **kwargs)
             chain = super()._init_sampler(*args, grammar=None, **kwargs)
             text = grammar._grammar.replace(_LOOSE_CHAR, _STRICT_CHAR)
             self.last_sampler = GrammarAfterSampling(chain, self._model.vocab, self._n_vocab, text, grammar._root,
-                                                     copies=self.stop_copies)
+                                                     copies=self.stop_copies if copies is None else copies)
             return self.last_sampler
 
         def save_state(self) -> KVState:

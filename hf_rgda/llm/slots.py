@@ -306,11 +306,7 @@ class SlotEngine:
             self._prepare(req)
             slot = self._place(req)
             self.llama.set_seed(req.seed)
-            self.llama.stop_copies = req.copies  # read by the engine's _init_sampler (under the lock)
-            try:
-                req.sampler = self.llama._init_sampler(**req.sampling)
-            finally:
-                self.llama.stop_copies = 0
+            req.sampler = self.llama._init_sampler(**req.sampling, copies=req.copies)
             room = self.n_ctx - len(req.prompt)
             req.max_tokens = room if req.max_tokens <= 0 else min(req.max_tokens, room)
             todo = req.prompt[len(slot.tokens):]
