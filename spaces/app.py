@@ -9,7 +9,10 @@ Run locally: ``python spaces/app.py`` (127.0.0.1:7860). ``HF_RGDA_SPACE_LLM`` re
 (the tests use the tiny one). The backend selected at first is the local one where llama.cpp is installed, else
 OpenAI (a Space built by ``scripts/build_space.sh`` without ``--local``); ``HF_RGDA_SPACE_BACKEND`` chooses another.
 API keys typed in are passed to that one request's backend and dropped with it: never stored, cached, logged or
-shown (a Space secret such as ``OPENAI_API_KEY`` serves requests that type none).
+shown. A Space secret such as ``OPENAI_API_KEY`` serves the requests that type no key, but only towards the provider's
+own endpoint or a base URL the owner lists in ``HF_RGDA_SPACE_BASE_URLS`` (comma-separated): a Base URL a visitor
+types gets the key the visitor typed, or none (``key_from_env=False``), so the owner's key never reaches a server the
+owner did not choose.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ EXAMPLES = [
     ["The agreement was signed by [Acme Holdings](ORG) in [Delaware](LOC) .", "LOC, MISC, ORG, PER",
      "financial agreements and SEC filings"],
 ]
+# base URLs the Space's owner trusts with the Space's secrets (the provider's own endpoint needs no entry)
+TRUSTED_URLS = {u.strip().rstrip("/") for u in os.environ.get("HF_RGDA_SPACE_BASE_URLS", "").split(",") if u.strip()}
 HELP = {f.name: f.metadata["help"] for f in dataclasses.fields(AugmentConfig)}
 
 
@@ -54,8 +59,10 @@ def _augmenter(types: list[str], method: str, where: bool, debate_review: bool, 
     else:
         if not model.strip():
             raise gr.Error(f"type a model name for the {backend} backend, e.g. {EXAMPLE_MODELS.get(backend, '')}")
-        llm = f"{backend}:{model.strip()}"
-        options = {k: v for k, v in {"api_key": api_key.strip() or None, "base_url": base_url.strip() or None}.items() if v}
+        llm, url = f"{backend}:{model.strip()}", base_url.strip()
+        options = {k: v for k, v in {"api_key": api_key.strip() or None, "base_url": url or None}.items() if v}
+        # the environment's key (the owner's secret) only for the provider's endpoint or a URL the owner trusts
+        options["key_from_env"] = not url or url.rstrip("/") in TRUSTED_URLS
     return RGDAAugmenter(llm, label_names=labels, method=method, where=where, debate_review=debate_review,
                          num_augmented=int(num_augmented), domain=domain, keep_rejected=True, llm_options=options,
                          attribution_model=attribution_model.strip() or None)

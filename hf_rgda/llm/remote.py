@@ -153,6 +153,9 @@ class RemoteLLM(LLM):
         retry: the retry policy.
         api_key: a key given in code (else the provider's environment variable is read at the first call); it
             reaches ``num_proc`` workers through the process's secret registry, never through the pickled state.
+        key_from_env: whether the provider's environment variable may supply the key. ``False`` for a ``base_url``
+            that somebody other than the environment's owner chose (a web demo's visitor): only ``api_key`` or the
+            URL's own credentials are sent there, never the key the environment holds.
     """
 
     #: provider name used in identities and price lookups
@@ -181,7 +184,8 @@ class RemoteLLM(LLM):
 
     def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, timeout: float = 120.0,
                  max_concurrency: int = 8, rpm: int | None = None, tpm: int | None = None,
-                 retry: RetryPolicy | None = None, max_retries: int | None = None, api_key: str | None = None) -> None:
+                 retry: RetryPolicy | None = None, max_retries: int | None = None, api_key: str | None = None,
+                 key_from_env: bool = True) -> None:
         if not model:
             raise ConfigError(f"{self.backend}: a model name is required")
         if max_concurrency < 1:
@@ -200,6 +204,7 @@ class RemoteLLM(LLM):
         self.rpm, self.tpm = rpm, tpm
         self.retry = retry or RetryPolicy(**({"max_attempts": max_retries + 1} if max_retries is not None else {}))
         self._api_key = api_key
+        self.key_from_env = bool(key_from_env)
         if api_key or self._url_auth:
             self._secret_id = secret_id({"backend": self.backend, "model": self.model, "base_urls": self.base_urls})
             self._register_secrets()
@@ -235,11 +240,14 @@ class RemoteLLM(LLM):
         self._given_secrets()
         if self._api_key:
             return self._api_key
-        for name in self.key_env:
+        for name in self.key_env if self.key_from_env else ():
             if os.environ.get(name):
                 return os.environ[name]
         if self.base_urls and self.keyless_with_base_url:
             return "not-needed"
+        if not self.key_from_env:
+            raise AuthenticationError(f"{self.backend}: no API key given (the environment's key is not sent to this "
+                                      "base URL)")
         raise AuthenticationError(f"{self.backend}: no API key: set {' or '.join(self.key_env)}")
 
     def _secrets(self) -> list[str]:
