@@ -1,0 +1,415 @@
+"""The paper's protocol at 200 seeds, run across sessions from committed chunks.
+
+A cell is a method's training rows (the 200 seeds plus what the method adds) trained ``--runs`` times; its F1 runs,
+and for an LLM method its rows, land in ``benchmarks/results/protocol200/`` as they are made, so a stop loses at most
+one chunk or one training run and the next session (any machine, an empty response cache) resumes from what is
+committed.
+
+- **Rows** of an LLM method are generated in chunks of ``--chunk-size`` seeds by the library of one fixed commit (the
+  *generator*): a git worktree of that commit under ``benchmarks/.gen/`` is put on ``PYTHONPATH`` of a worker process
+  (``protocol200_worker.py``). Each chunk is one gzipped JSON Lines file, ``<dataset>/<method>/<generator>/chunk-NNN
+  .jsonl.gz``: a header line (generator commit, method, seed indices, the chunk's run summary), then every row the
+  method emitted for those seeds (tokens, tag names, source seed index, status, reason; no traces). A chunk whose
+  header names another commit or other seeds is refused, never mixed in.
+- **Cells**: ``noaug``, ``eda``, ``mr``, ``mr-train`` (rules, rebuilt by the current code: deterministic), an LLM
+  method with its generator (``rgda@seeds:2096b68``), and ``rgda@seeds+mr:2096b68`` (its rows and MR's together). Every
+  LLM method's augmenter sees only the 200 seeds (``@seeds``). Training: the encoder for the same number of optimizer
+  steps in every cell (the steps a full 1:ratio set takes at ``--epochs``), seeds 1000, 1001, ...; F1 (seqeval, strict
+  IOB2) on the whole test split. Each run's test predictions are kept (gzipped) for the paired bootstrap, which pools
+  the runs: each resample of test sentences compares the mean F1 over a cell's runs with the other cell's.
+- ``--commit`` commits each chunk and each run as it lands (only the results folder; retried while the index is busy).
+
+Usage (what the background job runs, niced; a rerun resumes):
+    python -m benchmarks.protocol200 run --commit
+    python -m benchmarks.protocol200 generate rgda@seeds:2096b68 --commit     # one cell's rows
+    python -m benchmarks.protocol200 train noaug mr --commit                  # cells' training runs
+    python -m benchmarks.protocol200 report                                   # the table (markdown) from what is there
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import DATA_DIR, DOMAINS, ROOT, header, load, seed_key
+
+OUT = ROOT / "benchmarks" / "results" / "protocol200"
+GEN = ROOT / "benchmarks" / ".gen"
+CACHE = ROOT / "benchmarks" / ".cache"
+RULES = ("noaug", "eda", "mr", "mr-train")
+LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
+#: the order the background job works in: the rule cells first (minutes each), then each LLM cell's rows and runs
+PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds+mr:2096b68", "eda", "mr-train",
+                         "naive@seeds:2096b68", "gda@seeds:2096b68"]}
+
+
+def parse_cell(cell: str) -> tuple[str, str | None, bool]:
+    """``"rgda@seeds+mr:2096b68"`` -> (``"rgda"``, ``"2096b68"``, with MR rows); a rule method -> (name, None, False)."""
+    name, _, generator = cell.partition(":")
+    if name in RULES:
+        if generator:
+            raise SystemExit(f"{cell}: a rule method has no generator commit")
+        return name, None, False
+    base, plus_mr = (name[:-3], True) if name.endswith("+mr") else (name, False)
+    method, _, stats = base.partition("@")
+    if method not in LLM_METHODS or stats != "seeds" or not generator:
+        raise SystemExit(f"{cell}: an LLM cell is METHOD@seeds[+mr]:COMMIT with METHOD one of {', '.join(LLM_METHODS)}")
+    return method, generator, plus_mr
+
+
+def git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def full_commit(rev: str) -> str:
+    return git("rev-parse", "--verify", f"{rev}^{{commit}}")
+
+
+def worktree(commit: str) -> Path:
+    """A detached worktree of ``commit`` under ``benchmarks/.gen/`` (made once)."""
+    path = GEN / commit[:12]
+    if not (path / "hf_rgda").is_dir():
+        GEN.mkdir(parents=True, exist_ok=True)
+        git("worktree", "add", "--detach", "--force", str(path), commit)
+    if git("rev-parse", "HEAD", cwd=path) != commit:
+        raise SystemExit(f"{path} is not at {commit}")
+    return path
+
+
+def commit_results(message: str, args: argparse.Namespace) -> None:
+    """Commit the results folder alone (``git commit -- path``), retrying while another git command holds the index."""
+    if not args.commit:
+        return
+    rel = str(Path(args.out).resolve().relative_to(ROOT))
+    for attempt in range(30):
+        try:
+            git("add", "--", rel)
+            if not git("diff", "--cached", "--name-only", "--", rel):
+                return
+            git("commit", "-q", "-m", message, "--", rel)
+            return
+        except subprocess.CalledProcessError as err:
+            print(f"commit failed (attempt {attempt + 1}): {err.stderr.strip()[:200]}", flush=True)
+            time.sleep(20)
+
+
+class Protocol:
+    """One dataset's seeds, test split and the results file."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from hf_rgda.recipe import sample_seeds
+        from hf_rgda.tags import label_names_of
+
+        self.args, self.name = args, args.dataset
+        dsd = load(args.data_dir, self.name)
+        self.train_split, self.test = dsd["train"], dsd["test"]
+        self.labels = label_names_of(self.train_split, self.test)
+        self.seeds = sample_seeds(self.train_split, args.num_seeds, sample_seed=args.sample_seed, min_entities=1)
+        from hf_rgda.tags import to_tag_names
+
+        self.seed_tags = to_tag_names(self.seeds)
+        self.keys = [seed_key(t, g) for t, g in zip(self.seeds["tokens"], self.seed_tags)]
+        out = Path(getattr(args, "out", None) or OUT)
+        self.dir = out / self.name
+        self.results_path = out / f"{self.name}.json"
+        self.scale = (f"{self.name}/seeds={len(self.seeds)}/ratio={args.ratio}/encoder={Path(args.encoder).name}"
+                      f"/steps={self.steps}")
+
+    @property
+    def steps(self) -> int:
+        """Optimizer steps of every cell: what a full 1:ratio set takes at ``--epochs``."""
+        a = self.args
+        return -(-a.num_seeds * (1 + a.ratio) // a.train_batch) * int(a.epochs)
+
+    # ------------------------------------------------------------------ rows
+    def chunk_path(self, method: str, commit: str, k: int) -> Path:
+        return self.dir / f"{method}@seeds" / commit[:12] / f"chunk-{k:03d}.jsonl.gz"
+
+    def chunks(self) -> list[range]:
+        size = self.args.chunk_size
+        return [range(lo, min(lo + size, len(self.seeds))) for lo in range(0, len(self.seeds), size)]
+
+    def read_chunk(self, path: Path, method: str, commit: str, span: range) -> tuple[dict, list[dict]] | None:
+        if not path.exists():
+            return None
+        with gzip.open(path, "rt") as fh:
+            head, *rows = (json.loads(line) for line in fh)
+        want = {"commit": commit, "method": method, "seeds": list(span), "keys": self.keys[span.start:span.stop]}
+        for k, v in want.items():
+            if head.get(k) != v:
+                raise SystemExit(f"{path}: its {k} is {head.get(k)!r}, this cell's is {v!r}: refused (not mixed in)")
+        return head, rows
+
+    def generate(self, method: str, commit: str) -> list[dict]:
+        """Every chunk of ``method``'s rows from ``commit``'s library: the missing ones are generated, each written and
+        (``--commit``) committed as it lands. Returns the accepted rows of all chunks."""
+        commit = full_commit(commit)
+        tree = worktree(commit)
+        accepted: list[dict] = []
+        chunks = self.chunks()
+        for k, span in enumerate(chunks):
+            path = self.chunk_path(method, commit, k)
+            found = self.read_chunk(path, method, commit, span)
+            if found is None:
+                start = time.perf_counter()
+                out = self.run_worker(tree, method, commit, k, span)
+                index = {key: i for i, key in zip(span, self.keys[span.start:span.stop])}
+                rows = [{"seed": index.get(r.pop("source")), **r} for r in out["rows"]]
+                head = {"commit": commit, "method": method, "dataset": self.name, "chunk": k, "of": len(chunks),
+                        "seeds": list(span), "keys": self.keys[span.start:span.stop], "llm": self.args.llm,
+                        "seconds": round(time.perf_counter() - start, 1), "machine": header("protocol200")["machine"],
+                        "summary": out["summary"]}
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp_path = path.with_suffix(".tmp")
+                with gzip.open(tmp_path, "wt") as fh:
+                    for line in (head, *rows):
+                        fh.write(json.dumps(line) + "\n")
+                tmp_path.rename(path)
+                n = sum(r["status"] == "accepted" for r in rows)
+                print(f"{path}: {n} accepted in {head['seconds']} s", flush=True)
+                commit_results(f"protocol200 {self.name}/{method}@seeds:{commit[:7]}: chunk {k + 1}/{len(chunks)} "
+                               f"(seeds {span.start}-{span.stop - 1}), {n} rows accepted, {head['seconds']:.0f} s",
+                               self.args)
+                found = (head, rows)
+            accepted += [r for r in found[1] if r["status"] == "accepted"]
+        return accepted
+
+    def run_worker(self, tree: Path, method: str, commit: str, k: int, span: range) -> dict[str, Any]:
+        """Chunk ``k``'s rows from the worker process, which imports ``hf_rgda`` from the generator's worktree."""
+        with tempfile.TemporaryDirectory() as tmp:
+            self.seeds.select(span).save_to_disk(f"{tmp}/seeds")
+            self.seeds.save_to_disk(f"{tmp}/source")  # @seeds: the augmenter's statistics from the seeds alone
+            job = {"worktree": str(tree), "seeds": f"{tmp}/seeds", "source": f"{tmp}/source", "method": method,
+                   "llm": self.args.llm, "ratio": self.args.ratio, "domain": DOMAINS.get(self.name, ""),
+                   "cache": str(CACHE / f"protocol200-{commit[:12]}.sqlite3"), "options": {},
+                   "batch_size": self.args.batch_size, "desc": f"{self.name}/{method}@seeds chunk {k}"}
+            Path(f"{tmp}/job.json").write_text(json.dumps(job))
+            env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
+            subprocess.run([sys.executable, str(Path(__file__).with_name("protocol200_worker.py")),
+                            f"{tmp}/job.json", f"{tmp}/out.json"], env=env, cwd=tree, check=True)
+            return json.loads(Path(f"{tmp}/out.json").read_text())
+
+    def complete(self, method: str, commit: str) -> bool:
+        commit = full_commit(commit)
+        return all(self.chunk_path(method, commit, k).exists() for k in range(len(self.chunks())))
+
+    # ------------------------------------------------------------------ cells
+    def cell_rows(self, cell: str) -> tuple[Any, dict[str, Any]]:
+        """The augmented rows of ``cell`` (a Dataset of tokens, tag names, source) and what is said of them."""
+        from datasets import Dataset
+
+        from benchmarks.protocol import augment as rule_rows
+
+        method, generator, plus_mr = parse_cell(cell)
+        args = argparse.Namespace(ratio=self.args.ratio, sample_seed=self.args.sample_seed)
+        parts, info = [], {}
+        if generator is not None:
+            if not self.complete(method, generator):
+                raise SystemExit(f"{cell}: its rows are not all generated yet (run generate {cell})")
+            rows = self.generate(method, generator)
+            parts.append({"tokens": [r["tokens"] for r in rows], "ner_tags": [r["tags"] for r in rows],
+                          "rgda_source": [self.keys[r["seed"]] for r in rows]})
+            info["generator"] = full_commit(generator)
+        if generator is None or plus_mr:
+            rule = "mr" if plus_mr else method
+            aug, _ = rule_rows(rule, self.name, self.train_split, self.seeds, args)
+            from hf_rgda.tags import to_tag_names
+
+            parts.append({"tokens": aug["tokens"], "ner_tags": to_tag_names(aug),
+                          "rgda_source": aug["rgda_source"] if "rgda_source" in aug.column_names else [""] * len(aug)})
+        merged = {k: [v for p in parts for v in p[k]] for k in ("tokens", "ner_tags", "rgda_source")}
+        return Dataset.from_dict(merged), info
+
+    def diversity(self, aug: Any) -> float | None:
+        """Mean BERTScore F1 of the added rows against their own seed sentences (lower: more diverse)."""
+        from hf_rgda.metrics import bertscore
+
+        text = {k: " ".join(t) for k, t in zip(self.keys, self.seeds["tokens"])}
+        pairs = [(" ".join(t), text[s]) for t, s in zip(aug["tokens"], aug["rgda_source"]) if s in text]
+        if not pairs:
+            return None
+        return round(bertscore([a for a, _ in pairs], [b for _, b in pairs], model=self.args.bertscore_model)["mean_f1"], 4)
+
+    def training_set(self, aug: Any) -> Any:
+        from datasets import ClassLabel, Dataset, Features, Sequence, Value
+
+        features = Features({"tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=self.labels))})
+        return Dataset.from_dict({"tokens": list(self.seeds["tokens"]) + list(aug["tokens"]),
+                                  "ner_tags": self.seed_tags + list(aug["ner_tags"])}, features=features)
+
+    def load_results(self) -> dict[str, Any]:
+        return json.loads(self.results_path.read_text()) if self.results_path.exists() else {"cells": {}}
+
+    def save_results(self, results: dict[str, Any]) -> None:
+        self.results_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.results_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(results, indent=1))
+        tmp.rename(self.results_path)
+
+    def predictions_path(self, cell: str) -> Path:
+        return self.dir / "predictions" / f"{cell.replace(':', '@')}.json.gz"
+
+    def train(self, cell: str) -> None:
+        """``--runs`` training runs of ``cell`` (the missing ones), each saved and committed as it finishes."""
+        from benchmarks.protocol import rows_fingerprint, train_eval
+
+        aug, info = self.cell_rows(cell)
+        rows = self.training_set(aug)
+        results = self.load_results()
+        key = f"{self.scale}/{cell}"
+        fingerprint = rows_fingerprint(rows)
+        stored = results["cells"].get(key)
+        if stored and stored["rows_sha256"] != fingerprint:
+            raise SystemExit(f"{key}: the stored runs trained on other rows (sha256 {stored['rows_sha256'][:12]}, now "
+                             f"{fingerprint[:12]}): move them aside to start the cell over")
+        cell_out = stored or {"dataset": self.name, "cell": cell, "seeds": len(self.seeds), "augmented": len(aug),
+                              "encoder": self.args.encoder, "steps": self.steps, "rows_sha256": fingerprint, **info,
+                              "bertscore_vs_seed": self.diversity(aug), "runs": []}
+        preds_path = self.predictions_path(cell)
+        preds = json.loads(gzip.decompress(preds_path.read_bytes())) if preds_path.exists() else []
+        targs = argparse.Namespace(**{**vars(self.args), "labels": self.labels})
+        for run in range(len(cell_out["runs"]), self.args.runs):
+            r = train_eval(rows, self.test, steps=self.steps, run=run, args=targs)
+            preds.append([" ".join(p) for p in r.pop("predictions")])
+            preds_path.parent.mkdir(parents=True, exist_ok=True)
+            preds_path.write_bytes(gzip.compress(json.dumps(preds).encode(), mtime=0))
+            cell_out["runs"].append({**r, "run": run, "code": header("protocol200")["commit"],
+                                     "machine": header("protocol200")["machine"]})
+            f1s = [x["f1"] for x in cell_out["runs"]]
+            cell_out["f1_mean"], cell_out["f1_sd"] = round(statistics.mean(f1s), 4), round(_sd(f1s), 4)
+            results = self.load_results()  # another process may have written other cells meanwhile
+            results["cells"][key] = cell_out
+            self.save_results(results)
+            print(f"{key}: run {run} F1 {r['f1']} in {r['seconds']} s", flush=True)
+            commit_results(f"protocol200 {key}: run {run + 1}/{self.args.runs} F1 {r['f1']:.4f} "
+                           f"({r['steps']} steps, {r['seconds']:.0f} s)", self.args)
+
+
+def _sd(values: list[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def pooled_bootstrap(refs: list[list[str]], runs_a: list[list[list[str]]], runs_b: list[list[list[str]]], *,
+                     resamples: int = 10_000, seed: int = 0) -> dict[str, float]:
+    """Paired bootstrap over test sentences of Δ = mean F1 over A's runs − mean F1 over B's runs.
+
+    Each resample draws the sentences once (with replacement) and scores every run of both cells on that draw; the
+    two-sided p is 2·min(P(Δ ≤ 0), P(Δ ≥ 0)), capped at 1. It measures the test set's sampling error for these trained
+    models; the spread between training runs is what the ± of the table shows."""
+    import numpy as np
+
+    from hf_rgda.metrics import sentence_counts
+
+    def counts(runs: list[list[list[str]]]) -> Any:
+        return np.stack([np.asarray(sentence_counts(refs, r, "IOB2"), dtype=np.int64) for r in runs])  # (runs, n, 3)
+
+    ca, cb = counts(runs_a), counts(runs_b)
+    n = ca.shape[1]
+    rng = np.random.default_rng(seed)
+
+    def f1(c: Any) -> Any:  # (runs, draws, 3) -> mean F1 over runs, per draw
+        tp, pred, ref = c[..., 0], c[..., 1], c[..., 2]
+        return np.divide(2 * tp, pred + ref, out=np.zeros(tp.shape), where=(pred + ref) > 0).mean(axis=0)
+
+    deltas = []
+    for lo in range(0, resamples, 200):
+        idx = rng.integers(0, n, size=(min(200, resamples - lo), n))
+        deltas.append(f1(ca[:, idx].sum(axis=2)) - f1(cb[:, idx].sum(axis=2)))
+    d = np.concatenate(deltas)
+    full = f1(ca.sum(axis=1)[:, None]) - f1(cb.sum(axis=1)[:, None])
+    p = min(1.0, 2 * min(float((d <= 0).mean()), float((d >= 0).mean())))
+    return {"delta": round(float(full[0]), 4), "p_value": p, "ci_low": round(float(np.percentile(d, 2.5)), 4),
+            "ci_high": round(float(np.percentile(d, 97.5)), 4), "resamples": resamples}
+
+
+def report(proto: Protocol) -> str:
+    """The markdown table of every cell of the dataset (mean ± sd, rows added, ΔF1 and p against MR and noaug)."""
+    from hf_rgda.tags import to_tag_names
+
+    results = proto.load_results()
+    cells = {c["cell"]: c for k, c in results["cells"].items() if k.startswith(proto.scale + "/")}
+    refs = to_tag_names(proto.test)
+
+    def preds(cell: str) -> list[list[list[str]]]:
+        path = proto.predictions_path(cell)
+        return [[s.split(" ") for s in run] for run in json.loads(gzip.decompress(path.read_bytes()))]
+
+    lines = ["| cell | F1 (mean ± sd, runs) | rows added | BERTScore vs seed | ΔF1 vs MR (p) | ΔF1 vs noaug (p) |",
+             "|---|---|---|---|---|---|"]
+    boot = results.setdefault("bootstrap", {})
+    for cell, c in sorted(cells.items(), key=lambda kv: kv[1]["f1_mean"]):
+        cmp = []
+        for other in ("mr", "noaug"):
+            if cell == other or other not in cells or not c["runs"]:
+                cmp.append("—")
+                continue
+            pair = hashlib.sha256(json.dumps([c["rows_sha256"], len(c["runs"]), cells[other]["rows_sha256"],
+                                              len(cells[other]["runs"])]).encode()).hexdigest()[:16]
+            b = boot.get(f"{cell} vs {other}")
+            if not b or b.get("pair") != pair:
+                b = {**pooled_bootstrap(refs, preds(cell), preds(other), resamples=proto.args.resamples), "pair": pair}
+                boot[f"{cell} vs {other}"] = b
+            cmp.append(f"{b['delta']:+.4f} ({_p(b['p_value'], b['resamples'])})")
+        bs = f"{c['bertscore_vs_seed']:.3f}" if c.get("bertscore_vs_seed") is not None else "—"
+        lines.append(f"| {cell} | {c['f1_mean']:.4f} ± {c['f1_sd']:.4f} ({len(c['runs'])}) | {c['augmented']} | {bs} | "
+                     + " | ".join(cmp) + " |")
+    proto.save_results(results)
+    return "\n".join(lines)
+
+
+def _p(p: float, resamples: int) -> str:
+    return f"< {1 / resamples:.4f}" if p == 0 else f"{p:.4f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("action", choices=["run", "generate", "train", "report"])
+    p.add_argument("cells", nargs="*", help="cells, e.g. noaug mr rgda@seeds:2096b68 (run: the dataset's PLAN)")
+    p.add_argument("--dataset", default="ncbi_disease")
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    p.add_argument("--num-seeds", type=int, default=200)
+    p.add_argument("--ratio", type=int, default=3)
+    p.add_argument("--sample-seed", type=int, default=0)
+    p.add_argument("--chunk-size", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=5, help="seeds per augmentation batch inside a chunk")
+    p.add_argument("--llm", default=None, help="default: the embedded local model")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    p.add_argument("--bertscore-model", default="sentence-transformers/all-MiniLM-L6-v2")
+    p.add_argument("--epochs", type=float, default=10)
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--train-batch", type=int, default=16)
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--out", type=Path, default=OUT, help="the results folder")
+    p.add_argument("--commit", action="store_true", help="git-commit each chunk and run as it lands")
+    args = p.parse_args(argv)
+    if args.llm is None:
+        from hf_rgda import DEFAULT_LLM
+
+        args.llm = DEFAULT_LLM
+    proto = Protocol(args)
+    cells = args.cells or (PLAN.get(args.dataset, []) if args.action in ("run", "report") else [])
+    if args.action == "report":
+        print(report(proto))
+        return 0
+    for cell in cells:
+        method, generator, _ = parse_cell(cell)
+        if generator is not None and args.action in ("run", "generate"):
+            proto.generate(method, generator)
+        if args.action in ("run", "train"):
+            proto.train(cell)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""The 200-seed protocol's bookkeeping (benchmarks/protocol200.py): chunks are written once and resumed from, a chunk
+of another generator commit or other seeds is refused, rows map back to their seeds, training runs are added one at a
+time under the cell's key, and the pooled paired bootstrap. The worker (a process running a generator commit's
+library) and training are replaced by recording fakes; the chunk files and results are real files."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+COMMIT = "a" * 40
+
+
+def _args(tmp: Path, **kw) -> argparse.Namespace:
+    base = {"dataset": "toy", "data_dir": tmp / "data", "num_seeds": 5, "ratio": 3, "sample_seed": 0, "chunk_size": 2,
+            "batch_size": 2, "llm": "scripted:x", "runs": 2, "encoder": "enc", "bertscore_model": "bs", "epochs": 10,
+            "lr": 5e-5, "train_batch": 16, "resamples": 200, "commit": False, "out": tmp / "out"}
+    return argparse.Namespace(**{**base, **kw})
+
+
+@pytest.fixture()
+def proto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    mod = importlib.import_module("benchmarks.protocol200")
+    data = tmp_path / "data" / "toy"
+    data.mkdir(parents=True)
+    rows = [{"tokens": ["Gout", "number", str(i), "hurts"], "ner_tags": ["B-Disease", "O", "O", "O"]} for i in range(8)]
+    for split in ("train", "test"):
+        (data / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(mod, "full_commit", lambda rev: rev if len(rev) == 40 else rev.ljust(40, "0"))
+    monkeypatch.setattr(mod, "worktree", lambda commit: tmp_path / "tree")
+    calls: list[int] = []
+
+    def run_worker(self, tree, method, commit, k, span):  # two accepted rows and one rejected per seed
+        calls.append(k)
+        out = []
+        for i in span:
+            key = self.keys[i]
+            out += [{"tokens": ["New", f"s{i}r{j}"], "tags": ["O", "B-Disease"], "source": key, "status": "accepted",
+                     "reason": None} for j in range(2)]
+            out.append({"tokens": ["x"], "tags": ["O"], "source": key, "status": "rejected", "reason": "check/looping"})
+        return {"rows": out, "summary": {"accepted": 2 * len(span)}}
+
+    monkeypatch.setattr(mod.Protocol, "run_worker", run_worker)
+    p = mod.Protocol(_args(tmp_path))
+    return mod, p, calls
+
+
+def test_chunks_are_written_once_and_resumed(proto) -> None:
+    _, p, calls = proto
+    rows = p.generate("rgda", COMMIT)
+    assert calls == [0, 1, 2] and len(rows) == 10  # 5 seeds in chunks of 2: 3 chunks; two accepted rows a seed
+    assert sorted({r["seed"] for r in rows}) == [0, 1, 2, 3, 4]
+    assert all(r["tokens"][1].startswith(f"s{r['seed']}r") for r in rows)  # each row maps back to its own seed
+    path = p.chunk_path("rgda", COMMIT, 1)
+    with gzip.open(path, "rt") as fh:
+        head = json.loads(fh.readline())
+    assert head["commit"] == COMMIT and head["seeds"] == [2, 3] and head["keys"] == p.keys[2:4]
+    path.unlink()
+    again = p.generate("rgda", COMMIT)  # resumes: only the missing chunk is generated
+    assert calls == [0, 1, 2, 1] and again == rows
+    assert p.complete("rgda", COMMIT)
+
+
+def test_a_chunk_of_another_commit_or_other_seeds_is_refused(proto) -> None:
+    _, p, _ = proto
+    p.generate("rgda", COMMIT)
+    path = p.chunk_path("rgda", COMMIT, 0)
+    with gzip.open(path, "rt") as fh:
+        lines = fh.read().splitlines()
+    for field, value in (("commit", "b" * 40), ("seeds", [7, 8])):
+        head = {**json.loads(lines[0]), field: value}
+        with gzip.open(path, "wt") as fh:
+            fh.write("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+        with pytest.raises(SystemExit, match=f"its {field}"):
+            p.generate("rgda", COMMIT)
+
+
+def test_cells_parse() -> None:
+    mod = importlib.import_module("benchmarks.protocol200")
+    assert mod.parse_cell("rgda@seeds+mr:2096b68") == ("rgda", "2096b68", True)
+    assert mod.parse_cell("mr") == ("mr", None, False)
+    for bad in ("rgda:2096b68", "rgda@seeds", "mr:2096b68", "chatgpt@seeds:1"):
+        with pytest.raises(SystemExit):
+            mod.parse_cell(bad)
+
+
+def test_training_runs_are_added_one_at_a_time(proto, monkeypatch: pytest.MonkeyPatch) -> None:
+    mod, p, _ = proto
+    protocol = importlib.import_module("benchmarks.protocol")
+    trained: list[tuple[int, int]] = []
+
+    def train_eval(rows, test, *, steps, run, args):
+        trained.append((len(rows), steps))
+        return {"f1": 0.5 + run / 10, "precision": 0.5, "recall": 0.5, "steps": steps, "seconds": 1.0,
+                "predictions": [["B-Disease", "O", "O", "O"]] * len(test)}
+
+    monkeypatch.setattr(protocol, "train_eval", train_eval)
+    monkeypatch.setattr(mod.Protocol, "diversity", lambda self, aug: None)
+    p.generate("rgda", COMMIT)
+    p.train(f"rgda@seeds:{COMMIT}")
+    results = json.loads(p.results_path.read_text())
+    key = f"toy/seeds=5/ratio=3/encoder=enc/steps={p.steps}/rgda@seeds:{COMMIT}"
+    cell = results["cells"][key]
+    assert [r["f1"] for r in cell["runs"]] == [0.5, 0.6] and cell["augmented"] == 10 and cell["generator"] == COMMIT
+    assert trained == [(15, p.steps)] * 2  # 5 seeds + 10 rows, the same optimizer steps in every cell
+    p.args.runs = 3
+    p.train(f"rgda@seeds:{COMMIT}")  # only the missing run
+    assert len(trained) == 3 and len(json.loads(p.results_path.read_text())["cells"][key]["runs"]) == 3
+    p.train("noaug")
+    assert trained[-1] == (5, p.steps)
+    assert "| noaug |" in mod.report(p)
+
+
+def test_pooled_bootstrap() -> None:
+    mod = importlib.import_module("benchmarks.protocol200")
+    refs = [["B-D", "O"], ["O", "B-D"], ["B-D", "I-D"], ["O", "O"]] * 10
+    same = mod.pooled_bootstrap(refs, [refs, refs], [refs, refs], resamples=300)
+    assert same["delta"] == 0 and same["p_value"] == 1.0
+    worse = [["O", "O"]] * len(refs)
+    better = mod.pooled_bootstrap(refs, [refs, refs], [worse, refs], resamples=300)
+    assert better["delta"] == 0.5 and better["p_value"] < 0.01 and better["ci_low"] > 0
