@@ -231,6 +231,9 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     prices = PriceTable.default().updated(load_prices(args.prices)) if args.prices else PriceTable.default()
     if not args.dry_run:
         check_out(args.out, args.source)  # before anything is paid: a file, an unwritable folder, the input's own
+    elif args.attribution_model == "seeds":
+        raise RGDAError("--dry-run writes nothing, so it fine-tunes no WHERE model: give --attribution-model a "
+                        "trained one (its calls are the same)")
     split = load_split(args.source, args.split, config=args.data_config)
     labels = [x.strip() for x in args.labels.split(",")] if args.labels else None
     # every row checked before sampling: an error names the file's own row

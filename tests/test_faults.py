@@ -404,6 +404,10 @@ def test_dry_run_prints_the_estimate_and_calls_nothing(tmp_path: Path, capsys) -
             assert code == 0 and "estimate: " in out and " calls to make" in out and "prompt tokens" in out, out
             assert cost in out and "$0.0000" not in out
         assert server.requests == [] and not (tmp_path / "out").exists()
+    assert main(["augment", str(_folder(tmp_path)), "--method", "biorda", "--attribution-model", "seeds", "--dry-run",
+                 "--out", str(tmp_path / "out")], llm=Counting()) == 2  # it would fine-tune a model into --out
+    _one_line(capsys, "--dry-run writes nothing")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_rerun_served_from_the_cache_does_not_print_the_first_runs_cost_as_spent(tmp_path: Path, capsys) -> None:

@@ -11,19 +11,20 @@ the config.
 
 Limits and ``datasets.map``: each map batch runs in an event loop of its own, one batch after another; the
 ``rpm``/``tpm`` limiter is one per process for each backend identity (backend, model, base URLs) and limits, so it
-holds across batches. Under ``num_proc=N`` every worker process has its own limiter: the provider sees up to N times
+holds across batches, and it counts a request until it is over (:class:`RateLimiter`), so the provider, which counts
+arrivals, never sees more than ``rpm`` in a window. Under ``num_proc=N`` every worker process has its own limiter: the provider sees up to N times
 the limits (divide them by N). The seeds of one batch run concurrently, so the requests in flight are at most
 ``max_concurrency`` and, in practice, about ``batch_size`` times the calls one seed makes at once: raise
 ``batch_size`` along with ``max_concurrency`` (e.g. for several servers).
 
 Secrets: keys are read from the environment at the first call. A key given in code (``api_key``) and the credentials
-of a ``base_url`` (``http://user:password@host/v1``) are held in the process's secret registry
+of a ``base_url`` (``http://user:password@host/v1``, or a query such as ``?api-key=...``) are held in the process's secret registry
 (:mod:`hf_rgda._secrets`) under an id derived from the backend's public identity: the pickled state (what ``datasets``
 hashes into its fingerprint and sends to ``num_proc`` workers) has the id only, so the fingerprint does not depend on
 the key, and the workers find the secret in the memory they inherit (fork) or in the ``HF_RGDA_SECRET_<id>``
 variable (spawn, forkserver); a worker that finds neither stops with an :class:`~hf_rgda.AuthenticationError` that
-says so (never a silent fallback to another key). The base URLs kept and shown are without their user info; the
-credentials are put back only in the URL handed to the SDK, and a filter on the HTTP stack's loggers
+says so (never a silent fallback to another key). The base URLs kept and shown are without their user info and
+query; both are put back only in the URL handed to the SDK, and a filter on the HTTP stack's loggers
 (:func:`~hf_rgda._secrets.install_log_redaction`) scrubs user info and every known key from their records at every
 level. Secrets are kept out of ``identity()``, ``repr``, ``__getstate__`` and every message the library raises or logs
 (:func:`redact`).
