@@ -2,10 +2,10 @@
 
 Three pieces:
 
-* :func:`redact`: text with the given secrets, anything shaped like a provider key and the user info of any URL
-  (``http://user:password@host``) replaced by ``***``.
+* :func:`redact`: text with the given secrets, anything shaped like a provider key, the user info of any URL
+  (``http://user:password@host``) and its credential query parameters (``?api-key=...``) replaced by ``***``.
 * The process's registry of secrets given in code (:func:`register_secret`, :func:`registered_secret`): a remote
-  backend's ``api_key`` and its ``base_url`` credentials. A backend's pickled state (what ``datasets`` hashes into a
+  backend's ``api_key`` and its ``base_url`` credentials (user info and credential query parameters). A backend's pickled state (what ``datasets`` hashes into a
   fingerprint and what it sends to ``num_proc`` workers) holds only the entry's id, derived from the backend's public
   identity; the secret stays in this process's memory, which forked workers inherit, and in the environment variable
   ``HF_RGDA_SECRET_<id>``, which every child process inherits (spawned and forkserver workers included, when the
@@ -25,15 +25,21 @@ import logging
 import os
 import re
 import threading
+import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["LOGGERS", "SECRET_ENV_PREFIX", "environment_secrets", "install_log_redaction", "redact", "register_secret",
-           "registered_secret", "secret_id", "secret_strings"]
+__all__ = ["CREDENTIAL_PARAM", "LOGGERS", "SECRET_ENV_PREFIX", "environment_secrets", "install_log_redaction",
+           "query_secrets", "redact", "register_secret", "registered_secret", "secret_id", "secret_strings",
+           "strip_url_secrets"]
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,}|sk-ant-[A-Za-z0-9_\-*.]{6,}|AIza[A-Za-z0-9_\-]{10,})")
 # the user info of a URL: "scheme://user:password@" or "scheme://token@"
 _USERINFO_PATTERN = re.compile(r"(?<=://)[^\s/@?#]+@")
+#: a query parameter whose name says it carries a credential (``?api-key=...``, ``&access_token=...``)
+CREDENTIAL_PARAM = re.compile(r"key|token|secret|passw|sig|auth|credential", re.IGNORECASE)
+_QUERY_SECRET_PATTERN = re.compile(r"(?<=[?&])([A-Za-z0-9_.-]*(?:key|token|secret|passw|sig|auth|credential)"
+                                   r"[A-Za-z0-9_.-]*=)[^&\s#\"'<>]+", re.IGNORECASE)
 
 #: environment variables carrying secrets given in code to child processes
 SECRET_ENV_PREFIX = "HF_RGDA_SECRET_"
@@ -53,7 +59,22 @@ def redact(text: str, secrets: Sequence[str] = ()) -> str:
         if s and len(s) >= 4:
             text = text.replace(s, "***")
     text = _USERINFO_PATTERN.sub("***@", text)
+    text = _QUERY_SECRET_PATTERN.sub(r"\1***", text)
     return _KEY_PATTERN.sub("***", text)
+
+
+def query_secrets(query: str) -> list[str]:
+    """The values of a URL query's credential parameters (:data:`CREDENTIAL_PARAM`: ``api-key``, ``token``, ...)."""
+    return [v for k, v in urllib.parse.parse_qsl(query, keep_blank_values=False) if CREDENTIAL_PARAM.search(k) and v]
+
+
+def strip_url_secrets(text: str) -> str:
+    """``text`` with the user info and the credential parameters of every URL in it removed (for text meant to be
+    read back, such as a command line; :func:`redact` marks them ``***`` instead)."""
+    text = _USERINFO_PATTERN.sub("", text)
+    text = re.sub(r"[?&][A-Za-z0-9_.-]*(?:key|token|secret|passw|sig|auth|credential)[A-Za-z0-9_.-]*=[^&\s#]*", "",
+                  text, flags=re.IGNORECASE)
+    return text
 
 
 def environment_secrets() -> list[str]:
@@ -103,8 +124,9 @@ def _all_registered() -> list[str]:
 
 
 def secret_strings(value: str) -> list[str]:
-    """The secrets in a registered value, a JSON object ``{"api_key": KEY or null, "url_auth": {url: userinfo}}``:
-    the key, and each user info with its password (the part after the first ``:``, or all of a token)."""
+    """The secrets in a registered value, a JSON object ``{"api_key": KEY or null, "url_auth": {url: userinfo},
+    "url_query": {url: query}}``: the key, each user info with its password (the part after the first ``:``, or all
+    of a token), and the values of each query's credential parameters (``?api-key=...``)."""
     try:
         data = json.loads(value)
     except ValueError:
@@ -114,6 +136,8 @@ def secret_strings(value: str) -> list[str]:
     found = [data.get("api_key") or ""]
     for userinfo in (data.get("url_auth") or {}).values():
         found += [userinfo, userinfo.split(":", 1)[-1]]
+    for query in (data.get("url_query") or {}).values():
+        found += query_secrets(query)
     return [s for s in found if isinstance(s, str) and s]
 
 

@@ -34,6 +34,7 @@ from .inputs import check_batched, check_columns, check_split, seed_tags
 from .llm import LLM, load_llm
 from .pipeline import Pipeline
 from .records import Seed, SeedResult, SeedTrace, seed_key
+from .stages.categories import check_questions
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types
 
@@ -108,9 +109,13 @@ class RGDAAugmenter:
         self.scheme = scheme
         self.tokens_column, self.tags_column = tokens_column, tags_column
         self.cache_path = "" if cache is False else str(cache) if not isinstance(cache, bool) else "default"
+        if self.cache_path:  # a cache no call can use stops the run now, not as every seed's failure
+            ResponseCache(None if self.cache_path == "default" else self.cache_path).check()
         self.stats = stats
         self.type_descriptions = dict(type_descriptions or {})
         self.confusers = None if confusers is None else [str(c) for c in confusers]
+        if self.config.verify_entities:  # the verifier's questions, checked before any call is paid
+            check_questions(self.types, self.type_descriptions, self.confusers)
         self.attribution_model = str(attribution_model) if attribution_model else None
         self.config.check_attribution(self.attribution_model)
         self.debate_llms = [load_llm(x) for x in debate_llms]
@@ -172,9 +177,13 @@ class RGDAAugmenter:
         path = default_cache_path() if self.cache_path in ("", "default") else Path(self.cache_path)
         return FailureLedger(ledger_folder(path))
 
-    def _pipeline(self) -> Pipeline:
+    def _pipeline(self, *, cache: ResponseCache | None | bool = True, progress: bool | None = None) -> Pipeline:
+        """The pipeline of a batch; ``cache`` True: this augmenter's response cache (else the one given, or None),
+        ``progress`` None: ``datasets``' progress-bar setting."""
         checker = self.checker()
-        cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
+        if cache is True:
+            cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default"
+                                                                   else self.cache_path)
         if self.config.uses_attribution and self._selector is None:
             from .attribution import AttributionSelector
 
@@ -183,7 +192,7 @@ class RGDAAugmenter:
         return Pipeline(self.config, self.llm, checker, cache=cache, type_descriptions=self.type_descriptions,
                         confusers=self.confusers, attribution=self._selector,
                         debate_llms=self.debate_llms, mentions=self.stats.mentions if self.stats else None,
-                        progress=_progress_bars())
+                        progress=_progress_bars() if progress is None else progress)
 
     # ---------------------------------------------------------------- input
     def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:

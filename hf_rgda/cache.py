@@ -20,10 +20,12 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ._exceptions import ConfigError
 from .llm.base import Completion, OptionProbs, Usage
 
 __all__ = ["ResponseCache", "cache_key", "default_cache_path", "option_probs_key"]
@@ -47,6 +49,28 @@ def option_probs_key(identity: Mapping[str, Any], messages: Sequence[Mapping[str
     return _digest(["option_probs", identity, [dict(m) for m in messages], list(options), params])
 
 
+_PROBE = "hf_rgda-write-probe"
+
+
+@contextmanager
+def _unusable(path: Path) -> Iterator[None]:
+    """SQLite's and the file system's errors on the cache file as one :class:`~hf_rgda.ConfigError` line: they
+    would fail every call the same way, so they stop the run (the per-seed policy of :mod:`hf_rgda._exceptions`)."""
+    try:
+        yield
+    except sqlite3.DatabaseError as err:  # OperationalError too: read-only, disk full, locked past the timeout
+        text = str(err)
+        if "not a database" in text or "malformed" in text or "no such column" in text:
+            why = "is not a response cache or is damaged"
+        else:
+            why = "cannot be used"
+        raise ConfigError(f"response cache {path}: {why} ({text}); move it away or give another file with "
+                          "--cache (a fresh one is created)") from None
+    except OSError as err:
+        raise ConfigError(f"response cache {path}: cannot be used ({err.strerror or err}); give another file with "
+                          "--cache") from None
+
+
 def _digest(parts: list[Any]) -> str:
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate must not crash a key
@@ -62,18 +86,36 @@ class ResponseCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=60)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT, usage TEXT)")
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
-            if "seconds" not in columns:  # files written by 0.1.0 lack it
-                conn.execute("ALTER TABLE responses ADD COLUMN seconds REAL")
+            if self.path.is_dir():
+                raise ConfigError(f"response cache {self.path}: is a folder; give a file (--cache FILE)")
+            with _unusable(self.path):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, timeout=60)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT, usage TEXT)")
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
+                if "seconds" not in columns:  # files written by 0.1.0 lack it
+                    conn.execute("ALTER TABLE responses ADD COLUMN seconds REAL")
             self._local.conn = conn
         return conn
 
+    def check(self) -> None:
+        """Open the cache and write to it (rolled back), so that a file that is no cache, a damaged one, or one on a
+        read-only or full disk stops a run before its first call (:class:`~hf_rgda.ConfigError`, one line), not as
+        a failure of every seed that no rerun can mend."""
+        conn = self._conn()
+        with _unusable(self.path):
+            conn.execute("SELECT key FROM responses LIMIT 1").fetchall()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("INSERT OR REPLACE INTO responses (key, text, usage, seconds) VALUES (?, '', '{}', 0)",
+                             (_PROBE,))
+            finally:
+                conn.rollback()
+
     def get(self, key: str) -> Completion | None:
-        row = self._conn().execute("SELECT text, usage, seconds FROM responses WHERE key = ?", (key,)).fetchone()
+        with _unusable(self.path):
+            row = self._conn().execute("SELECT text, usage, seconds FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         # seconds: what the call took when it was paid (0 when unknown), so reports can show the data's full cost
@@ -81,7 +123,7 @@ class ResponseCache:
 
     def put(self, key: str, completion: Completion) -> None:
         usage = json.dumps(completion.usage.__dict__)
-        with self._conn() as conn:
+        with _unusable(self.path), self._conn() as conn:
             conn.execute("INSERT OR REPLACE INTO responses (key, text, usage, seconds) VALUES (?, ?, ?, ?)",
                          (key, completion.text, usage, completion.seconds))
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import ConfigError, RGDAError
+from ._exceptions import ConfigError, InputError, RGDAError
 from ._version import __version__
 from .cache import ResponseCache
 from .calls import run_sync
@@ -37,9 +37,9 @@ from .canaries.judges import score_cell
 from .canaries.thresholds import FORMAT, MIN_AUROC, OPTIONS, recommend
 from .checking import SplitStats
 from .config import DEFAULT_LLM, AugmentConfig
+from .inputs import check_split
 from .llm import LLM, load_llm
 from .stages.rating import by_probability
-from .tags import convert_tags, to_tag_names
 
 __all__ = ["LABELS", "calibrate", "default_scorers"]
 
@@ -89,7 +89,8 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
         echo: where the lines for the terminal go.
 
     Returns:
-        The calibration report (what ``out`` holds).
+        The calibration report (what ``out`` holds). When every canary of a scorer failed (an outage, answers that
+        cannot be read), nothing is written and ``failed_scorers`` names them with their first error.
 
     Raises:
         ConfigError: the data cannot be read, lacks the split or the columns, or yields too few canaries.
@@ -110,6 +111,8 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
     canaries = _canaries(gold, names, max_canaries, seed)
     stats = _stats(splits, gold, split if holdout is None else None)
     store = None if cache is False else ResponseCache(None if cache is True else cache)
+    if store is not None:
+        store.check()  # a cache no call can use stops here, not as every canary's failure
 
     def judges(backend: LLM, responses: ResponseCache | None) -> Judges:
         return Judges(backend, gold, cfg, stats, responses, type_descriptions)
@@ -127,6 +130,11 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
     report["wall_seconds"] = round(time.perf_counter() - start, 1)
     for line in format_report(report):
         echo(line)
+    failed = {n: next(x["error"] for x in c["scores"] if x.get("error")) for n, c in cells.items()
+              if c["canaries"] and c["failed"] == c["canaries"]}
+    if failed:  # an outage, a model that never answers readably: no threshold measured is no calibration
+        report["failed_scorers"] = failed
+        return report
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(report, indent=1, ensure_ascii=False))
@@ -220,13 +228,10 @@ def _splits(data: str | Sequence[str], tokens_column: str, tags_column: str,
         raise ConfigError(f"{data}: cannot load it ({type(err).__name__}: {str(err).splitlines()[0][:200]})") from None
     out = {}
     for name in dsd:
-        missing = [c for c in (tokens_column, tags_column) if c not in dsd[name].column_names]
-        if missing:
-            raise ConfigError(f"split {name!r} has no column {missing[0]!r}; columns are {dsd[name].column_names} "
-                              "(see --tokens-column, --tags-column)")
-        tags = to_tag_names(dsd[name], tags_column)
-        if scheme != "IOB2":
-            tags = [convert_tags(t, scheme, "IOB2") for t in tags]
+        try:  # the same check of every row as augment's: a missing column, a bad tag, a type that looks like a typo
+            _, tags = check_split(dsd[name], tokens_column=tokens_column, tags_column=tags_column, scheme=scheme)
+        except InputError as err:
+            raise InputError(f"split {name!r}: {err}") from None
         out[name] = [(tuple(map(str, t)), tuple(g)) for t, g in zip(dsd[name][tokens_column][:], tags)]
     return out
 

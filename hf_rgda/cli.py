@@ -20,6 +20,8 @@ from typing import Any
 
 from ._exceptions import RGDAError
 from ._secrets import environment_secrets, redact
+from ._terminal import missing_extra, set_logging
+from ._version import __version__
 from .config import DEFAULT_LLM, METHODS, AugmentConfig
 from .llm import EXAMPLE_MODELS, LLM
 from .recipe import DEFAULT_MAX_FAILED, max_failed
@@ -32,6 +34,7 @@ log = logging.getLogger("hf_rgda")
 def _add_config_options(parser: argparse.ArgumentParser, config: type) -> None:
     """One ``--field-name`` option per field of the dataclass ``config`` (help from the field's ``help`` metadata,
     ``choices`` from its ``choices`` metadata, ``--x/--no-x`` for booleans)."""
+    groups: dict[str, Any] = {}
     for f in dataclasses.fields(config):
         kw: dict[str, Any] = {"dest": f.name, "default": f.default, "help": f"{f.metadata['help']} (default: {f.default})"}
         if f.type in ("bool", bool):
@@ -40,7 +43,10 @@ def _add_config_options(parser: argparse.ArgumentParser, config: type) -> None:
             kw["type"] = f.metadata.get("type", type(f.default))  # ``type`` where the default is None
             if "choices" in f.metadata:
                 kw["choices"] = f.metadata["choices"]
-        parser.add_argument("--" + f.name.replace("_", "-"), **kw)
+        group = f.metadata.get("group")
+        if group and group not in groups:
+            groups[group] = parser.add_argument_group(f"{group} ({config.__name__})")
+        (groups[group] if group else parser).add_argument("--" + f.name.replace("_", "-"), **kw)
 
 
 def _config(args: argparse.Namespace, config: type) -> Any:
@@ -48,14 +54,22 @@ def _config(args: argparse.Namespace, config: type) -> Any:
     return config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config)})
 
 
-def _add_columns(parser: argparse.ArgumentParser) -> None:
+def _add_columns(parser: Any) -> None:
     parser.add_argument("--tokens-column", default="tokens")
     parser.add_argument("--tags-column", default="ner_tags")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hf-rgda", description="LLM data augmentation for NER (R-GDA).")
-    sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    talk = common.add_argument_group("output on the terminal")
+    talk.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                      help="log what the library does (-v); -vv adds every HTTP request")
+    talk.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                      help="errors only: no warnings, no progress bars")
+    p = argparse.ArgumentParser(prog="hf-rgda", description="LLM data augmentation for NER (R-GDA).",
+                                parents=[common])
+    p.add_argument("--version", action="version", version=f"hf-rgda {__version__}")
+    sub = _Subparsers(p.add_subparsers(dest="command", required=True), common)
     _augment_parser(sub.add_parser("augment", help="augment a split and write a DatasetDict (seed + augmented) to --out"))
     _train_parser(sub.add_parser("train", help="fine-tune a token-classification model on a dataset (e.g. seed + "
                                                "augmented)"))
@@ -69,50 +83,75 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Subparsers:
+    """``add_subparsers()`` whose every command also takes the common options (``-v``, ``-q``)."""
+
+    def __init__(self, sub: Any, common: argparse.ArgumentParser) -> None:
+        self.sub, self.common = sub, common
+
+    def add_parser(self, name: str, **kw: Any) -> argparse.ArgumentParser:
+        return self.sub.add_parser(name, parents=[self.common], **kw)
+
+
 def _augment_parser(a: argparse.ArgumentParser) -> None:
-    a.add_argument("source", nargs="+", help="Hub dataset id, folder of {train,dev,test}.jsonl, or data files")
-    a.add_argument("--split", default="train", help="split to draw seeds from (default: train)")
-    a.add_argument("--num-seeds", type=int, default=None, help="seed sentences sampled from the split (default: all)")
-    a.add_argument("--min-entities", type=int, default=1,
-                   help="sample only seeds with at least this many entities (default: 1; 0 samples any sentence)")
-    a.add_argument("--sample-seed", type=int, default=0, help="random seed of the seed sampling (default: 0)")
-    a.add_argument("--llm", default=DEFAULT_LLM,
-                   help="'<backend>:<model>', e.g. " + ", ".join(f"{b}:{m}" for b, m in EXAMPLE_MODELS.items())
-                        + f" (default: {DEFAULT_LLM})")
-    a.add_argument("--base-url", action="append", default=None,
-                   help="API root of the provider or of an OpenAI-compatible server; repeat it to spread the calls "
-                        "round-robin over several servers of one model")
-    a.add_argument("--max-concurrency", type=int, default=None, help="remote backends: requests in flight at once")
-    a.add_argument("--parallel", type=int, default=None,
-                   help="local model: calls answered at once, their next tokens in one decode (default 1; with "
-                        "--schedule seeds no seed waits for the others; benchmarks/README.md has the measurements)")
-    a.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
-                   help="local model: guess tokens from the context and check several in one decode (default auto, "
-                        "with --parallel too; off writes the same tokens on every fresh run, one call at a time)")
-    a.add_argument("--rpm", type=int, default=None, help="remote backends: requests-per-minute limit")
-    a.add_argument("--tpm", type=int, default=None, help="remote backends: tokens-per-minute limit")
-    a.add_argument("--attribution-model", default=None,
-                   help="WHERE model for biorda / --where: a token-classification folder or Hub id, or 'seeds' to "
-                        "fine-tune MiniLM on the sampled seeds first (into OUT/where_model)")
-    a.add_argument("--debate-llm", action="append", default=None,
-                   help="backend of a debate agent ('<backend>:<model>'); repeat for several (default: --llm)")
-    a.add_argument("--prices", default=None,
-                   help="JSON price file {'backend:model': {'input', 'output', 'cached_input'}} in $ per 1M tokens")
-    a.add_argument("--out", required=True, type=Path, help="output folder (DatasetDict, summary.json, rejections.jsonl)")
-    _add_columns(a)
-    a.add_argument("--scheme", default="IOB2", help="tag scheme of the data (default: IOB2)")
-    a.add_argument("--batch-size", type=int, default=8, help="seeds per map batch; stages run batch-wide (default: 8)")
-    a.add_argument("--num-proc", type=int, default=None, help="datasets.map worker processes")
-    a.add_argument("--max-failed", type=max_failed, default=DEFAULT_MAX_FAILED,
-                   help="failed seeds tolerated before the exit status is 3: a count (0, 5) or a fraction of the "
-                        f"seeds (0.1, 10%%); every seed failing is always exit 3 (default: {DEFAULT_MAX_FAILED}). The "
-                        "output is written either way; rerunning the same command retries exactly the failed seeds")
-    a.add_argument("--labels", default=None,
-                   help="the label set, comma-separated (O,B-Disease,I-Disease): a tag outside it fails (default: the "
-                        "split's ClassLabel names, else its tags, refusing a rare type that looks like a typo)")
-    a.add_argument("--cache", default=None, help="response cache file (default: $HF_RGDA_CACHE or ~/.cache/hf_rgda)")
-    a.add_argument("--calibration", default=None, type=Path,
-                   help="calibration.json written by hf-rgda calibrate: its thresholds replace the options' values")
+    data = a.add_argument_group("input")
+    data.add_argument("source", nargs="+", help="Hub dataset id, folder of {train,dev,test}.jsonl, data files "
+                                                "(.jsonl, .json, .parquet, .csv, .conll) or an augment --out folder")
+    data.add_argument("--config", default=None, dest="data_config", metavar="NAME",
+                      help="the Hub dataset's configuration name (load_dataset(source, config))")
+    data.add_argument("--split", default="train", help="split to draw seeds from (default: train)")
+    _add_columns(data)
+    data.add_argument("--scheme", default="IOB2", help="tag scheme of the data (default: IOB2)")
+    data.add_argument("--labels", default=None,
+                      help="the label set, comma-separated (O,B-Disease,I-Disease): a tag outside it fails (default: "
+                           "the split's ClassLabel names, else its tags, refusing a rare type that looks like a typo)")
+    seeds = a.add_argument_group("seeds")
+    seeds.add_argument("--num-seeds", type=int, default=None, help="seed sentences sampled from the split (default: all)")
+    seeds.add_argument("--min-entities", type=int, default=1,
+                       help="sample only seeds with at least this many entities (default: 1; 0 samples any sentence)")
+    seeds.add_argument("--sample-seed", type=int, default=0, help="random seed of the seed sampling (default: 0)")
+    backend = a.add_argument_group("backend")
+    backend.add_argument("--llm", default=DEFAULT_LLM,
+                         help="'<backend>:<model>', e.g. " + ", ".join(f"{b}:{m}" for b, m in EXAMPLE_MODELS.items())
+                              + f" (default: {DEFAULT_LLM})")
+    backend.add_argument("--base-url", action="append", default=None,
+                         help="API root of the provider or of an OpenAI-compatible server; repeat it to spread the "
+                              "calls round-robin over several servers of one model")
+    backend.add_argument("--max-concurrency", type=int, default=None, help="remote backends: requests in flight at once")
+    backend.add_argument("--parallel", type=int, default=None,
+                         help="local model: calls answered at once, their next tokens in one decode (default 1; with "
+                              "--schedule seeds no seed waits for the others; benchmarks/README.md has the measurements)")
+    backend.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
+                         help="local model: guess tokens from the context and check several in one decode (default "
+                              "auto, with --parallel too; off writes the same tokens on every fresh run, one call at a "
+                              "time)")
+    backend.add_argument("--rpm", type=int, default=None, help="remote backends: requests-per-minute limit")
+    backend.add_argument("--tpm", type=int, default=None, help="remote backends: tokens-per-minute limit")
+    backend.add_argument("--debate-llm", action="append", default=None,
+                         help="backend of a debate agent ('<backend>:<model>'); repeat for several (default: --llm)")
+    backend.add_argument("--attribution-model", default=None,
+                         help="WHERE model for biorda / --where: a token-classification folder or Hub id, or 'seeds' "
+                              "to fine-tune MiniLM on the sampled seeds first (into OUT/where_model)")
+    backend.add_argument("--cache", default=None,
+                         help="response cache file (default: $HF_RGDA_CACHE or ~/.cache/hf_rgda/responses.sqlite3)")
+    backend.add_argument("--prices", default=None,
+                         help="JSON price file {'backend:model': {'input', 'output', 'cached_input'}} in $ per 1M "
+                              "tokens")
+    run = a.add_argument_group("run and output")
+    run.add_argument("--out", required=True, type=Path, help="output folder (DatasetDict, summary.json, "
+                                                             "rejections.jsonl, config.json, the prompts)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the calls, tokens and cost the run would take (rehearsed on scripted answers, the "
+                          "response cache read) and stop before the first call")
+    run.add_argument("--batch-size", type=int, default=8, help="seeds per map batch; stages run batch-wide (default: 8)")
+    run.add_argument("--num-proc", type=int, default=None, help="datasets.map worker processes")
+    run.add_argument("--max-failed", type=max_failed, default=DEFAULT_MAX_FAILED,
+                     help="failed seeds tolerated before the exit status is 3: a count (0, 5) or a fraction of the "
+                          f"seeds (0.1, 10%%); every seed failing is always exit 3 (default: {DEFAULT_MAX_FAILED}). "
+                          "The output is written either way; rerunning the same command retries exactly the failed "
+                          "seeds")
+    run.add_argument("--calibration", default=None, type=Path,
+                     help="calibration.json written by hf-rgda calibrate: its thresholds replace the options' values")
     _add_config_options(a, AugmentConfig)
 
 
@@ -169,6 +208,8 @@ def _push_parsers(sub: Any) -> None:
     u.add_argument("--private", action="store_true")
     u.add_argument("--no-metadata", action="store_true", help="drop the rgda_* metadata columns")
     u.add_argument("--license", default=None, help="license of the pushed data (default: carried from the source)")
+    u.add_argument("--language", default=None,
+                   help="language of the sentences, an ISO 639-1 code (default: the Hub source's card's, else en)")
     u.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the stored login)")
     m = sub.add_parser("push-model", help="push a `hf-rgda train --out` model with its model card")
     m.add_argument("model", help="trained model folder")
@@ -182,30 +223,47 @@ def _push_parsers(sub: Any) -> None:
 def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     from .augmenter import RGDAAugmenter
     from .inputs import check_split
-    from .pricing import PriceTable, format_cost, load_prices
+    from .outputs import check_out
+    from .pricing import PriceTable, format_cost, load_prices, usd
     from .recipe import augment, load_split, sample_seeds
 
     cfg = dataclasses.replace(_config(args, AugmentConfig), keep_originals=True, keep_rejected=True)
     prices = PriceTable.default().updated(load_prices(args.prices)) if args.prices else PriceTable.default()
-    split = load_split(args.source, args.split)
+    if not args.dry_run:
+        check_out(args.out, args.source)  # before anything is paid: a file, an unwritable folder, the input's own
+    elif args.attribution_model == "seeds":
+        raise RGDAError("--dry-run writes nothing, so it fine-tunes no WHERE model: give --attribution-model a "
+                        "trained one (its calls are the same)")
+    split = load_split(args.source, args.split, config=args.data_config)
     labels = [x.strip() for x in args.labels.split(",")] if args.labels else None
     # every row checked before sampling: an error names the file's own row
     check_split(split, tokens_column=args.tokens_column, tags_column=args.tags_column, scheme=args.scheme,
                 label_names=labels)
     seeds = sample_seeds(split, args.num_seeds, sample_seed=args.sample_seed, min_entities=args.min_entities,
-                         tags_column=args.tags_column)
+                         tags_column=args.tags_column, scheme=args.scheme)
     aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
                                      tags_column=args.tags_column, scheme=args.scheme, config=cfg, label_names=labels,
                                      cache=args.cache or True, llm_options=_llm_options(args),
                                      attribution_model=_attribution_model(args, seeds),
                                      debate_llms=args.debate_llm or (), calibration=args.calibration)
+    if args.dry_run:
+        from .estimate import rehearse_run
+
+        print(f"{len(seeds)} seeds, {cfg.method} on {_llm_name(aug.llm)}")
+        print(rehearse_run(aug, seeds, batch_size=args.batch_size, prices=prices).format())
+        return 0
     run = augment(seeds, aug, batch_size=args.batch_size, num_proc=args.num_proc, desc=f"{cfg.method} augmentation")
     splits, report = run.save(args.out, source=args.source, split=args.split, prices=prices)
-    print(run.summary.format())
+    if run.summary is not None:
+        print(run.summary.format())
     if aug.calibration:
         print("calibration ({source}): ".format(**aug.calibration)
               + ", ".join(f"{k}={v}" for k, v in aug.calibration["thresholds"].items()))
-    print(format_cost(report["cost"]))
+    if run.from_cache:
+        print(f"cost: nothing paid: every row came from datasets' cache of an earlier identical run (which cost "
+              f"{usd(report['cost']['usd'])}; {report['cost']['note']})")
+    else:
+        print(format_cost(report["cost"]))
     print(f"wrote {args.out / 'dataset'} (seed: {len(splits['seed'])} rows, augmented: {len(splits['augmented'])} rows)")
     too_many = run.too_many_failed(args.max_failed)
     if too_many:
@@ -214,14 +272,25 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     return 0
 
 
+def _llm_name(llm: LLM) -> str:
+    ident = llm.identity()
+    return f"{ident.get('backend')}:{ident.get('model')}"
+
+
 def _calibrate(args: argparse.Namespace, llm: LLM | None) -> int:
     from .calibration import calibrate
 
-    calibrate(args.data if len(args.data) > 1 else args.data[0], llm or args.llm, split=args.split,
+    report = calibrate(args.data if len(args.data) > 1 else args.data[0], llm or args.llm, split=args.split,
               holdout=args.holdout, max_canaries=args.max_canaries, scorers=args.scorers, out=args.out,
               cache=args.cache or True, config=AugmentConfig(method=args.method, domain=args.domain), seed=args.seed,
               tokens_column=args.tokens_column, tags_column=args.tags_column, scheme=args.scheme,
               llm_options={"base_url": args.base_url}, dry_run=args.dry_run)
+    if report.get("failed_scorers"):
+        error = next(iter(report["failed_scorers"].values()))
+        print(f"hf-rgda: every canary of {', '.join(report['failed_scorers'])} failed (first error: "
+              f"{redact(error, environment_secrets())}); nothing was measured and {args.out} was not written: rerun "
+              "once the backend answers (the answers so far are cached)", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -302,7 +371,7 @@ def _push(args: argparse.Namespace) -> int:
     from .hub import push_augmented
 
     print(push_augmented(args.data, args.repo_id, token=args.token, private=args.private,
-                         include_metadata=not args.no_metadata, license=args.license))
+                         include_metadata=not args.no_metadata, license=args.license, language=args.language))
     return 0
 
 
@@ -329,15 +398,17 @@ def main(argv: Sequence[str] | None = None, *, llm: LLM | None = None) -> int:
     3 from ``augment`` when every seed failed or more than ``--max-failed`` did (its output written all the same).
     """
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    set_logging(getattr(args, "verbose", 0), getattr(args, "quiet", False))
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "augment": functools.partial(_augment, llm=llm), "calibrate": functools.partial(_calibrate, llm=llm),
         "train": _train, "evaluate": _evaluate, "push": _push,
         "push-model": _push_model, "provision": _provision}
     try:
         return commands[args.command](args)
-    except RGDAError as err:
-        print(f"hf-rgda: error: {redact(str(err), environment_secrets())}", file=sys.stderr)
+    except (RGDAError, ImportError) as err:  # ImportError: a missing extra, named by _missing_extra
+        text = missing_extra(err) if isinstance(err, ImportError) else str(err)
+        first = text.strip().splitlines()[0] if text.strip() else type(err).__name__
+        print(f"hf-rgda: error: {redact(first, environment_secrets())}", file=sys.stderr)
         return 2
 
 

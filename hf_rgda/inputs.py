@@ -39,18 +39,29 @@ def looks_like_path(source: str) -> bool:
             or os.sep != "/" and os.sep in source)
 
 
-def check_data_file(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`InputError` when the data file ``path`` holds nothing but white space."""
+def check_data_file(path: str | os.PathLike[str], *, text: bool = False) -> None:
+    """Raise :class:`InputError` when the data file ``path`` holds nothing but white space, or (``text``: a text
+    format) a byte that is not UTF-8, naming its row (0-based, blank lines skipped; a CSV's header is no row), its
+    line and the byte."""
     with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 16):
-            if chunk.strip():
-                return
-    raise InputError(f"{path}: the file is empty (no rows)")
+        data = fh.read()
+    if not data.strip():
+        raise InputError(f"{path}: the file is empty (no rows)")
+    if not text:
+        return
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        before = data[:err.start].split(b"\n")
+        rows = sum(1 for line in before[:-1] if line.strip()) - (str(path).lower().endswith(".csv"))
+        raise InputError(f"byte 0x{data[err.start]:02x} at column {len(before[-1]) + 1} is not UTF-8; save the file "
+                         "as UTF-8", row=f"{max(rows, 0)} of {path} (line {len(before)})") from None
 
 
 def check_json_lines(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`InputError` naming the first row of the JSON (Lines) file ``path`` that is not a JSON object:
-    its row (0-based, blank lines skipped, as ``datasets`` counts them) and its line (1-based)."""
+    """Raise :class:`InputError` naming the first row of the JSON (Lines) file ``path`` that is not a JSON object,
+    or that holds a value of another JSON type than the rows before it (an integer token among strings): its row
+    (0-based, blank lines skipped, as ``datasets`` counts them), its line (1-based) and the value."""
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     if text.lstrip().startswith("["):  # one JSON array, not JSON Lines
         try:
@@ -59,17 +70,44 @@ def check_json_lines(path: str | os.PathLike[str]) -> None:
             raise InputError(f"{path}: not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
         return
     row = 0
+    kinds: dict[str, tuple[str, int]] = {}  # column -> (its kind, the row that set it)
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        where = f"{row} of {path} (line {number})"
         try:
             value = json.loads(line)
         except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON: {err.msg} (column {err.colno})", row=f"{row} of {path} (line {number})"
-                             ) from None
+            raise InputError(f"not valid JSON: {err.msg} (column {err.colno})", row=where) from None
         if not isinstance(value, dict):
-            raise InputError(f"not a JSON object: {line.strip()[:60]!r}", row=f"{row} of {path} (line {number})")
+            raise InputError(f"not a JSON object: {line.strip()[:60]!r}", row=where)
+        for column, item in value.items():
+            for kind, shown in _kinds(item):
+                first = kinds.setdefault(column, (kind, row))
+                if kind != first[0]:
+                    raise InputError(f"column {column!r} holds {shown!r}, {_KIND_WORDS[kind]}, where row {first[1]} "
+                                     f"holds {_KIND_WORDS[first[0]]}", row=where)
         row += 1
+
+
+_KIND_WORDS = {"str": "a string", "num": "a number", "bool": "true or false", "list": "a list", "dict": "an object",
+               "list of str": "a list of strings", "list of num": "a list of numbers", "list of bool": "a list of "
+               "true or false", "list of list": "a list of lists", "list of dict": "a list of objects"}
+
+
+def _kind(value: Any) -> str | None:
+    if value is None:
+        return None
+    return ("bool" if isinstance(value, bool) else "num" if isinstance(value, (int, float)) else "str" if
+            isinstance(value, str) else "list" if isinstance(value, list) else "dict")
+
+
+def _kinds(item: Any) -> list[tuple[str, Any]]:
+    """The JSON kinds in a value: a list's kind is that of its items (each item that has one, with the item)."""
+    if isinstance(item, list):
+        return [(f"list of {k}", x) for x in item if (k := _kind(x)) is not None]
+    kind = _kind(item)
+    return [(kind, item)] if kind is not None else []
 
 
 def check_columns(columns: Sequence[str], tokens_column: str, tags_column: str) -> None:
@@ -96,6 +134,12 @@ def seed_tags(tokens: Any, tags: Any, label_names: Sequence[str], types: Sequenc
     """
     if tokens is None or tags is None:
         raise SchemaError(f"the {'tokens' if tokens is None else 'tags'} value is missing (null)")
+    for what, value in (("tokens", tokens), ("tags", tags)):
+        if not isinstance(value, (list, tuple)):
+            raise SchemaError(f"the {what} value is {value!r}, not a list")
+    if len({isinstance(t, str) for t in tags}) > 1:  # names and ids mixed: an id among names is a typo, not an id
+        k, bad = next((k, t) for k, t in enumerate(tags) if not isinstance(t, str))
+        raise SchemaError(f"tag {bad!r} (position {k}) is not a tag name, among names; write its name (e.g. 'O')")
     names = [tag_name(t, label_names) for t in tags]
     validate_tags(tokens, names, types, scheme)
     return convert_tags(names, scheme, "IOB2") if scheme != "IOB2" else names
@@ -123,8 +167,15 @@ def check_split(ds: Any, *, tokens_column: str = "tokens", tags_column: str = "n
         _refuse_typos(tags)
     types = entity_types(names)
     rows = []
+    kind: tuple[bool, int] | None = None  # whether the rows' tags are names, and the first row that said so
     for i, (toks, row) in enumerate(zip(tokens, tags)):
         try:
+            if isinstance(row, (list, tuple)) and row:
+                named = isinstance(row[0], str)
+                kind = kind or (named, i)
+                if named != kind[0]:
+                    raise SchemaError(f"tag {row[0]!r} is {'a name' if named else 'not a tag name'}, where row "
+                                      f"{kind[1]} has {'names' if kind[0] else 'ids'}")
             rows.append(seed_tags(toks, row, names, types, scheme))
         except SchemaError as err:
             raise InputError(f"{err} (tokens: {_preview(toks)})", row=i) from None

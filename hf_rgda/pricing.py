@@ -2,8 +2,8 @@
 
 Prices are US dollars per million tokens, from a dated table that a user overrides or extends with a JSON file
 (``hf-rgda augment --prices FILE``, or ``$HF_RGDA_PRICES``) or a dict
-(``{"openai:gpt-5.5": {"input": .., "output": .., "cached_input": ..}}``). A model missing from the table is priced
-at zero and the report says so; nothing is guessed.
+(``{"openai:gpt-5.5": {"input": .., "output": .., "cached_input": ..}}``). A model missing from the table is
+"unpriced" (its dollars are None, never $0) and the report says so; nothing is guessed.
 
 Where the built-in prices come from: each entry carries the date and the page it was read from (``Price.source``;
 ``docs/providers.md`` lists them). The installed SDKs carry no prices. The entries of 2025-06-01 are from the
@@ -34,7 +34,7 @@ from typing import Any
 
 from ._exceptions import ConfigError
 
-__all__ = ["PRICES_AS_OF", "Price", "PriceTable", "cost_report", "format_cost", "load_prices"]
+__all__ = ["PRICES_AS_OF", "Price", "PriceTable", "cost_report", "format_cost", "load_prices", "usd"]
 
 #: the date of the newest built-in price; each entry carries its own (``Price.source``): check before relying on them
 PRICES_AS_OF = "2026-11-26"
@@ -142,20 +142,26 @@ def cost_report(stage_usage: Mapping[str, Mapping[str, int]], identity: Mapping[
     for stage, u in sorted(stage_usage.items()):
         c = price.cost(prompt_tokens=u.get("prompt_tokens", 0), completion_tokens=u.get("completion_tokens", 0),
                        cached_tokens=u.get("cached_tokens", 0))
-        rows[stage] = {**u, "usd": round(c, 6)}
+        rows[stage] = {**u, "usd": round(c, 6) if price.known else None}
         total += c
     model = f"{identity.get('backend')}:{identity.get('model') or identity.get('name')}"
     note = (f"prices of {model} as of {price.source}" if price.known else
-            f"{model} has no price in the table (as of {table.as_of}): counted as $0; pass a price file to set one")
-    return {"model": model, "priced": price.known, "usd": round(total, 6), "note": note,
+            f"{model} has no price in the table (as of {table.as_of}): unpriced, not $0; pass a price file "
+            "(--prices) to set one")
+    return {"model": model, "priced": price.known, "usd": round(total, 6) if price.known else None, "note": note,
             "price_per_million": {"input": price.input, "output": price.output, "cached_input": price.cached_input},
             "by_stage": rows}
 
 
+def usd(amount: float | None) -> str:
+    """Dollars as the reports print them; ``"unpriced"`` for a model the table has no price for."""
+    return "unpriced" if amount is None else f"${amount:.6f}"
+
+
 def format_cost(report: Mapping[str, Any]) -> str:
     """Terminal lines for a :func:`cost_report`."""
-    lines = [f"cost: ${report['usd']:.6f}  ({report['note']})"]
+    lines = [f"cost: {usd(report['usd'])}  ({report['note']})"]
     for stage, r in report["by_stage"].items():
         lines.append(f"  {stage:<28} calls {r.get('calls', 0):>4}  in {r.get('prompt_tokens', 0):>8}  "
-                     f"cached {r.get('cached_tokens', 0):>7}  out {r.get('completion_tokens', 0):>7}  ${r['usd']:.6f}")
+                     f"cached {r.get('cached_tokens', 0):>7}  out {r.get('completion_tokens', 0):>7}  {usd(r['usd'])}")
     return "\n".join(lines)

@@ -19,13 +19,15 @@ recipe again retries exactly the failed seeds, the response cache serving every 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import ConfigError, InputError
+from ._exceptions import ConfigError, InputError, SchemaError
+from .formats import conll_dataset, list_columns
 from .inputs import check_data_file, check_json_lines, looks_like_path
 from .pricing import PriceTable, cost_report
 from .summary import RunSummary
@@ -36,26 +38,32 @@ __all__ = ["DEFAULT_MAX_FAILED", "Run", "augment", "load_source", "load_split", 
 #: cannot answer shows in the exit status while a stray unreadable answer in a large run does not
 DEFAULT_MAX_FAILED = 0.1
 
-_EXTS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+_EXTS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv", ".conll": "conll"}
 
 
-def load_source(source: str | Sequence[str], *, cache_dir: str | None = None) -> Any:
+def load_source(source: str | Sequence[str], *, cache_dir: str | None = None, config: str | None = None) -> Any:
     """A ``DatasetDict`` from any source the CLI takes.
 
     Args:
         source: an ``hf-rgda augment --out`` folder or a saved ``DatasetDict``; a folder of split files
-            (``{train,dev,test}.jsonl``, ``.json``, ``.parquet`` or ``.csv``, one type); data files of one type
-            (each file a split named by its stem); or a Hub dataset id.
+            (``{train,dev,test}.jsonl``, ``.json``, ``.parquet``, ``.csv`` or ``.conll``, one type); data files of
+            one type (each file a split named by its stem); or a Hub dataset id. CSV columns of lists written as
+            text and CoNLL files are read by :mod:`hf_rgda.formats`.
         cache_dir: ``datasets`` cache folder for ``load_dataset``.
+        config: the Hub dataset's configuration name (``load_dataset(source, config)``).
 
     Raises:
-        ConfigError: a path that does not exist (and is no Hub dataset), or files of mixed or unknown types.
-        InputError: an empty data file, or a line of a JSON file that is not JSON (named by its row and line).
+        ConfigError: a path that does not exist (and is no Hub dataset), files of mixed or unknown types, or a
+            ``config`` for local files.
+        InputError: an empty data file, a byte that is not UTF-8, a line of a JSON file that is not JSON, or a value
+            of another type than the rows before it (each named by its row and line).
     """
     from datasets import load_dataset, load_from_disk
 
     files = [source] if isinstance(source, str) else list(source)
     paths = [Path(f) for f in files]
+    if config is not None and (len(files) > 1 or paths[0].exists() or looks_like_path(files[0])):
+        raise ConfigError(f"--config {config}: a configuration name applies to a Hub dataset, not to {files}")
     if len(paths) == 1:
         for folder in (paths[0], paths[0] / "dataset"):
             if (folder / "dataset_dict.json").is_file():
@@ -70,7 +78,7 @@ def load_source(source: str | Sequence[str], *, cache_dir: str | None = None) ->
         return _load_files(kinds.pop(), {p.stem: str(p) for p in paths}, cache_dir)
     if len(files) == 1 and not paths[0].exists() and not looks_like_path(files[0]):
         try:
-            return load_dataset(files[0], cache_dir=cache_dir)
+            return load_dataset(files[0], config, cache_dir=cache_dir)
         except (ConnectionError, FileNotFoundError) as err:  # the Hub's "not found", or no Hub to ask
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ConfigError(f"{files[0]}: no such file or folder, nor a Hub dataset ({first})") from None
@@ -86,15 +94,18 @@ def _load_files(builder: str, data_files: dict[str, str], cache_dir: str | None)
     from datasets.exceptions import DatasetGenerationError
 
     for path in data_files.values():
-        check_data_file(path)
+        check_data_file(path, text=builder != "parquet")
+    if builder == "conll":
+        return conll_dataset(data_files)
     try:
-        return load_dataset(builder, data_files=data_files, cache_dir=cache_dir)
+        dsd = load_dataset(builder, data_files=data_files, cache_dir=cache_dir)
     except DatasetGenerationError as err:
         if builder == "json":
             for path in data_files.values():
                 check_json_lines(path)
         cause = str(err.__cause__ or err).strip().splitlines() or [type(err).__name__]
         raise InputError(f"{', '.join(data_files.values())}: could not be read: {cause[0]}") from None
+    return list_columns(dsd, ", ".join(data_files.values())) if builder == "csv" else dsd
 
 
 def _folder_files(folder: Path) -> tuple[str, dict[str, str]]:
@@ -108,23 +119,42 @@ def _folder_files(folder: Path) -> tuple[str, dict[str, str]]:
     return _EXTS[exts.pop()], found
 
 
-def load_split(source: str | Sequence[str], split: str = "train") -> Any:
+def load_split(source: str | Sequence[str], split: str = "train", *, config: str | None = None) -> Any:
     """One split of :func:`load_source`'s ``DatasetDict``; ConfigError naming the splits there when it has none."""
-    dsd = load_source(source)
+    dsd = load_source(source, config=config)
     if split not in dsd:
         raise ConfigError(f"split {split!r} not found; splits are {list(dsd)}")
     return dsd[split]
 
 
 def sample_seeds(split: Any, num_seeds: int | None = None, *, sample_seed: int = 0, min_entities: int = 1,
-                 tags_column: str = "ner_tags") -> Any:
+                 tags_column: str = "ner_tags", scheme: str = "IOB2") -> Any:
     """The seed rows of a run: ``num_seeds`` rows drawn with ``sample_seed`` among the rows with at least
-    ``min_entities`` entities (B-/S-/U- tags; for ClassLabel ids, any non-O tag); all of them when ``num_seeds`` is None or larger.
+    ``min_entities`` entities (spans of ``scheme``'s tags, ``ClassLabel`` ids read as their names); all of them when
+    ``num_seeds`` is None or larger.
 
     The sample of N seeds is the prefix of a larger sample with the same ``sample_seed``.
+
+    Raises:
+        ConfigError: ``num_seeds`` below 1 or ``min_entities`` below 0.
+        InputError: no row has ``min_entities`` entities (the message says the most a row has).
     """
+    if num_seeds is not None and num_seeds < 1:
+        raise ConfigError(f"num_seeds={num_seeds} (--num-seeds) must be at least 1; leave it unset for every row")
+    if min_entities < 0:
+        raise ConfigError(f"min_entities={min_entities} (--min-entities) must be 0 or more")
     if min_entities > 0:
-        split = split.filter(lambda tags: _entities(tags) >= min_entities, input_columns=tags_column)
+        names = getattr(getattr(split.features[tags_column], "feature", None), "names", None)
+        counts = [_entities(tags, scheme, names) for tags in split[tags_column][:]]
+        if not any(n >= min_entities for n in counts):
+            most = max(counts, default=0)
+            hint = (f"; no entity at all in {scheme} tags: does the data use another scheme (--scheme)?"
+                    if not most and counts else "")
+            raise InputError(f"no row of the split ({len(counts)} rows) has {min_entities} entit"
+                             f"{'y' if min_entities == 1 else 'ies'} or more (at most {most} in a row): lower "
+                             f"min_entities (--min-entities){hint}")
+        split = split.select([i for i, n in enumerate(counts) if n >= min_entities]) if min(counts) < min_entities \
+            else split
     if num_seeds is None or num_seeds >= len(split):
         return split
     return split.shuffle(seed=sample_seed).select(range(num_seeds))
@@ -151,8 +181,18 @@ def max_failed(text: str) -> float | int:
     return fraction
 
 
-def _entities(tags: list[Any]) -> int:
-    return sum(1 for t in tags if (isinstance(t, str) and t[:2] in ("B-", "S-", "U-")) or (not isinstance(t, str) and t))
+def _entities(tags: list[Any], scheme: str, names: Sequence[str] | None) -> int:
+    """The entities of one row of tags in ``scheme`` (``ClassLabel`` ids read through ``names``; ids without names:
+    the tokens with a non-zero id)."""
+    from .tags import tags_to_spans
+
+    if not names and any(not isinstance(t, str) for t in tags or ()):  # ids without their names: any non-O tag
+        return sum(1 for t in tags if t)
+    strings = [names[t] if names and isinstance(t, int) and 0 <= t < len(names) else str(t) for t in tags or ()]
+    try:
+        return len(tags_to_spans(strings, scheme, strict=False))
+    except SchemaError:  # a tag the scheme has no prefix for: left to the row check
+        return 0
 
 
 @dataclass
@@ -165,6 +205,8 @@ class Run:
         augmenter: the augmenter that made them (its configuration and backend go into the report).
         seeds: how many seed rows went in.
         load_from_cache_file: passed on to the ``filter`` calls that select rows by status.
+        from_cache: ``datasets`` served every row from the cache of an earlier identical run: the summary's calls
+            and cost are that run's, none was paid by this one.
     """
 
     rows: Any
@@ -172,6 +214,7 @@ class Run:
     augmenter: Any
     seeds: int
     load_from_cache_file: bool | None = None
+    from_cache: bool = False
 
     def too_many_failed(self, limit: float = DEFAULT_MAX_FAILED) -> str:
         """``""``, or the line saying that every seed failed or more than ``limit`` did (an ``int``: a count; a
@@ -207,19 +250,41 @@ class Run:
                 "cost": cost_report(figures["stage_usage"], identity, prices)}
 
     def save(self, out: str | Path, *, source: Any, split: str, prices: PriceTable | None = None) -> tuple[Any, dict]:
-        """Write ``dataset/`` (:meth:`splits`), ``rejections.jsonl`` (rejected and failed rows with their reason and
-        trace) and ``summary.json`` (:meth:`report`) under ``out``; returns the splits and the report."""
-        out = Path(out)
+        """Write the run under ``out``, all files or none (:func:`hf_rgda.outputs.write_outputs`): ``dataset/``
+        (:meth:`splits`), ``rejections.jsonl`` (rejected and failed rows with their reason and trace),
+        ``summary.json`` (:meth:`report`), ``config.json`` (the report's configuration, backend and source) and
+        ``prompts/`` (the prompt templates the run used); returns the splits and the report.
+
+        Raises:
+            ConfigError: ``out`` could not be written (nothing of the run is left there).
+        """
+        from .outputs import write_outputs
+
         splits = self.splits()
-        out.mkdir(parents=True, exist_ok=True)
-        splits.save_to_disk(str(out / "dataset"))
-        with (out / "rejections.jsonl").open("w") as fh:
-            for row in self.with_status("rejected", "failed"):
-                fh.write(json.dumps({k: row[k] for k in ("rgda_source", "rgda_status", "rgda_reason", "rgda_trace")})
-                         + "\n")
         report = self.report(source=source, split=split, prices=prices)
-        (out / "summary.json").write_text(json.dumps(report, indent=2))
+
+        def rejections(path: Path) -> None:
+            with path.open("w", encoding="utf-8") as fh:
+                for row in self.with_status("rejected", "failed"):
+                    fh.write(json.dumps({k: row[k] for k in ("rgda_source", "rgda_status", "rgda_reason",
+                                                             "rgda_trace")}, ensure_ascii=False) + "\n")
+
+        write_outputs(out, {"dataset": lambda path: splits.save_to_disk(str(path)), "rejections.jsonl": rejections,
+                            "summary.json": lambda path: path.write_text(json.dumps(report, indent=2)),
+                            "config.json": lambda path: path.write_text(json.dumps(
+                                {k: report[k] for k in ("config", "llm", "source", "split", "calibration")
+                                 if k in report}, indent=2)),
+                            "prompts": _write_prompts})
         return splits, report
+
+
+def _write_prompts(folder: Path) -> None:
+    """The prompt templates, one file each (their hash is in the augmenter's fingerprint)."""
+    from . import prompts
+
+    folder.mkdir()
+    for name in prompts.TEMPLATE_NAMES:
+        (folder / f"{name}.md").write_text(prompts.template(name), encoding="utf-8")
 
 
 def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | None = None, desc: str | None = None,
@@ -237,10 +302,13 @@ def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | 
     Raises:
         RuntimeError: the rows and their traces disagree on the accepted count (rows from a stale cache).
     """
-    start = time.perf_counter()
+    start, started = time.perf_counter(), time.time()
     rows = seeds.map(augmenter, batched=True, batch_size=batch_size, num_proc=num_proc, with_indices=True,
                      load_from_cache_file=load_from_cache_file, desc=desc)
     wall = time.perf_counter() - start
+    # every cache file older than the map: datasets served the rows an earlier run made (and paid for)
+    files = [f["filename"] for f in getattr(rows, "cache_files", None) or []]
+    from_cache = bool(files) and all(os.path.getmtime(f) < started for f in files if os.path.exists(f))
     summary = None
     if "rgda_trace" in rows.column_names:
         summary = RunSummary.from_traces(rows["rgda_trace"])
@@ -249,4 +317,4 @@ def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | 
         accepted = sum(s == "accepted" for s in rows["rgda_status"])
         if summary.accepted != accepted:
             raise RuntimeError(f"{desc or 'augment'}: {accepted} accepted rows but the traces count {summary.accepted}")
-    return Run(rows, summary, augmenter, len(seeds), load_from_cache_file)
+    return Run(rows, summary, augmenter, len(seeds), load_from_cache_file, from_cache)

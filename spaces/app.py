@@ -48,6 +48,8 @@ EXAMPLES = [
 # base URLs the Space's owner trusts with the Space's secrets (the provider's own endpoint needs no entry)
 TRUSTED_URLS = {u.strip().rstrip("/") for u in os.environ.get("HF_RGDA_SPACE_BASE_URLS", "").split(",") if u.strip()}
 HELP = {f.name: f.metadata["help"] for f in dataclasses.fields(AugmentConfig)}
+#: what a pushed card names as the source of the seed sentence
+SOURCE = "a sentence typed into the hf_rgda demo Space"
 
 
 def _augmenter(types: list[str], method: str, where: bool, debate_review: bool, backend: str, model: str,
@@ -138,12 +140,14 @@ def augment(sentence: str, types_text: str, domain: str, method: str, where: boo
     status = (f"**{method}** with `{aug.llm.identity().get('model')}`: {len(accepted)} accepted, "
               f"{len(stages['rejected'])} rejected; {s['calls']} LLM calls ({s['cached_calls']} from cache), "
               f"{s['prompt_tokens'] + s['completion_tokens']} tokens, {s['llm_seconds']} s")
+    report = run.report(source=SOURCE, split="seed")  # the card's provenance: configuration, backend, figures
     return (status, stages["guidance"], stages["gr"], stages["ac"], _highlight(accepted), stages["rejected"],
-            _download(rows), _heatmap(stages["attribution"]), stages["transcript"], rows)
+            _download(rows), _heatmap(stages["attribution"]), stages["transcript"], rows, report)
 
 
-def push(rows: list[dict[str, Any]] | None, repo_id: str, token: str) -> str:
-    """Push the last result (seed + augmented splits) to the Hub with a dataset card."""
+def push(rows: list[dict[str, Any]] | None, report: dict[str, Any] | None, repo_id: str, token: str) -> str:
+    """Push the last result (seed + augmented splits) to the Hub with the same dataset card and run files as
+    ``hf-rgda push`` (``report``: the run's, from :func:`augment`)."""
     from hf_rgda.hub import push_augmented
 
     if not rows:
@@ -154,7 +158,7 @@ def push(rows: list[dict[str, Any]] | None, repo_id: str, token: str) -> str:
     dsd = DatasetDict({split: Dataset.from_list([{k: r[k] for k in keep} for r in rows if r["rgda_status"] == status])
                        for split, status in (("seed", "original"), ("augmented", "accepted"))})
     try:
-        return f"pushed: {push_augmented(dsd, repo_id.strip(), token=token.strip() or None)}"
+        return f"pushed: {push_augmented(dsd, repo_id.strip(), token=token.strip() or None, report=report, rejections=rows)}"
     except RGDAError as err:
         return f"push failed: {err}"
 
@@ -200,15 +204,15 @@ def build() -> gr.Blocks:
             heat = gr.HighlightedText(label="WHERE: leave-one-out attribution (chosen words marked *)", elem_id="heat")
             transcript = gr.JSON(label="WHICH: debate transcript")
         download = gr.File(label="Download JSONL")
-        rows = gr.State()
+        rows, report = gr.State(), gr.State()
         with gr.Row():
             repo = gr.Textbox(label="Hub dataset repo (user/name)")
             token = gr.Textbox(label="Hub token (this request only)", type="password")
             push_btn = gr.Button("Push to Hub")
         pushed = gr.Markdown()
         run.click(augment, inputs, [status, guidance, gr_rounds, ac_rounds, result, rejected, download, heat, transcript,
-                                    rows], api_name="augment")
-        push_btn.click(push, [rows, repo, token], pushed, api_name="push")
+                                    rows, report], api_name="augment")
+        push_btn.click(push, [rows, report, repo, token], pushed, api_name="push")
     return demo
 
 

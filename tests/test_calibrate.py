@@ -144,7 +144,7 @@ def test_bad_calibrate_input_is_one_clear_line(data: Path, tmp_path: Path, capsy
     cases = [([str(tmp_path / "nowhere")], "no such file or folder"),
              ([str(data), "--split", "test"], "split 'test' not found; splits are"),
              ([str(data), "--max-canaries", "2"], "max_canaries=2 must be at least"),
-             ([str(data), "--tags-column", "labels"], "has no column 'labels'")]
+             ([str(data), "--tags-column", "labels"], "column 'labels' is missing; columns are")]
     for argv, says in cases:
         assert main(["calibrate", *argv, "--llm", "scripted:x"], llm=llm) == 2, argv
         errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("hf-rgda: error")]

@@ -155,3 +155,70 @@ def test_card_templates_are_package_files_not_links() -> None:
     assert all("$title" in cards.joinpath(n).read_text(encoding="utf-8") for n in ("dataset_card.md", "model_card.md"))
     root = Path(__file__).resolve().parents[1]
     assert [p for d in ("hf_rgda", "model_cards") for p in (root / d).rglob("*") if p.is_symlink()] == []
+
+
+# ---------------------------------------------------------------- provenance (issue 53)
+def _check_provenance(card: str, files: dict[str, bytes], repo_id: str, private: tuple[str, ...]) -> None:
+    """The card's YAML provenance, no local path or URL in any pushed text, and the run's files under run/."""
+    meta = yaml.safe_load(card.split("---")[1])
+    assert meta["language"] == ["en"]
+    assert "machine-generated" in meta["annotations_creators"] and "machine-generated" in meta["language_creators"]
+    assert f"hf-rgda augment {repo_id} --split seed --min-entities 0" in card  # the command that reproduces it
+    for name in ("run/summary.json", "run/config.json", "run/rejections.jsonl", "run/prompts/composer.md"):
+        assert name in files, sorted(files)
+    for path, blob in files.items():
+        if path.endswith((".md", ".json", ".jsonl")):
+            text = blob.decode()
+            for bad in (*private, "http://", "https://", "127.0.0.1"):
+                assert bad not in text, (path, bad)
+
+
+def test_the_card_has_provenance_and_the_runs_files_and_no_local_path_or_url(hub: HubServer, tmp_path: Path) -> None:
+    """A run against a private OpenAI-compatible server (its URL in the run's identity), pushed from its folder."""
+    from hf_rgda.testing import FakeWorld
+    from hf_rgda.testing.providers import ProviderServer
+
+    pytest.importorskip("openai")
+    folder = tmp_path / "my_private_data"
+    folder.mkdir()
+    rows = [{"tokens": ["Mutations", "in", "APC", "cause", "colon", "cancer", "."],
+             "ner_tags": ["O", "O", "O", "O", "B-Disease", "I-Disease", "O"]}]
+    (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "aug"
+    with ProviderServer(**FakeWorld().serve()) as server:
+        url = server.url("openai")
+        assert main(["augment", str(folder), "--llm", "openai:gpt-5.5", "--base-url", url, "--method", "gda",
+                     "--out", str(out), "--cache", str(tmp_path / "r.sqlite3")]) == 0
+    assert url in (out / "summary.json").read_text()  # what the push must not publish
+    push = f"from hf_rgda.cli import main; raise SystemExit(main(['push', {str(out)!r}, 'tester/prov']))"
+    done = run_py(hub, push, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = hub.files("dataset", "tester/prov")
+    card = files["README.md"].decode()
+    _check_provenance(card, files, "tester/prov", (str(tmp_path), str(folder)))
+    assert "source_datasets:\n- local:my_private_data" in card and "--llm openai:gpt-5.5" in card
+
+
+def test_the_spaces_push_writes_the_same_card(hub: HubServer, tmp_path: Path) -> None:
+    pytest.importorskip("gradio")
+    app = Path(__file__).resolve().parents[1] / "spaces" / "app.py"
+    code = f"""
+import importlib.util
+from datasets import Dataset
+from hf_rgda import RGDAAugmenter, ScriptedLLM
+from hf_rgda.recipe import augment
+from hf_rgda.testing import stateless_answer
+spec = importlib.util.spec_from_file_location("space_app", {str(app)!r})
+app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
+aug = RGDAAugmenter(ScriptedLLM(lambda m, s, p: stateless_answer(m, s, p), name="s"),
+                    label_names=["O", "B-Disease", "I-Disease"], method="rgda", keep_rejected=True, cache=False)
+run = augment(Dataset.from_dict({{"tokens": [["Gout", "flares", "were", "rare", "."]],
+                                  "ner_tags": [["B-Disease", "O", "O", "O", "O"]]}}), aug, batch_size=1)
+print(app.push(run.rows.to_list(), run.report(source=app.SOURCE, split="seed"), "tester/space", ""))
+"""
+    done = run_py(hub, code, tmp_path)
+    assert done.returncode == 0 and "pushed:" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    files = hub.files("dataset", "tester/space")
+    card = files["README.md"].decode()
+    _check_provenance(card, files, "tester/space", (str(tmp_path),))
+    assert "Method: `rgda`" in card and "unknown" not in yaml.safe_load(card.split("---")[1])["source_datasets"]

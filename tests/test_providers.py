@@ -30,7 +30,7 @@ from hf_rgda import (
 from hf_rgda._secrets import redact
 from hf_rgda.llm import EXAMPLE_MODELS
 from hf_rgda.llm.remote import RateLimiter, RetryPolicy
-from hf_rgda.pricing import PriceTable, cost_report
+from hf_rgda.pricing import PriceTable, cost_report, format_cost
 from hf_rgda.testing import FakeWorld
 from hf_rgda.testing.providers import Action, ProviderServer
 
@@ -270,10 +270,11 @@ def test_redact() -> None:
         "bad key *** and *** and ***"
 
 
-def test_unknown_model_is_zero_priced_and_says_so() -> None:
+def test_unknown_model_is_unpriced_not_zero_and_says_so() -> None:
     report = cost_report({"composer": {"calls": 1, "prompt_tokens": 100, "completion_tokens": 10, "cached_tokens": 0}},
                          {"backend": "openai", "model": "smollm2"})
-    assert report["usd"] == 0 and not report["priced"] and "no price" in report["note"]
+    assert report["usd"] is None and not report["priced"] and "no price" in report["note"]
+    assert report["by_stage"]["composer"]["usd"] is None and format_cost(report).startswith("cost: unpriced")
 
 
 def test_backend_error_base_class() -> None:

@@ -97,13 +97,14 @@ def test_url_password_never_reaches_logs_at_any_level(server, caplog: pytest.Log
 
 
 def test_cli_with_url_password_prints_no_password(server, tmp_path: Path) -> None:
-    """The reported reproduction: ``hf-rgda augment ... --base-url http://user:secret@host/v1`` (INFO logging)."""
+    """The reported reproduction: ``hf-rgda augment ... --base-url http://user:secret@host/v1``, at the chattiest
+    level (``-vv``: the requests are logged; the default logs warnings only)."""
     from .test_cli import _write_folder
 
     folder = _write_folder(tmp_path)
     env = {**os.environ, "HF_RGDA_CACHE": str(tmp_path / "r.sqlite3"), "HF_DATASETS_CACHE": str(tmp_path / "ds")}
     proc = subprocess.run([sys.executable, "-c", "import sys; from hf_rgda.cli import main; sys.exit(main())",
-                           "augment", str(folder), "--llm", "openai:m", "--method", "naive", "--num-augmented", "1",
+                           "-vv", "augment", str(folder), "--llm", "openai:m", "--method", "naive", "--num-augmented", "1",
                            "--base-url", _with_password(server.url("openai")), "--out", str(tmp_path / "out")],
                           check=False, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]

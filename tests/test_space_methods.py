@@ -68,13 +68,14 @@ def test_the_configurations_refusals_reach_the_page(app) -> None:
 
 def test_one_request_end_to_end(app, scripted) -> None:
     sentence, types, domain = app.EXAMPLES[0]
-    status, guidance, gr_rounds, ac_rounds, result, rejected, download, heat, transcript, rows = app.augment(
+    status, guidance, gr_rounds, ac_rounds, result, rejected, download, heat, transcript, rows, report = app.augment(
         sentence, types, domain, "rgda", False, False, "scripted", "s", "", "", 2)
     assert status.startswith("**rgda** with ") and f": 2 accepted, {len(rejected)} rejected; " in status
     assert "context" in guidance and gr_rounds[0][:2] == [1, 95] and ac_rounds[0][0] == 1
     assert [label for _, label in result if label] == ["Disease", "Disease"]
     assert rows[0]["rgda_status"] == "original" and Path(download).read_text().count("\n") == 3
     assert heat == [] and transcript == []
+    assert report["config"]["method"] == "rgda" and report["summary"]["accepted"] == 2
 
 
 def test_a_verdict_that_passed_early_says_so(app) -> None:

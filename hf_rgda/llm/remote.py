@@ -11,19 +11,20 @@ the config.
 
 Limits and ``datasets.map``: each map batch runs in an event loop of its own, one batch after another; the
 ``rpm``/``tpm`` limiter is one per process for each backend identity (backend, model, base URLs) and limits, so it
-holds across batches. Under ``num_proc=N`` every worker process has its own limiter: the provider sees up to N times
+holds across batches, and it counts a request until it is over (:class:`RateLimiter`), so the provider, which counts
+arrivals, never sees more than ``rpm`` in a window. Under ``num_proc=N`` every worker process has its own limiter: the provider sees up to N times
 the limits (divide them by N). The seeds of one batch run concurrently, so the requests in flight are at most
 ``max_concurrency`` and, in practice, about ``batch_size`` times the calls one seed makes at once: raise
 ``batch_size`` along with ``max_concurrency`` (e.g. for several servers).
 
 Secrets: keys are read from the environment at the first call. A key given in code (``api_key``) and the credentials
-of a ``base_url`` (``http://user:password@host/v1``) are held in the process's secret registry
+of a ``base_url`` (``http://user:password@host/v1``, or a query such as ``?api-key=...``) are held in the process's secret registry
 (:mod:`hf_rgda._secrets`) under an id derived from the backend's public identity: the pickled state (what ``datasets``
 hashes into its fingerprint and sends to ``num_proc`` workers) has the id only, so the fingerprint does not depend on
 the key, and the workers find the secret in the memory they inherit (fork) or in the ``HF_RGDA_SECRET_<id>``
 variable (spawn, forkserver); a worker that finds neither stops with an :class:`~hf_rgda.AuthenticationError` that
-says so (never a silent fallback to another key). The base URLs kept and shown are without their user info; the
-credentials are put back only in the URL handed to the SDK, and a filter on the HTTP stack's loggers
+says so (never a silent fallback to another key). The base URLs kept and shown are without their user info and
+query; both are put back only in the URL handed to the SDK, and a filter on the HTTP stack's loggers
 (:func:`~hf_rgda._secrets.install_log_redaction`) scrubs user info and every known key from their records at every
 level. Secrets are kept out of ``identity()``, ``repr``, ``__getstate__`` and every message the library raises or logs
 (:func:`redact`).
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import collections
 import json
 import logging
 import os
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .._exceptions import AuthenticationError, BackendError, ConfigError
-from .._secrets import install_log_redaction, redact, register_secret, registered_secret, secret_id
+from .._secrets import install_log_redaction, query_secrets, redact, register_secret, registered_secret, secret_id
 from .base import LLM, Completion, Message, OptionProbs
 from .options import check_options, top_logprobs_of
 
@@ -82,32 +82,44 @@ class RetryPolicy:
 class RateLimiter:
     """Requests-per-minute and tokens-per-minute limits over a sliding window (60 seconds by default).
 
+    A request counts from its admission (:meth:`acquire`) and, once it is over (:meth:`release`), from the moment it
+    ended: the provider counts a request when it arrives, which is after its admission (a new client to build, a
+    connection to open), so timing admissions alone let ``rpm + 1`` requests arrive within one window; timed from
+    their end, no window of the provider's holds more than ``rpm`` of them.
+
     Usable from any event loop and thread at once (its state is guarded by a thread lock, never held across an
     ``await``): :func:`shared_limiter` gives the one limiter of a backend in this process.
     """
 
     def __init__(self, rpm: int | None, tpm: int | None, *, window: float = 60.0) -> None:
         self.rpm, self.tpm, self.window = rpm, tpm, window
-        self._events: collections.deque[tuple[float, int]] = collections.deque()
+        self._events: list[list[float]] = []  # [time, tokens]: admitted, then re-timed at the end
         self._lock = threading.Lock()
 
-    async def acquire(self, tokens: int) -> None:
-        """Wait until one more request of about ``tokens`` tokens fits in the window, then record it."""
+    async def acquire(self, tokens: int) -> list[float] | None:
+        """Wait until one more request of about ``tokens`` tokens fits in the window, then record it; returns the
+        record to hand to :meth:`release` when the request is over (None without limits)."""
         if not self.rpm and not self.tpm:
-            return
+            return None
         while True:
             with self._lock:
                 now = time.monotonic()
-                while self._events and now - self._events[0][0] >= self.window:
-                    self._events.popleft()
+                self._events = [e for e in self._events if now - e[0] < self.window]
                 used = sum(t for _, t in self._events)
                 fits_rpm = not self.rpm or len(self._events) < self.rpm
                 fits_tpm = not self.tpm or not self._events or used + tokens <= self.tpm
                 if fits_rpm and fits_tpm:
-                    self._events.append((now, tokens))
-                    return
-                wait = max(0.01, self.window - (now - self._events[0][0]))
+                    event = [now, float(tokens)]
+                    self._events.append(event)
+                    return event
+                wait = max(0.01, self.window - (now - min(e[0] for e in self._events)))
             await asyncio.sleep(wait)
+
+    def release(self, event: list[float] | None) -> None:
+        """The request of ``event`` is over (answered or failed): it counts from now."""
+        if event is not None:
+            with self._lock:
+                event[0] = max(event[0], time.monotonic())
 
 
 _limiters: dict[tuple[Any, ...], RateLimiter] = {}
@@ -169,7 +181,8 @@ class RemoteLLM(LLM):
     extra: str = ""
     #: attributes holding live state (set by :meth:`_init_live`) or secrets: never pickled, so never part of a
     #: fingerprint
-    live_fields: tuple[str, ...] = ("_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key", "_url_auth")
+    live_fields: tuple[str, ...] = ("_clients", "_loop_state", "_rng", "_next_url", "retries", "_api_key", "_url_auth",
+                                    "_url_query")
     #: seconds of the ``rpm``/``tpm`` sliding window (a test may shorten it on an instance)
     rate_window: float = 60.0
     #: the secret registry id of the secrets given in code; set (and pickled) only when there are some
@@ -190,22 +203,29 @@ class RemoteLLM(LLM):
             raise ConfigError(f"{self.backend}: a model name is required")
         if max_concurrency < 1:
             raise ConfigError(f"max_concurrency={max_concurrency} must be at least 1")
+        for name, limit in (("rpm", rpm), ("tpm", tpm)):
+            if limit is not None and (not isinstance(limit, int) or limit < 1):
+                raise ConfigError(f"{name}={limit!r} (--{name}) must be a whole number of at least 1, or unset for "
+                                  "no limit")
         self.model = model
         urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
         self.base_urls: list[str] = []
         self._url_auth: dict[str, str] = {}  # base URL (as kept) -> its user info
+        self._url_query: dict[str, str] = {}  # base URL (as kept) -> its query (``?api-key=...``)
         for u in urls:
-            public, userinfo = _split_userinfo(u.rstrip("/"))
+            public, userinfo, query = _split_userinfo(u.rstrip("/"))
             self.base_urls.append(public)
             if userinfo:
                 self._url_auth[public] = userinfo
+            if query:
+                self._url_query[public] = query
         self.timeout = float(timeout)
         self.max_concurrency = max_concurrency
         self.rpm, self.tpm = rpm, tpm
         self.retry = retry or RetryPolicy(**({"max_attempts": max_retries + 1} if max_retries is not None else {}))
         self._api_key = api_key
         self.key_from_env = bool(key_from_env)
-        if api_key or self._url_auth:
+        if api_key or self._url_auth or self._url_query:
             self._secret_id = secret_id({"backend": self.backend, "model": self.model, "base_urls": self.base_urls})
             self._register_secrets()
         self._init_live()
@@ -220,12 +240,13 @@ class RemoteLLM(LLM):
 
     # ---------------------------------------------------------------- secrets and identity
     def _register_secrets(self) -> None:
-        if self._secret_id and (self._api_key or self._url_auth):
-            register_secret(self._secret_id, json.dumps({"api_key": self._api_key, "url_auth": self._url_auth}))
+        if self._secret_id and (self._api_key or self._url_auth or self._url_query):
+            register_secret(self._secret_id, json.dumps({"api_key": self._api_key, "url_auth": self._url_auth,
+                                                         "url_query": self._url_query}))
 
     def _given_secrets(self) -> None:
         """In a copy made by unpickling (a ``num_proc`` worker): fetch the secrets given in code from the registry."""
-        if not self._secret_id or self._api_key or self._url_auth:
+        if not self._secret_id or self._api_key or self._url_auth or self._url_query:
             return
         raw = registered_secret(self._secret_id)
         if raw is None:
@@ -235,6 +256,7 @@ class RemoteLLM(LLM):
                 f"{' or '.join(self.key_env) or 'the key'} in the environment instead")
         given = json.loads(raw)
         self._api_key, self._url_auth = given.get("api_key"), dict(given.get("url_auth") or {})
+        self._url_query = dict(given.get("url_query") or {})
 
     def _key(self) -> str | None:
         self._given_secrets()
@@ -252,18 +274,20 @@ class RemoteLLM(LLM):
 
     def _secrets(self) -> list[str]:
         userinfo = [part for u in self._url_auth.values() for part in (u, u.split(":", 1)[-1])]  # not the user name
-        found = [self._api_key or "", *userinfo] + [os.environ.get(n, "") for n in self.key_env]
+        query = [v for q in self._url_query.values() for v in query_secrets(q)]
+        found = [self._api_key or "", *userinfo, *query] + [os.environ.get(n, "") for n in self.key_env]
         return sorted({s for s in found if s and s != "not-needed"}, key=len, reverse=True)
 
     def _full_url(self, base_url: str | None) -> str | None:
-        """The URL for the SDK: ``base_url`` with its user info put back."""
+        """The URL for the SDK: ``base_url`` with its user info and query put back."""
         if base_url is None:
             return None
         self._given_secrets()
-        userinfo = self._url_auth.get(base_url)
+        userinfo, query = self._url_auth.get(base_url), self._url_query.get(base_url)
+        url = base_url + (f"?{query}" if query else "")
         if not userinfo:
-            return base_url
-        scheme, rest = base_url.split("://", 1)
+            return url
+        scheme, rest = url.split("://", 1)
         return f"{scheme}://{userinfo}@{rest}"
 
     def identity(self) -> dict[str, Any]:
@@ -280,7 +304,7 @@ class RemoteLLM(LLM):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._api_key = None
-        self._url_auth = {}
+        self._url_auth, self._url_query = {}, {}
         self._init_live()
 
     # ---------------------------------------------------------------- live state, per event loop
@@ -341,13 +365,15 @@ class RemoteLLM(LLM):
         while True:
             attempt += 1
             async with sem:
-                await limiter.acquire(estimate_tokens(msgs, max_tokens))
+                event = await limiter.acquire(estimate_tokens(msgs, max_tokens))
                 start = time.perf_counter()
                 try:
                     result = await request(self._client(url := self._pick_url()))
                     return result, time.perf_counter() - start
                 except BackendError as err:
                     error = self._clean(err)
+                finally:
+                    limiter.release(event)
             wait = self.retry.delay(attempt, error.retry_after, self._rng) if error.retryable else None
             if wait is None:
                 raise error from None
@@ -414,13 +440,14 @@ def status_error(cls_by_status: Mapping[int, type[BackendError]], status: int, m
     return cls(message[:500], status=status, retry_after=retry_after)
 
 
-def _split_userinfo(url: str) -> tuple[str, str]:
-    """``url`` without its user info, and the user info (``user:password``; "" when none)."""
+def _split_userinfo(url: str) -> tuple[str, str, str]:
+    """``url`` without its user info and query, the user info (``user:password``; "" when none) and the query
+    (``api-key=...``; "" when none): a key can be written in either, and both stay out of what is kept and shown."""
     parts = urllib.parse.urlsplit(url)
     userinfo, at, hostport = parts.netloc.rpartition("@")
-    if not at:
-        return url, ""
-    return urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment)), userinfo
+    public = urllib.parse.urlunsplit((parts.scheme, hostport if at else parts.netloc, parts.path.rstrip("/"), "",
+                                      parts.fragment))
+    return public, userinfo if at else "", parts.query
 
 
 def _public_url(url: str) -> str:

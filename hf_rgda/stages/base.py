@@ -89,6 +89,11 @@ class Run:
                 cut.reject("cut_off", f"the answer broke off inside this sentence (max_tokens is {self.config.max_tokens})")
             r.rejected.append((stage, cut))
             out.append(cut)
+        elif len(data["sentences"]) < n:  # fewer sentences than asked for (none at all, say): a visible rejection
+            short = Candidate(raw=raw[:2000]).reject(
+                "missing", f"the answer held {len(data['sentences'])} of the {n} sentences asked for")
+            r.rejected.append((stage, short))
+            out.append(short)
         return out, raw
 
     def _check_all(self, r: SeedResult, stage: str, data: Any, n: int, keep: Sequence[Candidate],

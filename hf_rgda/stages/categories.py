@@ -42,7 +42,8 @@ from dataclasses import dataclass
 
 from .._exceptions import ConfigError
 
-__all__ = ["BOUNDARY", "FALLBACK", "GROUPS", "ORDINARY", "Category", "Option", "Question", "describe", "question"]
+__all__ = ["BOUNDARY", "FALLBACK", "GROUPS", "ORDINARY", "Category", "Option", "Question", "check_questions", "describe",
+           "question"]
 
 ORDINARY = "an ordinary word or phrase, not a name"
 BOUNDARY = "only part of a name, or a name together with words that do not belong to it"
@@ -167,5 +168,19 @@ def question(entity: str, asked: str, types: Sequence[str], descriptions: Mappin
                        (BOUNDARY, "boundary"), (ORDINARY, "ordinary")]:
         kinds.setdefault(text, kind)
     if len(kinds) > len(string.ascii_uppercase):
-        raise ConfigError(f"{len(kinds)} options in the question about a {asked}: at most 26 (fewer types or confusers)")
+        raise ConfigError(f"{len(types)} entity types: the entity verifier's question about a {asked} would have "
+                          f"{len(kinds)} options, at most 26 can be lettered; turn the verifier off "
+                          "(verify_entities=False, --no-verify-entities) or give fewer confusers")
     return Question(entity, tuple(Option(text, kind) for text, kind in kinds.items()))
+
+
+def check_questions(types: Sequence[str], descriptions: Mapping[str, str] | None = None,
+                    confusers: Sequence[str] | None = None) -> None:
+    """Build the question about each of ``types`` once, so that one the letters cannot hold stops a run before its
+    first call (not after the generation was paid for).
+
+    Raises:
+        ConfigError: a question would have more than 26 options.
+    """
+    for asked in types:
+        question("x", asked, types, descriptions, confusers)
