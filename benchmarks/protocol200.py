@@ -23,7 +23,7 @@ Usage (what the background job runs, niced; a rerun resumes):
     python -m benchmarks.protocol200 run --commit
     python -m benchmarks.protocol200 generate rgda@seeds:2096b68 --commit     # one cell's rows
     python -m benchmarks.protocol200 train noaug mr --commit                  # cells' training runs
-    python -m benchmarks.protocol200 report                                   # the table (markdown) from what is there
+    python -m benchmarks.protocol200 report --readme                          # the table, also into benchmarks/README.md
 """
 
 from __future__ import annotations
@@ -391,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-batch", type=int, default=16)
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--out", type=Path, default=OUT, help="the results folder")
+    p.add_argument("--readme", action="store_true", help="report: also write the table into benchmarks/README.md")
     p.add_argument("--commit", action="store_true", help="git-commit each chunk and run as it lands")
     args = p.parse_args(argv)
     if args.llm is None:
@@ -400,7 +401,16 @@ def main(argv: list[str] | None = None) -> int:
     proto = Protocol(args)
     cells = args.cells or (PLAN.get(args.dataset, []) if args.action in ("run", "report") else [])
     if args.action == "report":
-        print(report(proto))
+        table = report(proto)
+        print(table)
+        if args.readme:
+            readme = ROOT / "benchmarks" / "README.md"
+            text = readme.read_text()
+            start, end = "<!-- protocol200:start -->", "<!-- protocol200:end -->"
+            if start not in text or end not in text:
+                raise SystemExit(f"{readme} has no {start} ... {end} block")
+            head, rest = text.split(start, 1)
+            readme.write_text(f"{head}{start}\n{table}\n{end}{rest.split(end, 1)[1]}")
         return 0
     for cell in cells:
         method, generator, _ = parse_cell(cell)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -45,9 +46,19 @@ def test_readme_is_short_and_its_links_resolve() -> None:
             assert (ROOT / target).exists(), f"README.md links to {target}, which is not in the repository"
 
 
-def test_benchmarks_readme_opens_with_its_summary_table() -> None:
-    head = (ROOT / "benchmarks" / "README.md").read_text().splitlines()[:40]
-    assert "<!-- summary:start -->" in head and "<!-- summary:end -->" in head
+def test_benchmarks_readme_opens_with_the_200_seed_table() -> None:
+    """The 200-seed table within the first 40 lines, every F1 in it the mean of its cell's runs in the results."""
+    text = (ROOT / "benchmarks" / "README.md").read_text()
+    head = text.splitlines()[:40]
+    assert "<!-- protocol200:start -->" in head and "<!-- protocol200:end -->" in head
+    assert "<!-- summary:start -->" in text and "<!-- summary:end -->" in text
+    block = text.split("<!-- protocol200:start -->", 1)[1].split("<!-- protocol200:end -->", 1)[0]
+    results_path = ROOT / "benchmarks" / "results" / "protocol200" / "ncbi_disease.json"
+    cells = json.loads(results_path.read_text())["cells"] if results_path.exists() else {}
+    means = {c["cell"]: c for c in cells.values()}
+    for cell, mean, runs in re.findall(r"^\| (\S+) \| (\d\.\d{4}) ± \d\.\d{4} \((\d+)\)", block, re.M):
+        f1s = [r["f1"] for r in means[cell]["runs"]]
+        assert len(f1s) == int(runs) and abs(sum(f1s) / len(f1s) - float(mean)) < 1e-4, cell
 
 
 def test_readme_results_come_from_the_benchmarks_summary() -> None:
