@@ -56,7 +56,7 @@ def test_benchmarks_readme_opens_with_the_200_seed_table() -> None:
     results_path = ROOT / "benchmarks" / "results" / "protocol200" / "ncbi_disease.json"
     cells = json.loads(results_path.read_text())["cells"] if results_path.exists() else {}
     means = {c["cell"]: c for c in cells.values()}
-    for cell, mean, runs in re.findall(r"^\| (\S+) \| (\d\.\d{4}) ± \d\.\d{4} \((\d+)\)", block, re.M):
+    for cell, mean, runs in re.findall(r"^\| (\S+) \| (\d\.\d{4}) ± \d\.\d{4} \((\d+)\)", block, re.MULTILINE):
         f1s = [r["f1"] for r in means[cell]["runs"]]
         assert len(f1s) == int(runs) and abs(sum(f1s) / len(f1s) - float(mean)) < 1e-4, cell
 
