@@ -135,6 +135,15 @@ class LLM(abc.ABC):
             BackendError: (or a subclass) when the call fails.
         """
 
+    #: whether :meth:`text_logprobs` reads the model's own token probabilities of a given text
+    scores_text: bool = False
+
+    async def text_logprobs(self, prefix: str, texts: Sequence[str]) -> list[list[float]]:
+        """The log-probability of each token of each of ``texts`` when it follows ``prefix`` as plain text (no chat
+        template): one prompt evaluation a text, no generation. A backend that cannot read them (the chat APIs
+        return no prompt logprobs) raises ``NotImplementedError``; :attr:`scores_text` says which can."""
+        raise NotImplementedError(f"{type(self).__name__} cannot score a given text")
+
     async def option_probs(self, messages: Sequence[Message], options: Sequence[str], *,
                            params: Mapping[str, Any]) -> OptionProbs:
         """How likely each of a fixed set of short answers is, as the model's next token.

@@ -89,6 +89,15 @@ def _top_tokens(llama: Any, logits: Any, n: int) -> list[tuple[str, float]]:
     return [(llama.detokenize([int(i)]).decode("utf-8", errors="replace"), float(logprobs[i])) for i in best]
 
 
+def _logprob_of(logits: Any, token: int, n_vocab: int) -> float:
+    """``token``'s log-probability under one row of llama.cpp's logits (a C float pointer)."""
+    import numpy as np
+
+    row = np.ctypeslib.as_array(logits, shape=(n_vocab,)).astype(np.float64)
+    top = row.max()
+    return float(row[token] - top - np.log(np.exp(row - top).sum()))
+
+
 class LocalLLM(LLM):
     """A llama.cpp model running in this process.
 
@@ -139,6 +148,7 @@ class LocalLLM(LLM):
     max_concurrency = 1
     asks_in_turn = True
     has_logprobs = True
+    scores_text = True
     reuses_prefix = True
     #: inline entity marks: with the local 1.5B, more accepted rows for fewer completion tokens than a sentence plus an
     #: entity list, and no entity missing from its sentence (benchmarks/README.md, local_profile.py)
@@ -276,6 +286,38 @@ class LocalLLM(LLM):
         if not tops:
             raise BackendError("llama.cpp sampled no token: no logits to read")
         return OptionProbs.from_top(tops[0], options, usage=usage, seconds=seconds)
+
+    def _score_texts(self, prefix: str, texts: Sequence[str]) -> list[list[float]]:
+        """Each text's token logprobs after ``prefix``: the prefix's KV cells are kept from the previous call where
+        they match, and the rest (the prefix's last token at least, whose logits predict the text's first) is one
+        decode with logits at every position (the engine's ``_eval_all_logits``)."""
+        import llama_cpp
+
+        out = []
+        with self._lock, self._compute:
+            llama = self._load()
+            head = llama.tokenize(prefix.encode(), add_bos=True, special=False)
+            for text in texts:
+                body = llama.tokenize(text.encode(), add_bos=False, special=False)
+                if not body:
+                    out.append([])
+                    continue
+                if len(head) + len(body) > min(self.n_ctx, llama.n_batch):
+                    raise BackendError(f"text to score is {len(head) + len(body)} tokens, over the batch of "
+                                       f"{min(self.n_ctx, llama.n_batch)}")
+                keep = min(common_prefix(list(llama._input_ids[: llama.n_tokens]), head), len(head) - 1)
+                llama.n_tokens = keep
+                batch = (head + body)[keep:]
+                llama._eval_all_logits(batch)
+                rows = []
+                for j, token in enumerate(body):  # the logits of the token before each text token predict it
+                    ptr = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, len(head) - keep - 1 + j)
+                    rows.append((ptr, token))
+                out.append([_logprob_of(ptr, token, llama.n_vocab()) for ptr, token in rows])
+        return out
+
+    async def text_logprobs(self, prefix: str, texts: Sequence[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._score_texts, prefix, list(texts))
 
     async def complete(
         self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None, params: Mapping[str, Any]
