@@ -84,6 +84,7 @@ _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "near_copy_ratio": (lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
     "verify_threshold": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "verify_relative": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
+    "verify_min_mass": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "entity_hints": (lambda v: v >= 0, "0 or more"),
     "attribution_top_n": (lambda v: v >= 1, "at least 1"),
 }
@@ -156,6 +157,10 @@ class AugmentConfig:
                                 "min(verify_threshold, verify_relative x that mean) to stay tagged; the P a model gives "
                                 "a correct entity differs by dataset (local 1.5B: 0.44 NCBI-disease, 0.13 SciERC, 0.22 "
                                 "FIN). 0: verify_threshold alone")
+    verify_min_mass: float = _f(0.5, "entity verification: the share of the model's next-token probability (or of "
+                                "the sampled answers, without logprobs) that must name one of the question's options; "
+                                "an answer under it names no option ('The ...'), so its entity is unverified, never "
+                                "verified, and its row rejected (unanswered_entity)")
     verify_known: bool = _f(True, "entity verification trusts the split: an entity whose text the split tags as its "
                             "type consistently (used 3 times or more, tagged so 9 times in 10 or more) is kept without a "
                             "question; the dataset's convention outranks the model's everyday sense of a word "

@@ -250,10 +250,11 @@ class EntityVerdict:
         entity: the entity's text.
         type: its tagged type.
         probability: the probability of its type among the question's options (4 decimals); None when no question
-            was asked.
+            was asked, or the answer named no option.
         decision: ``"verified"`` (at or above ``verify_threshold``), ``"untagged"`` (below: untagged, the row kept
-            if it passes the checker again), ``"rejected"`` (below: its row rejected) or ``"known"`` (the split tags
-            the text as this type consistently: kept, nothing asked; ``verify_known``).
+            if it passes the checker again), ``"rejected"`` (below: its row rejected), ``"unverified"`` (the answer
+            named no option, under ``verify_min_mass``: its row rejected) or ``"known"`` (the split tags the text as
+            this type consistently: kept, nothing asked; ``verify_known``).
         alternative: the most likely other option.
     """
 

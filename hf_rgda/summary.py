@@ -136,8 +136,9 @@ class RunSummary:
     def _verification(self) -> dict[str, Any]:
         """The entity verifier's counts per decision, the rows it removed, and its P(type) mean and histogram."""
         n = sum(self.entity_decisions.values())
-        asked = n - self.entity_decisions["known"]
-        return {"entities": n, **{k: self.entity_decisions[k] for k in ("known", "verified", "untagged", "rejected")},
+        asked = n - self.entity_decisions["known"] - self.entity_decisions["unverified"]  # those with a P
+        return {"entities": n, **{k: self.entity_decisions[k]
+                                  for k in ("known", "verified", "untagged", "rejected", "unverified")},
                 "rows_rejected": self.verify_rejected_rows,
                 "mean_probability": round(self.entity_prob_sum / asked, 3) if asked else None,
                 "probability_histogram": {f"{k / 10:.1f}": v for k, v in sorted(self.entity_probs.items())}}
@@ -168,7 +169,8 @@ class RunSummary:
         if (ev := d["entity_verification"])["entities"]:
             lines.append(f"entity verification: {ev['entities']} entities, {ev['known']} known to the split, "
                          f"{ev['verified']} verified, {ev['untagged']} "
-                         f"untagged, {ev['rejected']} rejected (mean P {ev['mean_probability']}); rows rejected: "
+                         f"untagged, {ev['rejected']} rejected, {ev['unverified']} unverified (the answer named no "
+                         f"option) (mean P {ev['mean_probability']}); rows rejected: "
                          f"{ev['rows_rejected']}")
         if d.get("backend"):
             b = d["backend"]
