@@ -157,7 +157,7 @@ class RGDAAugmenter:
         the configuration's."""
         return Checker(tuple(self.types), self.stats or SplitStats(), self.config.near_copy_ratio,
                        salvage=self.config.salvage if salvage is None else salvage,
-                       representation=self.config.representation)
+                       representation=self.config.representation, tokens=self.config.token_style)
 
     def _identity(self) -> str:
         """What the failure ledger (:mod:`hf_rgda.failures`) keys this augmenter's failures on."""

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from ._exceptions import ConfigError
+from ._exceptions import ConfigError, SchemaError
+from .tags import TokenStyle
 
 __all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig", "DebateConfig"]
 
@@ -136,6 +137,12 @@ class AugmentConfig:
                        "several calls at once, e.g. the local model with parallel slots)", choices=SCHEDULES)
     domain: str = _f("", "short description of the data's domain, e.g. 'biomedical abstracts'")
     max_tokens: int = _f(768, "completion-token cap per LLM call")
+    tokenizer: str = _f("auto", "how generated sentences are cut into tokens: 'auto' as the seed split writes them "
+                        "(learned from its tokens: URLs, @handles, #hashtags and decimals such as 3.5 kept whole where "
+                        "the split keeps them so, hyphenated words and clitics ('s, n't) as it writes them; a split "
+                        "without such tokens keeps the old way), or the shapes to keep whole joined by '+', from "
+                        "url, handle, hashtag, decimal, hyphen, clitic (Huntington's) and ptb_clitic (Huntington 's), "
+                        "e.g. 'url+handle+hashtag+decimal+hyphen'; 'none' splits every one into pieces")
     near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed (or to another seed the prompt "
                                       "showed) at or above which a sentence is a near copy")
     salvage: bool = _f(True, "repair a generated sentence deterministically instead of rejecting it when one part is "
@@ -204,6 +211,21 @@ class AugmentConfig:
                               f"{self.method!r} (biorda always debates)")
         if self.max_tokens < 64:
             raise ConfigError(f"max_tokens={self.max_tokens} must be at least 64")
+        _ = self.token_style  # validates tokenizer
+
+    @property
+    def token_style(self) -> TokenStyle | None:
+        """The tokenizer chosen (None: ``"auto"``, the split's own way).
+
+        Raises:
+            ConfigError: ``tokenizer`` names an unknown shape.
+        """
+        if self.tokenizer == "auto":
+            return None
+        try:
+            return TokenStyle.parse(self.tokenizer)
+        except SchemaError as err:
+            raise ConfigError(f"tokenizer={self.tokenizer!r}: {err} (or 'auto', or 'none')") from None
 
     @property
     def uses_guidance(self) -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..records import Candidate, Seed
+from ..tags import TokenStyle
 from . import rules as table
 from .sentence import Sentence
 from .stats import SplitStats
@@ -46,6 +47,8 @@ class Checker:
         salvage: repair instead of reject where the fix is certain and local (each row's ``repair``, applied as the
             row says); each repair is listed in the candidate's ``salvaged``, and the row must still pass every rule
             afterwards.
+        tokens: how generated sentences are tokenized (the configuration's ``tokenizer`` when the user chose one);
+            None: as the split writes its tokens (:attr:`SplitStats.token_style`).
     """
 
     types: tuple[str, ...]
@@ -58,11 +61,17 @@ class Checker:
     edge_min_count: int = 5
     salvage: bool = False
     representation: str = ""
+    tokens: TokenStyle | None = None
 
     @property
     def split_hyphens(self) -> bool:
         """Whether generated sentences are decoded with hyphens as tokens of their own, as the split writes them."""
-        return self.stats.split_hyphens
+        return "hyphen" not in self.token_style.whole
+
+    @property
+    def token_style(self) -> TokenStyle:
+        """How generated sentences are tokenized: ``tokens``, else the split's own way."""
+        return self.tokens if self.tokens is not None else self.stats.token_style
 
     def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *,
               forbid_seed_entities: bool, shown: Sequence[Seed] = ()) -> Candidate:
