@@ -87,6 +87,7 @@ _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "verify_relative": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "verify_min_mass": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "entity_hints": (lambda v: v >= 0, "0 or more"),
+    "max_entity_repeats": (lambda v: v >= 0, "0 or more"),
     "attribution_top_n": (lambda v: v >= 1, "at least 1"),
 }
 
@@ -145,6 +146,10 @@ class AugmentConfig:
                         "e.g. 'url+handle+hashtag+decimal+hyphen'; 'none' splits every one into pieces")
     near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed (or to another seed the prompt "
                                       "showed) at or above which a sentence is a near copy")
+    max_entity_repeats: int = _f(3, "how often the run accepts one new entity (its text and type, not the seed's "
+                                 "own): a later row carrying it is rejected (repeated_entity), so one entity string "
+                                 "does not fill a run; counted over what the augmenter accepted in this process, "
+                                 "batch after batch (not across num_proc workers); 0: no cap")
     salvage: bool = _f(True, "repair a generated sentence deterministically instead of rejecting it when one part is "
                        "wrong: untag an entity the split's statistics or the seed's own annotation say is not of its "
                        "type, tag a text the split always tags, keep the one of several sentences with the entities; each repair is "
