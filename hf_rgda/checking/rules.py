@@ -411,11 +411,11 @@ RULES: tuple[Rule, ...] = (
          "for this seed", Example("PTEN variants in men raise the risk of [glioma](Disease) by half .",
                                   accepted=("PTEN variants in men raise the risk of [lupus](Disease) by half .",))),
     Rule("cross_seed_duplicate", cross_seed_duplicate, "a sentence `near_copy_ratio` (0.85) similar or more to a row "
-         "accepted from another seed (the variety pass; its scope: see *Variety* in docs/options.md)",
+         "accepted from another seed (the variety pass; its scope: see *Variety* below)",
          Example("PTEN variants in men raise the risk of [glioma](Disease) by half .",
                  others=("PTEN variants in men raise the risk of [lupus](Disease) by half .",))),
     Rule("repeated_entity", repeated_entity, "a new entity (not the seed's) of a text and type the run has accepted "
-         "`max_entity_repeats` (3) times (the variety pass: within one process)",
+         "`max_entity_repeats` (3) times (the variety pass; its scope: see *Variety* below)",
          Example("Smokers in the cohort often developed [glioma](Disease) .", max_entity_repeats=3,
                  others=("PTEN variants raise the risk of [glioma](Disease) .", "A [glioma](Disease) grew slowly .",
                          "Two cases of [glioma](Disease) were reported ."))),
