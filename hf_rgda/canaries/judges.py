@@ -67,7 +67,7 @@ class Judges:
         config = (config or AugmentConfig(method="rgda")).for_backend(llm)
         self.config = config if config.domain else dataclasses.replace(config, domain=gold.domain)
         self.checker = Checker(gold.types, stats or SplitStats(), self.config.near_copy_ratio,
-                               salvage=self.config.salvage)
+                               salvage=self.config.salvage, tokens=self.config.token_style)
         kw: dict[str, Any] = {"cache": cache, "type_descriptions": descriptions, "confusers": confusers}
         self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, self.checker, **kw)
         self.stages = self.pipeline.stages()
