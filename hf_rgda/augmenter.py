@@ -27,6 +27,7 @@ from .cache import ResponseCache, default_cache_path
 from .calls import run_sync
 from .canaries.thresholds import load_calibration
 from .checking import Checker, SplitStats
+from .checking.variety import Ledger
 from .columns import META_COLUMNS
 from .config import DEFAULT_LLM, AugmentConfig
 from .failures import FailureLedger, identity, ledger_folder
@@ -121,6 +122,7 @@ class RGDAAugmenter:
         self.debate_llms = [load_llm(x) for x in debate_llms]
         self._selector: Any = None
         self.summary = RunSummary()
+        self._ledger_of_rows = Ledger(self.config.max_entity_repeats)  # the variety pass's scope: this object here
 
     @classmethod
     def from_dataset(cls, ds: Any, *, tokens_column: str = "tokens", tags_column: str = "ner_tags",
@@ -143,7 +145,7 @@ class RGDAAugmenter:
 
     # ---------------------------------------------------------------- hashing and pickling
     def __getstate__(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("summary", "_selector")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("summary", "_selector", "_ledger_of_rows")}
         state["_hash_extras"] = hash_extras()
         state["_failed_token"] = self._ledger().token(self._identity())  # a rerun after failures misses the cache
         return state
@@ -155,6 +157,7 @@ class RGDAAugmenter:
         self.__dict__.update(state)
         self._selector = None
         self.summary = RunSummary()
+        self._ledger_of_rows = Ledger(self.config.max_entity_repeats)
 
     def checker(self, *, salvage: bool | None = None) -> Checker:
         """The deterministic quality floor this augmenter applies to every generated sentence (its split statistics,
@@ -162,7 +165,7 @@ class RGDAAugmenter:
         the configuration's."""
         return Checker(tuple(self.types), self.stats or SplitStats(), self.config.near_copy_ratio,
                        salvage=self.config.salvage if salvage is None else salvage,
-                       representation=self.config.representation)
+                       representation=self.config.representation, tokens=self.config.token_style)
 
     def _identity(self) -> str:
         """What the failure ledger (:mod:`hf_rgda.failures`) keys this augmenter's failures on."""
@@ -192,7 +195,7 @@ class RGDAAugmenter:
         return Pipeline(self.config, self.llm, checker, cache=cache, type_descriptions=self.type_descriptions,
                         confusers=self.confusers, attribution=self._selector,
                         debate_llms=self.debate_llms, mentions=self.stats.mentions if self.stats else None,
-                        progress=_progress_bars() if progress is None else progress)
+                        progress=_progress_bars() if progress is None else progress, ledger=self._ledger_of_rows)
 
     # ---------------------------------------------------------------- input
     def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:

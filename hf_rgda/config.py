@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from ._exceptions import ConfigError
+from ._exceptions import ConfigError, SchemaError
+from .tags import TokenStyle
 
 __all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig", "DebateConfig"]
 
@@ -84,7 +85,9 @@ _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "near_copy_ratio": (lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
     "verify_threshold": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "verify_relative": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
+    "verify_min_mass": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "entity_hints": (lambda v: v >= 0, "0 or more"),
+    "max_entity_repeats": (lambda v: v >= 0, "0 or more"),
     "attribution_top_n": (lambda v: v >= 1, "at least 1"),
 }
 
@@ -135,8 +138,19 @@ class AugmentConfig:
                        "several calls at once, e.g. the local model with parallel slots)", choices=SCHEDULES, group="generation")
     domain: str = _f("", "short description of the data's domain, e.g. 'biomedical abstracts'", group="generation")
     max_tokens: int = _f(768, "completion-token cap per LLM call", group="generation")
+    tokenizer: str = _f("auto", "how generated sentences are cut into tokens: 'auto' as the seed split writes them "
+                        "(learned from its tokens: URLs, @handles, #hashtags and decimals such as 3.5 kept whole where "
+                        "the split keeps them so, hyphenated words and clitics ('s, n't) as it writes them; a split "
+                        "without such tokens keeps the old way), or the shapes to keep whole joined by '+', from "
+                        "url, handle, hashtag, decimal, hyphen, clitic (Huntington's) and ptb_clitic (Huntington 's), "
+                        "e.g. 'url+handle+hashtag+decimal+hyphen'; 'none' splits every one into pieces",
+                        group="generation")
     near_copy_ratio: float = _f(0.85, "token-sequence similarity to the seed (or to another seed the prompt "
                                       "showed) at or above which a sentence is a near copy", group="checks")
+    max_entity_repeats: int = _f(3, "how often the run accepts one new entity (its text and type, not the seed's "
+                                 "own): a later row carrying it is rejected (repeated_entity), so one entity string "
+                                 "does not fill a run; counted over what the augmenter accepted in this process, "
+                                 "batch after batch (not across num_proc workers); 0: no cap", group="checks")
     salvage: bool = _f(True, "repair a generated sentence deterministically instead of rejecting it when one part is "
                        "wrong: untag an entity the split's statistics or the seed's own annotation say is not of its "
                        "type, tag a text the split always tags, keep the one of several sentences with the entities; each repair is "
@@ -156,6 +170,10 @@ class AugmentConfig:
                                 "min(verify_threshold, verify_relative x that mean) to stay tagged; the P a model gives "
                                 "a correct entity differs by dataset (local 1.5B: 0.44 NCBI-disease, 0.13 SciERC, 0.22 "
                                 "FIN). 0: verify_threshold alone", group="entity verification")
+    verify_min_mass: float = _f(0.5, "entity verification: the share of the model's next-token probability (or of "
+                                "the sampled answers, without logprobs) that must name one of the question's options; "
+                                "an answer under it names no option ('The ...'), so its entity is unverified, never "
+                                "verified, and its row rejected (unanswered_entity)", group="entity verification")
     verify_known: bool = _f(True, "entity verification trusts the split: an entity whose text the split tags as its "
                             "type consistently (used 3 times or more, tagged so 9 times in 10 or more) is kept without a "
                             "question; the dataset's convention outranks the model's everyday sense of a word "
@@ -199,6 +217,21 @@ class AugmentConfig:
                               f"{self.method!r} (biorda always debates)")
         if self.max_tokens < 64:
             raise ConfigError(f"max_tokens={self.max_tokens} must be at least 64")
+        _ = self.token_style  # validates tokenizer
+
+    @property
+    def token_style(self) -> TokenStyle | None:
+        """The tokenizer chosen (None: ``"auto"``, the split's own way).
+
+        Raises:
+            ConfigError: ``tokenizer`` names an unknown shape.
+        """
+        if self.tokenizer == "auto":
+            return None
+        try:
+            return TokenStyle.parse(self.tokenizer)
+        except SchemaError as err:
+            raise ConfigError(f"tokenizer={self.tokenizer!r}: {err} (or 'auto', or 'none')") from None
 
     @property
     def uses_guidance(self) -> bool:

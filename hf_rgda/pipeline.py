@@ -23,6 +23,7 @@ from ._secrets import environment_secrets, redact
 from .cache import ResponseCache
 from .calls import Caller
 from .checking import Checker, entity_mentions
+from .checking.variety import Ledger
 from .config import AugmentConfig
 from .llm.base import LLM
 from .records import Seed, SeedResult
@@ -90,18 +91,22 @@ class Pipeline:
         debate_llms: the debate agents' backends (default: ``llm``).
         mentions: ``{type: [entity text, ...]}``, the pool of the composer's entity hints (default: the seeds').
         progress: show a transient progress bar per stage.
+        ledger: what the run accepted so far, for the variety pass over each batch's finished seeds
+            (:mod:`hf_rgda.checking.variety`); default: this pipeline's own, kept across its runs.
     """
 
     def __init__(self, config: AugmentConfig, llm: LLM, checker: Checker, *, cache: ResponseCache | None = None,
                  type_descriptions: Mapping[str, str] | None = None, confusers: Sequence[str] | None = None,
                  attribution: Any = None, debate_llms: Sequence[LLM] = (),
-                 mentions: Mapping[str, Sequence[str]] | None = None, progress: bool = False) -> None:
+                 mentions: Mapping[str, Sequence[str]] | None = None, progress: bool = False,
+                 ledger: Ledger | None = None) -> None:
         config.check_attribution(attribution)
         config = config.for_backend(llm)  # representation "auto": the backend's own
         self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
         self.attribution, self.debate_llms = attribution, list(debate_llms) or [llm]
         self.pool = EntityPool({t: list(v) for t, v in (mentions or {}).items()})
         self.progress = progress  # a transient bar per stage inside a batch (a batch can take many minutes locally)
+        self.ledger = ledger if ledger is not None else Ledger(config.max_entity_repeats)
         self.descriptions, self.confusers = dict(type_descriptions or {}), confusers
         notes = "\n".join(f"- {t}: {d}" for t, d in self.descriptions.items())
         self.systems = system_prompts(config, checker.types, notes)
@@ -110,7 +115,8 @@ class Pipeline:
         """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds).
 
         A failed seed keeps no accepted sentence: what it had when its stage failed has not passed every stage (an
-        entity verification or a debate review that raised, say), so it is withheld, and a note says how many.
+        entity verification or a debate review that raised, say), so it is withheld, and a note says how many. Then
+        the variety pass takes the seeds' rows in order (:meth:`~hf_rgda.checking.Checker.vary`).
         """
         results = [SeedResult(s, skipped=self.cfg.skip_entityless and not s.spans) for s in seeds]
         todo = [r for r in results if not r.skipped]
@@ -124,6 +130,7 @@ class Pipeline:
             if r.failure and r.accepted:
                 r.notes.append(f"{len(r.accepted)} sentences withheld: the seed failed before they passed every stage")
                 r.accepted = []
+        self.checker.vary(todo, self.ledger, forbid_seed_entities=self.cfg.uses_guidance)
         return results
 
     def stages(self, examples: Sequence[Seed] = ()) -> Stages:

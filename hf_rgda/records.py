@@ -250,10 +250,11 @@ class EntityVerdict:
         entity: the entity's text.
         type: its tagged type.
         probability: the probability of its type among the question's options (4 decimals); None when no question
-            was asked.
+            was asked, or the answer named no option.
         decision: ``"verified"`` (at or above ``verify_threshold``), ``"untagged"`` (below: untagged, the row kept
-            if it passes the checker again), ``"rejected"`` (below: its row rejected) or ``"known"`` (the split tags
-            the text as this type consistently: kept, nothing asked; ``verify_known``).
+            if it passes the checker again), ``"rejected"`` (below: its row rejected), ``"unverified"`` (the answer
+            named no option, under ``verify_min_mass``: its row rejected) or ``"known"`` (the split tags the text as
+            this type consistently: kept, nothing asked; ``verify_known``).
         alternative: the most likely other option.
     """
 
@@ -290,6 +291,8 @@ class SeedTrace:
         salvaged: the checker's repairs inside the accepted sentences.
         gr, ac: the Guidance Refiner's and the Augmentation Calibrator's verdicts, round by round.
         verification: the entity verifier's verdicts.
+        rows: the accepted sentences, tokens joined by spaces; ``entities``: per accepted sentence, its entities'
+            texts (lower-cased, each once); ``seed_entities``: the seed's (the run summary's variety figures).
         guidance, attribution, debate: the stages' records (the guide, WHERE's word scores, the debate transcript).
         records: the records of the other declared stages (:data:`RECORD_TYPES`).
     """
@@ -309,6 +312,9 @@ class SeedTrace:
     gr: list[Judgement] = field(default_factory=list)
     ac: list[Judgement] = field(default_factory=list)
     verification: list[EntityVerdict] = field(default_factory=list)
+    rows: list[str] = field(default_factory=list)
+    entities: list[list[str]] = field(default_factory=list)
+    seed_entities: list[str] = field(default_factory=list)
     records: dict[str, Any] = field(default_factory=dict)
     accounting: Accounting = field(default_factory=Accounting)
 
@@ -322,6 +328,9 @@ class SeedTrace:
                    rejected=[Rejection(s, c.reason, c.detail) for s, c in r.rejected],
                    salvaged=[x for c in r.accepted for x in c.salvaged],
                    gr=r.judgements["gr"], ac=r.judgements["ac"], verification=r.entity_verdicts,
+                   rows=[" ".join(c.tokens) for c in r.accepted],
+                   entities=[_texts(c.tokens, tags_to_spans(c.tags)) for c in r.accepted],
+                   seed_entities=_texts(r.seed.tokens, r.seed.spans),
                    accounting=dataclasses.replace(acc, llm_seconds=round(acc.llm_seconds, 3),
                                                   cached_seconds=round(acc.cached_seconds, 3)))
 
@@ -353,6 +362,11 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(SeedTrace) if f.name not in (
 #: the fields a seed's result and its trace share
 _SHARED = tuple(f.name for f in dataclasses.fields(SeedResult)
                 if f.name in {g.name for g in dataclasses.fields(SeedTrace)} - {"seed", "accepted", "rejected", "accounting"})
+
+
+def _texts(tokens: Sequence[str], spans: Sequence[Span]) -> list[str]:
+    """The entities' texts, lower-cased, each once, in order."""
+    return list(dict.fromkeys(" ".join(tokens[s.start : s.end]).lower() for s in spans))
 
 
 def _plain(value: Any) -> Any:

@@ -46,6 +46,9 @@ class RunSummary:
     entity_prob_sum: float = 0.0
     verify_rejected_rows: int = 0  # rows the entity verifier rejected, or whose re-check after an untag failed
     backend: dict[str, Any] = field(default_factory=dict)  # see note_backend: the option reading, adaptations
+    seed_entities: set[str] = field(default_factory=set)  # the seeds' entity texts, lower-cased
+    accepted_entities: Counter[str] = field(default_factory=Counter)  # the accepted rows' entity texts -> rows
+    ngrams: dict[int, Counter[tuple[str, ...]]] = field(default_factory=lambda: {1: Counter(), 2: Counter()})
 
     def add(self, trace: SeedTrace) -> None:
         """Fold one seed's trace in."""
@@ -66,6 +69,13 @@ class RunSummary:
                     self.passed_early[f"{kind}_round{rnd}"] += 1
                 else:
                     self.scores[f"{kind}_round{rnd}"][verdict.score] += 1
+        self.seed_entities.update(trace.seed_entities)
+        for texts in trace.entities:
+            self.accepted_entities.update(texts)
+        for row in trace.rows:
+            words = row.lower().split(" ")
+            for n, grams in self.ngrams.items():
+                grams.update(zip(*(words[i:] for i in range(n))))
         self.verify_rejected_rows += sum(r.stage == VERIFY for r in trace.rejected)
         for v in trace.verification:
             self.entity_decisions[v.decision] += 1
@@ -130,17 +140,28 @@ class RunSummary:
             "judge_scores": dist,
             "judge_passed_early": dict(sorted(self.passed_early.items())),
             "entity_verification": self._verification(),
+            "variety": self._variety(),
             **({"backend": self.backend} if self.backend else {}),
         }
 
     def _verification(self) -> dict[str, Any]:
         """The entity verifier's counts per decision, the rows it removed, and its P(type) mean and histogram."""
         n = sum(self.entity_decisions.values())
-        asked = n - self.entity_decisions["known"]
-        return {"entities": n, **{k: self.entity_decisions[k] for k in ("known", "verified", "untagged", "rejected")},
+        asked = n - self.entity_decisions["known"] - self.entity_decisions["unverified"]  # those with a P
+        return {"entities": n, **{k: self.entity_decisions[k]
+                                  for k in ("known", "verified", "untagged", "rejected", "unverified")},
                 "rows_rejected": self.verify_rejected_rows,
                 "mean_probability": round(self.entity_prob_sum / asked, 3) if asked else None,
                 "probability_histogram": {f"{k / 10:.1f}": v for k, v in sorted(self.entity_probs.items())}}
+
+    def _variety(self) -> dict[str, Any]:
+        """How the accepted rows vary: their distinct entity texts and the share of them no seed has (entity
+        novelty), and distinct-1 and distinct-2 (distinct word unigrams, bigrams over all of them, lower-cased)."""
+        texts = set(self.accepted_entities)
+        novel = len(texts - self.seed_entities)
+        distinct = {f"distinct_{n}": round(len(g) / sum(g.values()), 3) if g else None for n, g in self.ngrams.items()}
+        return {"entity_texts": len(texts), "novel_entity_texts": novel,
+                "entity_novelty": round(novel / len(texts), 3) if texts else None, **distinct}
 
     def format(self) -> str:
         """A human-readable block for the terminal."""
@@ -168,8 +189,12 @@ class RunSummary:
         if (ev := d["entity_verification"])["entities"]:
             lines.append(f"entity verification: {ev['entities']} entities, {ev['known']} known to the split, "
                          f"{ev['verified']} verified, {ev['untagged']} "
-                         f"untagged, {ev['rejected']} rejected (mean P {ev['mean_probability']}); rows rejected: "
+                         f"untagged, {ev['rejected']} rejected, {ev['unverified']} unverified (the answer named no "
+                         f"option) (mean P {ev['mean_probability']}); rows rejected: "
                          f"{ev['rows_rejected']}")
+        if (v := d["variety"])["entity_texts"]:
+            lines.append(f"variety: {v['entity_texts']} entity texts, {v['entity_novelty']:.0%} new to the seeds; "
+                         f"distinct-1 {v['distinct_1']}, distinct-2 {v['distinct_2']}")
         if d.get("backend"):
             b = d["backend"]
             lines.append(f"backend: {b['capability_family']} (option probabilities read by {b['option_reading']})"

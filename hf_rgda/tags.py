@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
@@ -21,7 +22,9 @@ from ._exceptions import SchemaError
 
 __all__ = [
     "SCHEMES",
+    "TOKEN_SHAPES",
     "Span",
+    "TokenStyle",
     "convert_tags",
     "detokenize",
     "entity_types",
@@ -46,8 +49,6 @@ _PREFIXES = {
     "IO": ("I",),
 }
 _PTB_BRACKETS = r"-[LR][RSC]B-|"  # "-LRB-" etc.: Penn Treebank brackets, as SciERC writes "(" (models copy them)
-_TOKEN_RE = re.compile(_PTB_BRACKETS + r"\w+(?:[-'’]\w+)*|[^\w\s]")
-_TOKEN_SPLIT_HYPHENS_RE = re.compile(_PTB_BRACKETS + r"\w+|[^\w\s]")
 
 
 class Span(NamedTuple):
@@ -254,10 +255,95 @@ def validate_tags(
     return spans
 
 
-def tokenize(text: str, *, split_hyphens: bool = False) -> list[str]:
+#: the shapes of token a split may keep whole (:class:`TokenStyle`), each with an example written whole
+TOKEN_SHAPES: dict[str, str] = {
+    "url": "http://t.co/x1",  # a web address: http(s):// or www., up to a space (a final . , ; : ! ? ) ] } ' " apart)
+    "handle": "@user",  # a social-media handle
+    "hashtag": "#tag",
+    "decimal": "3.5",  # digits with a decimal point or thousands comma inside: 3.5, 1,000, 0.25
+    "hyphen": "BRCA1-linked",  # a hyphenated word
+    "clitic": "Huntington's",  # an apostrophe inside a word: the clitic stays on it
+    "ptb_clitic": "'s",  # the Penn Treebank's way: "Huntington 's", "do n't" ('s 're 've 'll 'd 'm n't of their own)
+}
+_CLITIC = r"['’](?i:s|re|ve|ll|d|m)(?!\w)|(?i:n['’]t)(?!\w)"
+
+
+class TokenStyle(NamedTuple):
+    """Which token shapes (:data:`TOKEN_SHAPES`) a tokenizer keeps whole; every other one is split into word and
+    punctuation pieces ("http : / / t . co / x1", "@ user", "3 . 5", "Prader - Willi", "Huntington ' s").
+
+    The default keeps hyphenated words and clitics whole (``tokenize``'s own default); :meth:`pieces` keeps none
+    (``split_hyphens``: NCBI-disease, FIN). A split's own style is learned from its tokens
+    (:attr:`SplitStats.token_style <hf_rgda.checking.SplitStats>`) or given as text (:meth:`parse`).
+
+    Example:
+        >>> tokenize("@ana: 3.5 pts http://t.co/x1.", style=TokenStyle.parse("url+handle+decimal"))
+        ['@ana', ':', '3.5', 'pts', 'http://t.co/x1', '.']
+    """
+
+    whole: tuple[str, ...] = ("hyphen", "clitic")
+
+    @classmethod
+    def pieces(cls) -> TokenStyle:
+        """Every shape split into pieces (the old ``split_hyphens=True``)."""
+        return cls(())
+
+    @classmethod
+    def of(cls, shapes: Iterable[str]) -> TokenStyle:
+        """The style keeping ``shapes`` whole, in the order of :data:`TOKEN_SHAPES`.
+
+        Raises:
+            SchemaError: an unknown shape, or both clitic styles.
+        """
+        given = set(shapes)
+        unknown = sorted(given - set(TOKEN_SHAPES))
+        if unknown:
+            raise SchemaError(f"unknown token shape(s) {unknown}; choose from {', '.join(TOKEN_SHAPES)}")
+        if {"clitic", "ptb_clitic"} <= given:
+            raise SchemaError("'clitic' (Huntington's whole) and 'ptb_clitic' (Huntington 's) exclude each other")
+        return cls(tuple(x for x in TOKEN_SHAPES if x in given))
+
+    @classmethod
+    def parse(cls, text: str) -> TokenStyle:
+        """From ``"url+handle+hashtag"`` (shapes joined by ``+``), ``"none"`` for :meth:`pieces`."""
+        names = [] if text.strip() == "none" else [x.strip() for x in text.split("+")]
+        return cls.of(names)
+
+    def __str__(self) -> str:
+        return "+".join(self.whole) or "none"
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return _pattern(self.whole)
+
+
+@functools.lru_cache(maxsize=32)
+def _pattern(whole: tuple[str, ...]) -> re.Pattern[str]:
+    """The tokenizer of a style: its whole shapes first, then words (joined across a hyphen or an apostrophe where
+    those are whole), then one punctuation character at a time."""
+    alts = [_PTB_BRACKETS.rstrip("|")]
+    if "url" in whole:
+        alts.append(r"(?:https?://|www\.)\S*[^\s.,;:!?)\]}'\"]")
+    if "handle" in whole:
+        alts.append(r"@\w+")
+    if "hashtag" in whole:
+        alts.append(r"#\w+")
+    if "decimal" in whole:
+        alts.append(r"\d+(?:[.,]\d+)+(?!\w)")
+    if "ptb_clitic" in whole:
+        alts.append(_CLITIC)
+    joins = ("-" if "hyphen" in whole else "") + ("'’" if "clitic" in whole else "")
+    word = r"(?:(?!(?i:n['’]t)(?!\w))\w)+" if "ptb_clitic" in whole else r"\w+"  # "do" of "don't"
+    alts.append(word + (rf"(?:[{joins}]{word})*" if joins else ""))
+    alts.append(r"[^\w\s]")
+    return re.compile("|".join(alts))
+
+
+def tokenize(text: str, *, split_hyphens: bool = False, style: TokenStyle | None = None) -> list[str]:
     """Split text into word and punctuation tokens; hyphenated words (and "Huntington's") stay whole unless
     ``split_hyphens`` (the convention of corpora such as NCBI-disease and FIN, which write "Prader - Willi" and
-    "Bank ' s").
+    "Bank ' s"). ``style`` (a :class:`TokenStyle`, e.g. the split's own) replaces both: the shapes it keeps whole
+    (URLs, handles, hashtags, decimals, hyphenated words, clitics) stay one token, the others are split.
 
     Example:
         >>> tokenize("BRCA1-linked breast cancer (BC).")
@@ -266,8 +352,12 @@ def tokenize(text: str, *, split_hyphens: bool = False) -> list[str]:
         ['virtual', 'reality', '-LRB-', 'VR', '-RRB-']
         >>> tokenize("Huntington's BRCA1-linked cancer", split_hyphens=True)
         ['Huntington', "'", 's', 'BRCA1', '-', 'linked', 'cancer']
+        >>> tokenize("Huntington's cancer doesn't", style=TokenStyle.of(["ptb_clitic"]))
+        ['Huntington', "'s", 'cancer', 'does', "n't"]
     """
-    return (_TOKEN_SPLIT_HYPHENS_RE if split_hyphens else _TOKEN_RE).findall(text)
+    if style is None:
+        style = TokenStyle.pieces() if split_hyphens else TokenStyle()
+    return style.pattern.findall(text)
 
 
 _INLINE_RE = re.compile(r"\[([^\[\]]+)\]\(([^()\s]+)\)")

@@ -47,7 +47,10 @@ def rules_table() -> str:
     for rule in RULES:
         ex = rule.example
         example = (f"`{ex.candidate}`" + (f" (seed `{ex.seed}`)" if ex.seed != default_seed else "")
-                   + "".join(f" (shown `{x}`)" for x in ex.shown))
+                   + "".join(f" (shown `{x}`)" for x in ex.shown)
+                   + "".join(f" (accepted for this seed `{x}`)" for x in ex.accepted if x != ex.candidate)
+                   + "".join(f" (accepted from another seed `{x}`)" for x in ex.others)
+                   + (f" (`max_entity_repeats` {ex.max_entity_repeats})" if ex.others and ex.max_entity_repeats else ""))
         rows.append(f"| `{rule.name}` | {_cell(rule.description)} | {_cell(rule.repair.text if rule.repair else 'rejects')} | {_cell(example)} |")
     return "\n".join(rows)
 

@@ -85,6 +85,9 @@ def test_every_class_is_built_and_half_are_good(golds: list[cn.Gold]) -> None:
         usable = sum(bool(tags_to_spans(list(tags))) and defects.fits(tokens) for tokens, tags in g.sentences)
         for level, classes in cn.class_counts([c for c in built if c.dataset == g.name]).items():
             expected = set(defects.LEVELS[level]) - ({"wrong_type"} if (g.name, level) == ("bio", "row") else set())
+            # bio's rows name one mention each (none to keep tagged), fin's every mention is in its train split; both
+            # are built on the data of test_the_new_row_classes_are_built_as_described
+            expected -= {"novel_untagged"}
             assert set(classes) - {"good"} == expected, (g.name, level)
             assert classes["good"] == min(sum(classes.values()) - classes["good"], usable)  # as many as can serve
 
@@ -134,6 +137,16 @@ def _check_row(c: cn.Canary, gold: set[tuple[int, int, str]], tokens: tuple[str,
         assert c.tokens[-1].lower() in defects.CUT_AFTER
     elif c.label == "off_domain":
         assert set(c.tags) == {"O"} and c.tokens in others
+    elif c.label == "novel_untagged":
+        assert c.tokens == tokens and _spans(c.tags) < gold and len(gold - _spans(c.tags)) == 1
+    elif c.label == "entity_swapped":  # the same tokens in another order
+        assert sorted(c.tokens) == sorted(tokens) and c.tokens != tokens
+    elif c.label == "clauses_spliced":  # this sentence's opening, another's rest
+        assert c.tokens[:3] == tokens[:3] and c.tokens != tokens
+
+
+def _texts(tokens: tuple[str, ...], tags: Any) -> list[tuple[str, str]]:
+    return [(" ".join(tokens[s.start : s.end]), s.label) for s in tags_to_spans(list(tags))]
 
 
 def _check_guide(c: cn.Canary) -> None:
@@ -169,6 +182,56 @@ def test_each_canary_carries_exactly_its_defect(golds: list[cn.Gold]) -> None:
             _check_guide(c)
         assert c.good == (c.label == "good")
     assert {c.label for c in built if c.level == "row"} >= {"off_domain", "truncated", "looped", "garbled"}
+
+
+NOVEL = [  # two mentions a sentence; the dev split's mentions partly absent from train
+    "Both [gout](Disease) and [lupus nephritis](Disease) were seen in the older patients of this cohort .",
+    "Patients with [cystic fibrosis](Disease) and [Kawasaki disease](Disease) were enrolled in the study here .",
+    "The WASP gene is mutated in [Wiskott Aldrich syndrome](Disease) and in [X linked thrombocytopenia](Disease) .",
+    "Loss of APC function leads to [colorectal cancer](Disease) in adults who carry the variant gene .",
+]
+NOVEL_TRAIN = ["Women with [gout](Disease) and [cystic fibrosis](Disease) were tested for BRCA1 mutations here .",
+               "The clinic treats [colorectal cancer](Disease) in older adults with the new drug ."]
+DEALS = [  # two types, a dev split
+    "The [Alice Smith](PER) shall repay the Loan to [Silicon Valley Bank](ORG) in cash before the date .",
+    "The [Bob Jones](PER) signed the Agreement with [Harbor Trust Company](ORG) in the presence of a notary .",
+    "The [Carol White](PER) owes the fee to [Pacific Credit Union](ORG) under this Agreement each year .",
+]
+
+
+def test_the_new_row_classes_are_built_as_described(tmp_path: Path) -> None:
+    """novel_untagged: a mention the source split (train) nowhere holds, untagged, another kept tagged; the two
+    classes of fluent nonsense keep every mention's tags right."""
+    _write(tmp_path / "novel", "dev", NOVEL)
+    _write(tmp_path / "novel", "train", NOVEL_TRAIN)
+    _write(tmp_path / "deals", "dev", DEALS)
+    golds = {g.name: g for g in (cn.load_gold(tmp_path, "novel"), cn.load_gold(tmp_path, "deals"))}
+    assert " gout and cystic fibrosis " in golds["novel"].source_text and golds["deals"].source_text == ""
+    built = cn.build_canaries(list(golds.values()), 3, levels=("row",))
+    of = {(c.dataset, c.label): [x for x in built if (x.dataset, x.label) == (c.dataset, c.label)] for c in built}
+    novel = of[("novel", "novel_untagged")]
+    assert sorted(c.source for c in novel) == [0, 1, 2]  # the rows with two mentions
+    for c in novel:
+        tokens, tags = golds["novel"].sentences[c.source]
+        assert c.tokens == tokens and len(tags_to_spans(list(c.tags))) == 1
+        ((start, end, _),) = _spans(tags) - _spans(c.tags)
+        assert f" {' '.join(tokens[start:end]).lower()} " not in golds["novel"].source_text
+    assert ("deals", "novel_untagged") in of  # no train split: no mention is known
+    for name, gold in golds.items():
+        for c in of[(name, "entity_swapped")]:  # the same mentions with the same types, elsewhere
+            tokens, tags = gold.sentences[c.source]
+            assert sorted(c.tokens) == sorted(tokens) and c.tokens != tokens
+            assert sorted(_texts(c.tokens, c.tags)) == sorted(_texts(tokens, tags))
+        spliced = of.get((name, "clauses_spliced"), [])
+        assert spliced
+        for c in spliced:  # this sentence's opening, another's rest, from a shared word
+            tokens, tags = gold.sentences[c.source]
+            assert any(c.tokens == (*tokens[:i], *other[j:]) and c.tags == (*tags[:i], *other_tags[j:])
+                       and tokens[i].lower() == other[j].lower() in defects.PIVOTS
+                       for i in range(len(tokens)) for other, other_tags in gold.sentences if other != tokens
+                       for j in range(len(other)))
+    multi = of[("deals", "entity_swapped")]  # two types: the two names change places, each with its own type
+    assert multi and all([label for _, label in _texts(c.tokens, c.tags)] == ["ORG", "PER"] for c in multi)
 
 
 def test_a_one_type_dataset_presents_a_mention_as_a_confuser(golds: list[cn.Gold]) -> None:

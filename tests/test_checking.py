@@ -607,11 +607,13 @@ def test_every_rule_fires_on_its_example(rule: Rule) -> None:
     ex = rule.example
     cand, accepted = ex.candidates()
     Checker(ex.types, ex.stats, representation=ex.representation).check(
-        cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records())
+        cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records(),
+        ledger=ex.ledger())
     assert cand.reason == rule.name, cand.detail
     cand, accepted = ex.candidates()
     Checker(ex.types, ex.stats, salvage=True, representation=ex.representation).check(
-        cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records())
+        cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records(),
+        ledger=ex.ledger())
     if rule.repair:
         assert cand.ok and [n.split(":")[0] for n in cand.salvaged] == [rule.name], (cand.reason, cand.salvaged)
     else:

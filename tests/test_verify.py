@@ -293,7 +293,7 @@ def test_trace_and_summary_carry_the_verdicts(tmp_path: Path) -> None:
     d = aug.summary.to_dict()
     assert d["accepted"] == 0 and d["rejected_by_reason"] == {"no_entity": 9}
     assert d["entity_verification"] == {"entities": 9, "known": 0, "verified": 0, "untagged": 9, "rejected": 0,
-                                        "rows_rejected": 9, "mean_probability": 0.2,
+                                        "unverified": 0, "rows_rejected": 9, "mean_probability": 0.2,
                                         "probability_histogram": {"0.2": 9}}
     assert "entity verification: 9 entities, 0 known to the split, 0 verified, 9 untagged" in aug.summary.format()
     trace = SeedTrace.read(out["rgda_trace"][0])
@@ -311,3 +311,77 @@ def test_a_backend_without_logprobs_verifies_by_sampling(world: FakeWorld) -> No
     (r,) = asyncio.run(pipe.run([SEED]))
     assert world.stages == ["seed_generation"] + ["entity_verify"] * 15  # 3 rows, 5 samples each (all above: no reference)
     assert len(r.accepted) == 3 and {(v.probability, v.decision) for v in r.entity_verdicts} == {(1.0, "verified")}
+
+
+# ---------------------------------------------------------------- an answer that names no option
+class NoOption(FakeWorld):
+    """A world whose answer to the entity verifier's question names no option: its next token is "The" (sampled:
+    the answer "The")."""
+
+    def entity_dist(self, messages: Any) -> dict[str, float]:
+        return {"The": 0.9}
+
+
+#: the fake of each backend: the local engine's scripted stand-in (its logprobs read as a top list), and each
+#: provider's wire protocol (ProviderServer): OpenAI and Gemini read logprobs, Anthropic and the models without them
+#: sample (5 answers a question)
+BACKENDS = {"scripted": None, "openai": "gpt-4o-mini", "gemini": "gemini-2.0-flash", "anthropic": "claude-haiku-4-5",
+            "openai-sampled": "gpt-5.5", "gemini-sampled": "gemini-3.8-flash"}
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_an_answer_that_names_no_option_verifies_nothing(backend: str) -> None:
+    """Under verify_min_mass of the answer on the options: the entity is unverified and its row rejected
+    (unanswered_entity), whatever the seed-relative threshold (the options' renormalised P is uniform, 1/6, and
+    the seed's own entities answered alike would make it pass). At 2096b68 all 9 entities were "verified"."""
+    from hf_rgda.testing.providers import ProviderServer
+
+    ds = Dataset.from_dict(SEED_ROWS)
+    provider = backend.split("-")[0]
+
+    def run(llm: Any, **options: Any) -> dict[str, Any]:
+        aug = RGDAAugmenter(llm, label_names=LABELS, method="gda", cache=False, keep_rejected=True,
+                            llm_options=options)
+        out = ds.map(aug, batched=True, load_from_cache_file=False)
+        reasons = {r["rgda_reason"] for r in out if r["rgda_status"] == "rejected"}
+        assert reasons == {"entity_verify/unanswered_entity"}, reasons
+        trace = SeedTrace.read(out["rgda_trace"][0])
+        assert trace is not None and {(v.decision, v.probability) for v in trace.verification} == {("unverified", None)}
+        return aug.summary.to_dict()
+
+    if backend == "scripted":
+        d = run(ScriptedLLM(NoOption()))
+    else:
+        pytest.importorskip({"openai": "openai", "anthropic": "anthropic", "gemini": "google.genai"}[provider])
+        from hf_rgda.llm.remote import RetryPolicy
+
+        served = NoOption().serve()
+        with ProviderServer(served["responder"], logprobs=served["logprobs"]) as srv:
+            d = run(f"{provider}:{BACKENDS[backend]}", base_url=srv.url(provider), api_key="k-test",
+                    retry=RetryPolicy(max_attempts=2, base_delay=0.05, max_delay=1))
+    assert d["accepted"] == 0 and d["rejected_by_reason"] == {"unanswered_entity": 9}
+    ev = d["entity_verification"]
+    assert (ev["entities"], ev["verified"], ev["unverified"], ev["rows_rejected"], ev["mean_probability"]) == (
+        9, 0, 9, 9, None)
+
+
+def test_an_unanswered_entity_rejects_its_row_and_the_detail_says_why() -> None:
+    r, _ = verify([TWO], {"glioma": SURE, "glutamate": {"The": 0.7, "A": 0.1}})
+    assert not r.accepted and [v.decision for v in r.entity_verdicts] == ["verified", "unverified"]
+    ((stage, c),) = r.rejected
+    assert (stage, c.reason) == ("entity_verify", "unanswered_entity")
+    assert c.detail == "'glutamate' as Disease: the answer named no option (0.10 of it on the options < verify_min_mass 0.5)"
+    # at least verify_min_mass on the options is an answer, read as before (renormalised over the options)
+    r, _ = verify([TWO], {"glioma": SURE, "glutamate": {"A": 0.45, "F": 0.1, "The": 0.45}})
+    assert [v.decision for v in r.entity_verdicts] == ["verified", "verified"] and len(r.accepted) == 1
+    r, _ = verify([TWO], {"glioma": SURE, "glutamate": {"A": 0.45, "F": 0.1, "The": 0.45}}, verify_min_mass=0.6)
+    assert [v.decision for v in r.entity_verdicts] == ["verified", "unverified"] and not r.accepted
+
+
+def test_an_unanswered_seed_entity_is_left_out_of_the_seeds_reference() -> None:
+    """The seed's own entity answered with no option says nothing of how the model rates this dataset: without a
+    reference the threshold is verify_threshold (0.25), so glutamate's 0.2 is below it (with the uniform 1/6 as the
+    reference it would have been min(0.25, 0.5 x 0.17) = 0.08, and passed)."""
+    verdicts = {"glioma": SURE, "glutamate": {"A": 0.2, "F": 0.8}, "breast cancer": {"The": 1.0}}
+    r, llm = verify([TWO], verdicts, verify_threshold=0.25, verify_relative=0.5)
+    assert len(llm.calls) == 3 and [v.decision for v in r.entity_verdicts] == ["verified", "untagged"]

@@ -4,9 +4,13 @@ defect (:mod:`.defects`), at the level of the judge that reads them.
 - **entity** (the entity verifier): a sentence with one span under test, ``good`` (a gold mention with its gold
   type) or ``wrong_type``, ``ordinary_phrase``, ``name_like``, ``boundary_cut``, ``boundary_extended``.
 - **row** (the AC judge, the debate reviewers, the checker): the entity classes applied to a whole row, plus
-  ``mention_untagged``, ``seed_copy``, ``looped``, ``garbled``, ``truncated`` and ``off_domain`` (a sentence of
-  another dataset; only where several are built together). Each row comes with the seed it was "written from": the
-  nearest sentence before it that has an entity, or itself for ``seed_copy``.
+  ``mention_untagged``, ``seed_copy``, ``looped``, ``garbled``, ``truncated``, ``off_domain`` (a sentence of
+  another dataset; only where several are built together), ``novel_untagged`` (a mention left untagged whose text the
+  augmenter's source split nowhere holds, another mention kept tagged: what the split's lexicon cannot catch) and
+  two classes of fluent nonsense with right tags: ``entity_swapped`` (a mention and another part of the sentence
+  change places) and ``clauses_spliced`` (the opening of one sentence and the rest of another, joined at a shared
+  word). Each row comes with the seed it was "written from": the nearest sentence before it that has an entity, or
+  itself for ``seed_copy``.
 - **guide** (the GR judge): a guide built from the sentence (:func:`~.defects.build_guide`) with one injected
   defect: ``guide_wrong_type``, ``guide_missing_entity``, ``guide_entity_not_in_sentence``, ``guide_empty_context``.
 
@@ -42,6 +46,9 @@ class Gold:
         mentions: lower-cased texts of every gold mention in every split: never used as a wrongly tagged span.
         source: where the sentences come from.
         domain: the data's domain (a guide's context).
+        source_text: the augmenter's source split, the one its statistics are computed from (``train`` without the
+            calibration sentences; none when they are the train split), lower-cased, one sentence a line with a space
+            at each end: what ``novel_untagged`` canaries avoid.
     """
 
     name: str
@@ -50,6 +57,7 @@ class Gold:
     mentions: frozenset[str]
     source: str = "dev split"
     domain: str = ""
+    source_text: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,10 @@ def gold_from(name: str, splits: Mapping[str, Sequence[Sentence]], *, split: str
     if not types:
         raise ConfigError(f"{name}: no entity is tagged in any split; calibration needs labelled sentences")
     mentions = frozenset(detokenize(t[s.start : s.end]).lower() for t, s in spans)
-    return Gold(name, sentences, tuple(types), mentions, source, domain or name.replace("_", " "))
+    held = {tuple(t) for t, _ in sentences}
+    train = [t for t, _ in splits.get("train", ()) if tuple(t) not in held]  # as calibration's statistics
+    text = "".join(f" {' '.join(str(w) for w in t).lower()} \n" for t in train)
+    return Gold(name, sentences, tuple(types), mentions, source, domain or name.replace("_", " "), text)
 
 
 # ---------------------------------------------------------------- assembly
@@ -129,7 +140,8 @@ def build_canaries(golds: Sequence[Gold], per_class: int, seed: int = 0,
     for gold in golds:
         others = [s for g in sorted(golds, key=lambda g: g.name) if g.name != gold.name for s in g.sentences]
         for level in levels:
-            ctx = Context(gold.name, gold.types, gold.mentions, gold.sentences, level, others, gold.domain)
+            ctx = Context(gold.name, gold.types, gold.mentions, gold.sentences, level, others, gold.domain,
+                          gold.source_text)
             defects = [c for label in LEVELS[level] for c in _draw(ctx, label, per_class, seed)]
             out += _draw(ctx, "good", len(defects), seed) + defects
     return out
@@ -191,10 +203,16 @@ def _make(ctx: Context, label: str, i: int, rng: random.Random, starts: list[int
     if ctx.level == "entity":
         return {"tokens": new_tokens, "tags": new_tags, "span": tuple(span)} if span is not None else None
     seed = i if label == "seed_copy" else _neighbour(ctx.sentences, i, starts)
-    if seed is None:
-        return None
+    if seed is None or (span is not None and label == "novel_untagged" and _mentions(ctx.sentences[seed], span, tokens)):
+        return None  # a mention the seed tags is no novel one (the checker's untagged_mention reads the seed)
     return {"tokens": new_tokens, "tags": new_tags, "seed_tokens": ctx.sentences[seed][0],
             "seed_tags": ctx.sentences[seed][1]}
+
+
+def _mentions(seed: Sentence, span: Any, tokens: Sequence[str]) -> bool:
+    """Whether ``seed`` tags the text of ``span`` in ``tokens`` (lower-cased)."""
+    text = [t.lower() for t in tokens[span.start : span.end]]
+    return any([t.lower() for t in seed[0][s.start : s.end]] == text for s in tags_to_spans(list(seed[1])))
 
 
 def class_counts(canaries: Sequence[Canary]) -> dict[str, dict[str, int]]:

@@ -11,6 +11,7 @@ Gene. Guides are not checked against the type list after the schema, so ``guide_
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,8 @@ from ..tags import Span, detokenize, spans_to_tags, tags_to_spans
 __all__ = ["BUILDERS", "CONFUSERS", "LEVELS", "Context", "Sentence", "build_guide", "fits", "guide_defect"]
 
 ENTITY_DEFECTS = ("wrong_type", "ordinary_phrase", "name_like", "boundary_cut", "boundary_extended")
-ROW_DEFECTS = (*ENTITY_DEFECTS, "mention_untagged", "seed_copy", "looped", "garbled", "truncated", "off_domain")
+ROW_DEFECTS = (*ENTITY_DEFECTS, "mention_untagged", "seed_copy", "looped", "garbled", "truncated", "off_domain",
+               "novel_untagged", "entity_swapped", "clauses_spliced")
 GUIDE_DEFECTS = ("guide_wrong_type", "guide_missing_entity", "guide_entity_not_in_sentence", "guide_empty_context")
 LEVELS = {"entity": ENTITY_DEFECTS, "row": ROW_DEFECTS, "guide": GUIDE_DEFECTS}
 #: categories a one-type dataset's mention is presented as for ``wrong_type`` (never the dataset's own types)
@@ -78,6 +80,9 @@ class Context:
         level: ``entity``, ``row`` or ``guide``.
         others: the other datasets' gold sentences (``off_domain``).
         domain: the data's domain, the context of a guide.
+        source: the augmenter's source split (the statistics' sentences), lower-cased, one sentence a line padded
+            with spaces (:attr:`Gold.source_text <hf_rgda.canaries.Gold>`): ``novel_untagged`` leaves untagged only
+            a mention it does not hold.
     """
 
     name: str
@@ -87,6 +92,11 @@ class Context:
     level: str
     others: Sequence[Sentence]
     domain: str = ""
+    source: str = ""
+
+    def in_source(self, words: Sequence[str]) -> bool:
+        """Whether the source split holds ``words`` anywhere, tagged or not (lower-cased, as whole tokens)."""
+        return f" {' '.join(words).lower()} " in self.source
 
     def wrong_types(self, label: str) -> list[str]:
         """The types ``wrong_type`` may present a ``label`` mention as (see the module docstring)."""
@@ -219,10 +229,72 @@ def _off_domain(ctx: Context, tokens: Sequence[str], tags: Sequence[str], rng: r
     return other, ["O"] * len(other), None
 
 
+def _novel_untagged(ctx: Context, tokens: Sequence[str], tags: Sequence[str], rng: random.Random) -> Built | None:
+    """A mention left untagged whose text the source split nowhere holds (so the split's lexicon, the checker's
+    ``known_mention``, cannot know it), another mention of the row kept tagged; none whose text another mention of
+    the row repeats (``untagged_mention`` would see it)."""
+    spans = tags_to_spans(tags)
+    texts = Counter(tuple(t.lower() for t in tokens[s.start : s.end]) for s in spans)
+    found = [s for s in spans if texts[tuple(t.lower() for t in tokens[s.start : s.end])] == 1
+             and not ctx.in_source(tokens[s.start : s.end]) and any(c.isalpha() for c in _text(tokens, s))]
+    if len(spans) < 2 or not found:
+        return None
+    s = rng.choice(found)
+    return tokens, spans_to_tags([x for x in spans if x != s], len(tokens)), s
+
+
+def _entity_swapped(ctx: Context, tokens: Sequence[str], tags: Sequence[str], rng: random.Random) -> Built | None:
+    """Fluent nonsense: a mention and another part of the sentence change places, each keeping its tags (the tags
+    stay right, the sense goes): a mention of another type where the row has one, else one or two lower-case
+    content words outside every mention ("Germline [breast cancer] in BRCA1 cause mutations .")."""
+    spans = tags_to_spans(tags)
+    words = [Span(i, i + n, "O") for n in (1, 2) for i in range(len(tokens) - n + 1)
+             if _free(tags, i, i + n) and all(_content(t) and t.islower() for t in tokens[i : i + n])]
+    pairs = [(s, o) for s in spans for o in spans if s.label < o.label and _text(tokens, s) != _text(tokens, o)]
+    if not pairs:
+        pairs = [(s, w) for s in spans for w in words if w.end <= s.start - 1 or s.end + 1 <= w.start]
+    if not pairs:
+        return None
+    a, b = sorted(rng.choice(pairs))
+    pieces = [(tokens[: a.start], tags[: a.start]), (tokens[b.start : b.end], tags[b.start : b.end]),
+              (tokens[a.end : b.start], tags[a.end : b.start]), (tokens[a.start : a.end], tags[a.start : a.end]),
+              (tokens[b.end :], tags[b.end :])]
+    new = [t for p, _ in pieces for t in p]
+    return None if _written(ctx, new) else (new, [g for _, p in pieces for g in p], None)
+
+
+def _written(ctx: Context, tokens: Sequence[str]) -> bool:
+    """Whether ``tokens`` are a sentence of the dataset as it is (a swap or a splice that made a real sentence)."""
+    return any(tuple(t) == tuple(tokens) for t, _ in ctx.sentences)
+
+
+#: words two sentences are spliced at (``clauses_spliced``): each opens a clause or a phrase
+PIVOTS = frozenset(("in", "of", "with", "by", "and", "that", "which", "is", "are", "was", "were", "to", "for"))
+
+
+def _clauses_spliced(ctx: Context, tokens: Sequence[str], tags: Sequence[str], rng: random.Random) -> Built | None:
+    """Fluent nonsense: the sentence's opening up to a word in :data:`PIVOTS`, then another sentence's rest from the
+    same word ("Germline mutations in | the colon cause ..."), every mention with its gold tags; the opening keeps a
+    mention and both parts hold at least three tokens."""
+    spans = tags_to_spans(tags)
+    cuts = [i for i in range(3, len(tokens) - 2) if tokens[i].lower() in PIVOTS and tags[i] == "O"
+            and any(s.end <= i for s in spans)]
+    found = [(i, k, j) for k, (other, other_tags) in enumerate(ctx.sentences) if tuple(other) != tuple(tokens)
+             for i in cuts for j in range(2, len(other) - 3)
+             if other[j].lower() == tokens[i].lower() and other_tags[j] == "O"]
+    rng.shuffle(found)
+    for i, k, j in found:
+        other, other_tags = ctx.sentences[k]
+        if not _written(ctx, [*tokens[:i], *other[j:]]):
+            return [*tokens[:i], *other[j:]], [*tags[:i], *other_tags[j:]], None
+    return None
+
+
 BUILDERS: dict[str, Callable[[Context, Sequence[str], Sequence[str], random.Random], Built | None]] = {
     "good": _good, "wrong_type": _wrong_type, "ordinary_phrase": _ordinary_phrase, "name_like": _name_like,
     "boundary_cut": _boundary_cut, "boundary_extended": _boundary_extended, "mention_untagged": _mention_untagged,
     "seed_copy": _good, "looped": _looped, "garbled": _garbled, "truncated": _truncated, "off_domain": _off_domain,
+    "novel_untagged": _novel_untagged, "entity_swapped": _entity_swapped, "clauses_spliced": _clauses_spliced,
 }
 
 

@@ -67,7 +67,7 @@ class Judges:
         config = (config or AugmentConfig(method="rgda")).for_backend(llm)
         self.config = config if config.domain else dataclasses.replace(config, domain=gold.domain)
         self.checker = Checker(gold.types, stats or SplitStats(), self.config.near_copy_ratio,
-                               salvage=self.config.salvage)
+                               salvage=self.config.salvage, tokens=self.config.token_style)
         kw: dict[str, Any] = {"cache": cache, "type_descriptions": descriptions, "confusers": confusers}
         self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, self.checker, **kw)
         self.stages = self.pipeline.stages()
@@ -159,9 +159,12 @@ class Judges:
         r = self._result(canary, canary.tokens, canary.tags)
         verify = self.stages.verify
         q = verify.question(canary.tokens, span)
-        probs = await verify.probabilities(r, canary.tokens, q)
+        got = await verify.answer(r, canary.tokens, q)
+        probs = got.probs
         self.details[canary.id] = {"options": [[letter, o.kind, round(probs[letter], 4)]
-                                               for letter, o in zip(q.letters, q.options)]}
+                                               for letter, o in zip(q.letters, q.options)], "mass": round(got.mass, 4)}
+        if not verify.answered(got):  # the stage calls it unverified and rejects its row: the lowest score
+            return 0.0
         return verify.score(canary.tokens, span, probs[q.letters[0]])
 
     async def verification(self, canary: Canary) -> float:

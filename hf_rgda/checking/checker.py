@@ -15,11 +15,13 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..records import Candidate, Seed
+from ..records import Candidate, Seed, SeedResult
+from ..tags import TokenStyle
 from . import rules as table
 from .sentence import Sentence
 from .stats import SplitStats
 from .table import Rule, first_failure
+from .variety import Ledger
 
 __all__ = ["Checker", "salvage"]
 
@@ -46,6 +48,8 @@ class Checker:
         salvage: repair instead of reject where the fix is certain and local (each row's ``repair``, applied as the
             row says); each repair is listed in the candidate's ``salvaged``, and the row must still pass every rule
             afterwards.
+        tokens: how generated sentences are tokenized (the configuration's ``tokenizer`` when the user chose one);
+            None: as the split writes its tokens (:attr:`SplitStats.token_style`).
     """
 
     types: tuple[str, ...]
@@ -58,23 +62,48 @@ class Checker:
     edge_min_count: int = 5
     salvage: bool = False
     representation: str = ""
+    tokens: TokenStyle | None = None
 
     @property
     def split_hyphens(self) -> bool:
         """Whether generated sentences are decoded with hyphens as tokens of their own, as the split writes them."""
-        return self.stats.split_hyphens
+        return "hyphen" not in self.token_style.whole
+
+    @property
+    def token_style(self) -> TokenStyle:
+        """How generated sentences are tokenized: ``tokens``, else the split's own way."""
+        return self.tokens if self.tokens is not None else self.stats.token_style
 
     def check(self, cand: Candidate, seed: Seed, accepted: Sequence[Candidate], *,
-              forbid_seed_entities: bool, shown: Sequence[Seed] = ()) -> Candidate:
+              forbid_seed_entities: bool, shown: Sequence[Seed] = (), ledger: Ledger | None = None) -> Candidate:
         """Reject ``cand`` (in place) with the first failed rule; ``accepted`` are its already-kept siblings, ``shown``
-        the other sentences of the dataset its prompt showed."""
+        the other sentences of the dataset its prompt showed, ``ledger`` what the run accepted from other seeds."""
         if not cand.ok:
             return cand
-        sentence = Sentence(cand.tokens, cand.tags, seed, self, accepted, forbid_seed_entities, shown)
+        sentence = Sentence(cand.tokens, cand.tags, seed, self, accepted, forbid_seed_entities, shown, ledger)
         if self.salvage:
             sentence = self._salvage(cand, sentence)
         found = first_failure(sentence, table.RULES)
         return cand.reject(found.rule.name, found.detail) if found else cand
+
+    def vary(self, rs: Sequence[SeedResult], ledger: Ledger, *, forbid_seed_entities: bool) -> None:
+        """The variety pass (:mod:`~hf_rgda.checking.variety`) over finished seeds, in order: each accepted row
+        against its seed's rows kept before it and the ``ledger`` of the other seeds' (which it joins when it
+        passes); a row failing :data:`~hf_rgda.checking.rules.VARIETY_RULES` is rejected, recorded under the
+        stage ``variety``. The seeds' earlier rows in ``ledger`` (a batch computed again) are dropped first."""
+        for r in rs:
+            ledger.forget(r.seed.key)
+        for r in rs:
+            kept: list[Candidate] = []
+            for c in r.accepted:
+                s = Sentence(c.tokens, c.tags, r.seed, self, kept, forbid_seed_entities, (), ledger)
+                found = first_failure(s, table.VARIETY_RULES)
+                if found is not None:
+                    r.rejected.append(("variety", c.reject(found.rule.name, found.detail)))
+                    continue
+                kept.append(c)
+                ledger.add(r.seed.key, s)
+            r.accepted = kept
 
     def _salvage(self, cand: Candidate, s: Sentence) -> Sentence:
         return salvage(cand, s, table.RULES)

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._exceptions import ParseError, SchemaError
 from ..records import Candidate
-from ..tags import Span, spans_to_tags, tokenize
+from ..tags import Span, TokenStyle, spans_to_tags, tokenize
 from .rules import repeats_phrase
 
 __all__ = ["complete_items", "copies_item", "decode_sentence", "parse_json", "text_loops"]
@@ -162,18 +162,18 @@ def _find_loose(tokens: list[str], needle: str, taken: list[bool]) -> list[tuple
     return out
 
 
-def _decode_entities(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool) -> Candidate:
+def _decode_entities(item: Mapping[str, Any], types: Sequence[str], style: TokenStyle) -> Candidate:
     cand = Candidate(raw=item)
     text, entities = item.get("text"), item.get("entities")
     if not isinstance(text, str) or not isinstance(entities, list):
         return cand.reject("malformed", "item needs 'text' (string) and 'entities' (list)")
     # a doubled final period ("... of the digestive tract..": the 1.5B writes it now and then) is one period
-    tokens = tokenize(re.sub(r"(?<!\.)\.\.\s*$", ".", text.rstrip()), split_hyphens=split_hyphens)
+    tokens = tokenize(re.sub(r"(?<!\.)\.\.\s*$", ".", text.rstrip()), style=style)
     low = [t.lower() for t in tokens]  # entities match case-insensitively; the sentence keeps its own casing
     taken = [False] * len(tokens)
     spans: list[Span] = []
     def words(e: Any) -> list[str]:
-        return tokenize(str(e.get("text", "")) if isinstance(e, Mapping) else "", split_hyphens=split_hyphens)
+        return tokenize(str(e.get("text", "")) if isinstance(e, Mapping) else "", style=style)
 
     for ent in sorted(entities, key=lambda e: -len(words(e))):
         etoks, etype = [t.lower() for t in words(ent)], ent.get("type") if isinstance(ent, Mapping) else None
@@ -193,7 +193,7 @@ def _decode_entities(item: Mapping[str, Any], types: Sequence[str], split_hyphen
     return cand
 
 
-def _decode_segments(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool) -> Candidate:
+def _decode_segments(item: Mapping[str, Any], types: Sequence[str], style: TokenStyle) -> Candidate:
     cand = Candidate(raw=item)
     segs = item.get("segments")
     if not isinstance(segs, list):
@@ -201,7 +201,7 @@ def _decode_segments(item: Mapping[str, Any], types: Sequence[str], split_hyphen
     tokens: list[str] = []
     spans: list[Span] = []
     for seg in segs:
-        stoks, stype = tokenize(str(seg.get("text", "")), split_hyphens=split_hyphens), seg.get("type")
+        stoks, stype = tokenize(str(seg.get("text", "")), style=style), seg.get("type")
         if stype != "O" and stype not in types:
             return cand.reject("unknown_type", f"type {stype!r} is not in {list(types)}")
         if stype != "O" and stoks:
@@ -220,7 +220,7 @@ _BROKEN_MARK = re.compile(r"\]\s*\(|\[[^\[\]]*\]\((?![^()]*\))")
 _UNTYPED_MARK = re.compile(r"\[([^\[\]\d]*[^\W\d_][^\[\]\d]*)\](?!\s*\()")
 
 
-def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens: bool,
+def _decode_inline(item: Mapping[str, Any], types: Sequence[str], style: TokenStyle,
                    salvage: bool = False) -> Candidate:
     cand = Candidate(raw=item)
     text = item.get("text")
@@ -241,8 +241,8 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
     spans: list[Span] = []
     pos = 0
     for m in _MARK.finditer(text):
-        words, etype = tokenize(m.group(1), split_hyphens=split_hyphens), m.group(2)
-        tokens += tokenize(text[pos : m.start()], split_hyphens=split_hyphens)
+        words, etype = tokenize(m.group(1), style=style), m.group(2)
+        tokens += tokenize(text[pos : m.start()], style=style)
         if etype not in types:
             if not salvage:
                 return cand.reject("unknown_type", f"type {etype!r} is not in {list(types)}")
@@ -256,7 +256,7 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
         spans.append(Span(len(tokens), len(tokens) + len(words), etype))
         tokens += words
         pos = m.end()
-    tokens += tokenize(text[pos:], split_hyphens=split_hyphens)
+    tokens += tokenize(text[pos:], style=style)
     rest = _MARK.sub(" ", text)
     if _BROKEN_MARK.search(rest) or rest.count("[") != rest.count("]"):
         return cand.reject("malformed", f"an entity mark is not of the form [words](Type): {text!r}")
@@ -265,20 +265,23 @@ def _decode_inline(item: Mapping[str, Any], types: Sequence[str], split_hyphens:
 
 
 def decode_sentence(item: Any, types: Sequence[str], representation: str = "entities", *,
-                    split_hyphens: bool = False, salvage: bool = False) -> Candidate:
-    """Turn one answer item into tokens and IOB2 tags (or a rejected :class:`Candidate`); ``split_hyphens`` follows
-    the dataset's tokenization (see :attr:`SplitStats.split_hyphens <hf_rgda.checking.SplitStats>`). With
+                    split_hyphens: bool = False, salvage: bool = False, style: TokenStyle | None = None) -> Candidate:
+    """Turn one answer item into tokens and IOB2 tags (or a rejected :class:`Candidate`), tokenized the dataset's way:
+    ``style`` (the checker's :attr:`~hf_rgda.checking.Checker.token_style`: URLs, handles, hashtags, decimals,
+    hyphenated words and clitics whole or in pieces as the split writes them), else ``split_hyphens`` alone (see
+    :attr:`SplitStats.split_hyphens <hf_rgda.checking.SplitStats>`). With
     ``salvage`` (``inline`` only; the pipeline passes the configuration's), three slips of a small model are repaired,
     each recorded in ``salvaged``, instead of rejecting the sentence: a mark of a type the dataset does not have
     leaves its words untagged (``unknown_type``), a bracket without a type keeps its words (``untyped_mark``), and a
     type name alone in brackets is dropped (``type_label``)."""
     if not isinstance(item, Mapping):
         return Candidate(raw=item).reject("malformed", f"expected an object, got {type(item).__name__}")
+    style = style or (TokenStyle.pieces() if split_hyphens else TokenStyle())
     try:
         if representation == "segments":
-            return _decode_segments(item, types, split_hyphens)
+            return _decode_segments(item, types, style)
         if representation == "inline":
-            return _decode_inline(item, types, split_hyphens, salvage)
-        return _decode_entities(item, types, split_hyphens)
+            return _decode_inline(item, types, style, salvage)
+        return _decode_entities(item, types, style)
     except SchemaError as err:  # overlapping spans etc.
         return Candidate(raw=item).reject("invalid_tags", str(err))

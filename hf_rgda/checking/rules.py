@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
 from collections import Counter
@@ -36,8 +35,9 @@ from .sentence import SeedFacts, Sentence, seed_facts
 from .stats import SplitStats, is_letterless, is_lowercase
 from .stutter import keep_one_copy, stutter
 from .table import Example, Finding, Repair, Rule, first_failure
+from .variety import cross_seed_duplicate, near_duplicate, repeated_entity, same_entities, similar
 
-__all__ = ["LOOPING", "RULES", "UNTAG_RULES", "Example", "Finding", "Repair", "Rule", "first_failure",
+__all__ = ["LOOPING", "RULES", "UNTAG_RULES", "VARIETY_RULES", "Example", "Finding", "Repair", "Rule", "first_failure",
            "keep_one_sentence", "known_untagged", "repeats_phrase", "sentence_breaks", "tag_known", "untag"]
 
 
@@ -138,16 +138,7 @@ def near_copy_of_shown(s: Sentence) -> str | None:
 
 
 def _near_copy(seed: SeedFacts, s: Sentence) -> bool:
-    ratio = s.checker.near_copy_ratio
-    return tuple(s.low) == seed.low or (_similarity_bound(seed.counts, s.low) >= ratio
-                                        and difflib.SequenceMatcher(a=seed.low, b=s.low).ratio() >= ratio)
-
-
-def _similarity_bound(seed_counts: Counter[str], words: Sequence[str]) -> float:
-    """difflib's ``quick_ratio`` (an upper bound of ``ratio``: the words both share, as multisets), without
-    building the matcher; the slow ``ratio`` is only needed where this bound reaches the threshold."""
-    total = sum(seed_counts.values()) + len(words)
-    return 2.0 * sum((seed_counts & Counter(words)).values()) / total if total else 1.0
+    return similar(seed.low, seed.counts, s.low, s.checker.near_copy_ratio)
 
 
 def looping(s: Sentence) -> str | None:
@@ -413,7 +404,26 @@ RULES: tuple[Rule, ...] = (
     Rule("duplicate", duplicate, "the same sentence as another accepted for this seed",
          Example("Inherited PTEN variants raise the risk of [glioma](Disease) .",
                  accepted=("Inherited PTEN variants raise the risk of [glioma](Disease) .",))),
+    Rule("same_entities", same_entities, "the same entities (texts and types) as another accepted for this seed, "
+         "where the stage asks for new entities", Example("Carriers of the variant developed [glioma](Disease) early .",
+                                                          accepted=("PTEN variants raise the risk of [glioma](Disease) .",))),
+    Rule("near_duplicate", near_duplicate, "a sentence `near_copy_ratio` (0.85) similar or more to another accepted "
+         "for this seed", Example("PTEN variants in men raise the risk of [glioma](Disease) by half .",
+                                  accepted=("PTEN variants in men raise the risk of [lupus](Disease) by half .",))),
+    Rule("cross_seed_duplicate", cross_seed_duplicate, "a sentence `near_copy_ratio` (0.85) similar or more to a row "
+         "accepted from another seed (the variety pass; its scope: see *Variety* below)",
+         Example("PTEN variants in men raise the risk of [glioma](Disease) by half .",
+                 others=("PTEN variants in men raise the risk of [lupus](Disease) by half .",))),
+    Rule("repeated_entity", repeated_entity, "a new entity (not the seed's) of a text and type the run has accepted "
+         "`max_entity_repeats` (3) times (the variety pass; its scope: see *Variety* below)",
+         Example("Smokers in the cohort often developed [glioma](Disease) .", max_entity_repeats=3,
+                 others=("PTEN variants raise the risk of [glioma](Disease) .", "A [glioma](Disease) grew slowly .",
+                         "Two cases of [glioma](Disease) were reported ."))),
 )
+
+#: the rules the variety pass runs over a batch's finished seeds (:meth:`~hf_rgda.checking.Checker.vary`)
+VARIETY_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.name in ("same_entities", "cross_seed_duplicate",
+                                                                         "repeated_entity"))
 
 #: the rules whose repair untags an entity: the evidence (statistics or the seed) says it is not of its type
 UNTAG_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.repair is not None and r.repair.fix is untag)

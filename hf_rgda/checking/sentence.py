@@ -65,6 +65,7 @@ class Sentence:
     accepted: Sequence[Candidate] = ()
     forbid_seed_entities: bool = False
     shown: Sequence[Seed] = ()  # other sentences of the dataset the prompt showed (the composer's example item)
+    ledger: Any = None  # what the run accepted from the other seeds (a variety.Ledger: the variety pass only)
 
     @cached_property
     def low(self) -> list[str]:

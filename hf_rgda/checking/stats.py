@@ -16,16 +16,17 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from ..tags import Span, detokenize, tags_to_spans
+from ..tags import Span, TokenStyle, detokenize, tags_to_spans
 
 __all__ = ["SplitStats", "entity_inventory", "entity_length_limits", "entity_mentions", "is_letterless",
-           "is_lowercase"]
+           "is_lowercase", "whole_shapes"]
 
 Rows = Sequence[Sequence[str]]
 CONTEXT_MIN_COUNT = 5  # a word counts as context once the split uses it this often outside entities
@@ -69,6 +70,9 @@ class SplitStats:
         max_entity_len: per type, its longest mention in tokens.
         split_hyphens: the split writes hyphens as tokens of their own ("Prader - Willi", NCBI-disease) rather than
             inside words ("state-of-the-art", SciERC); generated sentences are tokenized the same way.
+        whole_tokens: the shapes of :data:`~hf_rgda.tags.TOKEN_SHAPES` beyond hyphens that the split keeps as one
+            token ("url", "handle", "hashtag", "decimal", "ptb_clitic"), learned by :func:`whole_shapes`; with
+            ``split_hyphens`` they make :attr:`token_style`, the way generated sentences are tokenized.
     """
 
     heads: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
@@ -78,6 +82,7 @@ class SplitStats:
     mentions: Mapping[str, Sequence[str]] = field(default_factory=dict)
     max_entity_len: Mapping[str, int] = field(default_factory=dict)
     split_hyphens: bool = False
+    whole_tokens: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # sorted dicts and tuples, never sets: the pickled state (the datasets fingerprint) must not depend on
@@ -87,7 +92,8 @@ class SplitStats:
                 "context_words": dict(sorted(self.context_words.items())),
                 "lexicon": dict(sorted(self.lexicon.items())),
                 "mentions": {t: tuple(m) for t, m in self.mentions.items()},
-                "max_entity_len": dict(sorted(self.max_entity_len.items())), "split_hyphens": bool(self.split_hyphens)}
+                "max_entity_len": dict(sorted(self.max_entity_len.items())), "split_hyphens": bool(self.split_hyphens),
+                "whole_tokens": TokenStyle.of(self.whole_tokens).whole}
         for name, value in norm.items():
             object.__setattr__(self, name, value)
 
@@ -98,7 +104,17 @@ class SplitStats:
         heads, starts, context = _edges_and_context(token_rows, iob2_rows, spans)
         return cls(heads=heads, starts=starts, context_words=context, lexicon=_lexicon(token_rows, spans),
                    mentions=_hint_pool(_inventory(token_rows, spans), HINTS_PER_TYPE),
-                   max_entity_len=_longest(spans), split_hyphens=_splits_hyphens(token_rows))
+                   max_entity_len=_longest(spans), split_hyphens=_splits_hyphens(token_rows),
+                   whole_tokens=whole_shapes(token_rows))
+
+    @property
+    def token_style(self) -> TokenStyle:
+        """How the split writes its tokens: hyphenated words and clitics whole unless ``split_hyphens`` (a split
+        writing "'s" as a token of its own, ``ptb_clitic``, keeps that instead), plus ``whole_tokens``."""
+        kept = [] if self.split_hyphens else ["hyphen"]
+        if not self.split_hyphens and "ptb_clitic" not in self.whole_tokens:
+            kept.append("clitic")
+        return TokenStyle.of([*kept, *self.whole_tokens])
 
     def __getstate__(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}  # the derived index is rebuilt on demand
@@ -279,3 +295,44 @@ def _splits_hyphens(token_rows: Rows) -> bool:
             elif "-" in t[1:-1]:
                 inside += 1
     return alone > inside
+
+
+#: a token of each learnable shape written whole, as :func:`~hf_rgda.tags.tokenize` would keep it
+_WHOLE = {"url": re.compile(r"(?:https?://|www\.)\S+$", re.IGNORECASE), "handle": re.compile(r"@\w+$"),
+          "hashtag": re.compile(r"#\w+$"), "decimal": re.compile(r"\d+(?:[.,]\d+)+$"),
+          "ptb_clitic": re.compile(r"(?:['’](?:s|re|ve|ll|d|m)|n['’]t)$", re.IGNORECASE)}
+_CLITIC_ENDS = frozenset(["s", "t", "re", "ve", "ll", "d", "m"])
+WHOLE_MIN_COUNT = 2  # a shape is kept whole on this much evidence at least, and more than its pieces
+
+
+def whole_shapes(token_rows: Rows) -> tuple[str, ...]:
+    """The token shapes the split keeps whole (``"url"``, ``"handle"``, ``"hashtag"``, ``"decimal"``,
+    ``"ptb_clitic"``): those written as one token at least ``WHOLE_MIN_COUNT`` times and more often than in pieces
+    ("http" ":" ..., "@" "user", "#" "tag", "3" "." "5", "Bank" "'" "s" or a clitic inside a word, "Bank's"). A split
+    without the evidence keeps the old tokenization: each shape in pieces, clitics as its hyphens.
+
+    Example:
+        >>> whole_shapes([["@ana", "paid", "3.5", "%", "via", "http://t.co/x"], ["@bo", "got", "1,000", "."]])
+        ('handle', 'decimal')
+    """
+    whole: Counter[str] = Counter()
+    pieces: Counter[str] = Counter()
+    for row in token_rows:
+        tokens = [str(t) for t in row]
+        for i, t in enumerate(tokens):
+            nxt, after = (tokens[i + 1] if i + 1 < len(tokens) else ""), (tokens[i + 2] if i + 2 < len(tokens) else "")
+            shape = next((name for name, rx in _WHOLE.items() if rx.match(t)), None)
+            if shape is not None:
+                whole[shape] += 1
+            elif "'" in t[1:-1] or "’" in t[1:-1]:
+                pieces["ptb_clitic"] += 1  # "Bank's": clitics stay inside words
+            low = t.lower()
+            if (low in ("http", "https") and nxt == ":") or (low == "www" and nxt == "."):
+                pieces["url"] += 1
+            elif t in ("@", "#") and nxt[:1].isalnum():
+                pieces["handle" if t == "@" else "hashtag"] += 1
+            elif t.isdigit() and nxt in (".", ",") and after.isdigit():
+                pieces["decimal"] += 1
+            elif t in ("'", "’") and nxt.lower() in _CLITIC_ENDS:
+                pieces["ptb_clitic"] += 1
+    return tuple(s for s in _WHOLE if whole[s] >= WHOLE_MIN_COUNT and whole[s] > pieces[s])

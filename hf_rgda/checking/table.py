@@ -14,6 +14,7 @@ from ..records import Candidate, Seed
 from ..tags import Span, parse_inline
 from .sentence import Sentence
 from .stats import SplitStats
+from .variety import Ledger
 
 __all__ = ["Example", "Finding", "Fix", "Repair", "Rule", "first_failure"]
 
@@ -35,6 +36,19 @@ class Example:
     forbid_seed_entities: bool = True
     shown: tuple[str, ...] = ()  # other sentences of the dataset the prompt showed
     representation: str = ""  # the output format the prompts showed (the checker's ``representation``)
+    others: tuple[str, ...] = ()  # rows the run accepted from other seeds (the variety pass's ledger)
+    max_entity_repeats: int = 0  # the ledger's cap on one new entity
+
+    def ledger(self) -> Ledger | None:
+        """The variety pass's ledger holding :attr:`others` (None without them: a seed's own checks)."""
+        if not self.others:
+            return None
+        ledger = Ledger(self.max_entity_repeats)
+        seed = Seed("another seed", (), ())
+        for row in self.others:
+            tokens, tags = parse_inline(row)
+            ledger.add(seed.key, Sentence(tokens, tags, seed, None))  # type: ignore[arg-type]  # no rule runs on it
+        return ledger
 
     def seed_record(self) -> Seed:
         tokens, tags = parse_inline(self.seed)

@@ -105,7 +105,7 @@ class Run:
         out: list[Candidate] = []
         for item in items[:n]:
             cand = decode_sentence(item, self.checker.types, self.config.representation,
-                                   split_hyphens=self.checker.split_hyphens, salvage=self.config.salvage)
+                                   style=self.checker.token_style, salvage=self.config.salvage)
             self.checker.check(cand, r.seed, kept, forbid_seed_entities=new_entities, shown=shown)
             (kept if cand.ok else out).append(cand)
             if not cand.ok:

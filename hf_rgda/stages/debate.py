@@ -33,7 +33,7 @@ from ..llm.base import LLM
 from ..messages import Messages, chat
 from ..records import Candidate, SeedResult
 from ..schemas import proposals_schema
-from ..tags import tokenize
+from ..tags import TokenStyle, tokenize
 from .base import Run, valid
 from .composer import Composer
 from .panel import Ask, Choose, Panel, Reviewed
@@ -69,14 +69,15 @@ class Proposal:
     def mean(self) -> float:
         return statistics.fmean(self.scores[-1]) if self.scores and self.scores[-1] else 0.0
 
-    def apply(self, tokens: Sequence[str], tags: Sequence[str], *, split_hyphens: bool = False) -> tuple[list[str], list[str]]:
+    def apply(self, tokens: Sequence[str], tags: Sequence[str], *,
+              style: TokenStyle | None = None) -> tuple[list[str], list[str]]:
         """The new sentence: each chosen word replaced by the tokens of its new text (tagged ``O``), tokenized the
-        data's way (``split_hyphens``)."""
+        data's way (``style``: the checker's :attr:`~hf_rgda.checking.Checker.token_style`)."""
         out_t: list[str] = []
         out_g: list[str] = []
         for i, (tok, tag) in enumerate(zip(tokens, tags)):
             if i in self.replacements:
-                words = tokenize(self.replacements[i], split_hyphens=split_hyphens) or [tok]
+                words = tokenize(self.replacements[i], style=style) or [tok]
                 out_t += words
                 out_g += ["O"] * len(words)
             else:
@@ -300,7 +301,7 @@ class Which:
 
     def _candidate(self, r: SeedResult, p: Proposal) -> Candidate:
         """The seed with ``p``'s replacements."""
-        tokens, tags = p.apply(r.seed.tokens, r.seed.tags, split_hyphens=self.run.checker.split_hyphens)
+        tokens, tags = p.apply(r.seed.tokens, r.seed.tags, style=self.run.checker.token_style)
         return Candidate(raw={"replacements": p.replacements}, tokens=tokens, tags=tags)
 
     def _rejection(self, r: SeedResult, p: Proposal) -> Candidate:

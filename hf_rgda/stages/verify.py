@@ -19,7 +19,14 @@ The decision rule, entity by entity:
 - P(type) < t and the most likely other option is another type of the dataset (a mistyped entity: untagging it
   would teach that it is no entity) or a cut or extended span (untagging it would leave the name untagged), or
   ``salvage`` is off: the row is **rejected** (``unverified_entity``, the detail naming the entity, its type, P and
-  the most likely other option).
+  the most likely other option);
+- the answer names no option: under ``verify_min_mass`` (0.5) of the model's next-token probability went to the
+  options' letters (``OptionProbs.mass``: a top list led by "The", say), or under that share of the sampled answers
+  named one. The options' renormalised probabilities then say nothing (a top list without any letter reads as
+  uniform, 1/6 each, which the seed-relative threshold could pass), so the entity is **unverified**: it never counts
+  as verified, nothing is known of the alternative either (untagging it could teach that a name is no entity), and
+  its row is **rejected** (``unanswered_entity``, the detail naming the entity and the mass). Its verdict records no
+  P. A seed's own entity answered so is left out of the seed's reference (none left: ``t = verify_threshold``).
 
 An entity whose text the split tags as its type consistently (the checker's lexicon, :class:`~hf_rgda.checking.
 SplitStats`: used at least 3 times, tagged so at least 90% of them) is **known** and asked nothing when
@@ -50,6 +57,7 @@ from collections.abc import Mapping, Sequence
 
 from .. import prompts
 from ..checking import Checker, SplitStats
+from ..llm.base import OptionProbs
 from ..records import Candidate, EntityVerdict, SeedResult
 from ..tags import Span, detokenize, tags_to_spans
 from .base import Run
@@ -83,7 +91,7 @@ class Verify:
         self.run, self.descriptions, self.confusers = run, dict(descriptions or {}), confusers
         self.recheck = dataclasses.replace(checker or run.checker, salvage=False)
         self.forbid_seed_entities = forbid_seed_entities
-        self._refs: dict[str, float] = {}  # seed key -> mean P(type) of its own entities
+        self._refs: dict[str, float | None] = {}  # seed key -> mean P(type) of its own answered entities
         self._options: dict[str, tuple[Option, ...]] = {}  # type -> its question's options
 
     def question(self, tokens: Sequence[str], span: Span) -> Question:
@@ -94,15 +102,25 @@ class Verify:
                                                  self.confusers).options
         return Question(entity, self._options[span.label])
 
+    async def answer(self, r: SeedResult, tokens: Sequence[str], q: Question) -> OptionProbs:
+        """The model's answer to ``q`` about the sentence ``tokens`` (a call counted on ``r``): each option letter's
+        probability and the mass the answer put on the options (:meth:`answered`)."""
+        msgs = self.run.messages(STAGE, sentence=detokenize(tokens), question=q.text())
+        return await self.run.caller.choose(r, STAGE, msgs, q.letters)
+
     async def probabilities(self, r: SeedResult, tokens: Sequence[str], q: Question) -> dict[str, float]:
         """Each option letter's probability for ``q`` about the sentence ``tokens`` (a call counted on ``r``)."""
-        msgs = self.run.messages(STAGE, sentence=detokenize(tokens), question=q.text())
-        return (await self.run.caller.choose(r, STAGE, msgs, q.letters)).probs
+        return (await self.answer(r, tokens, q)).probs
 
-    async def probability(self, r: SeedResult, tokens: Sequence[str], span: Span) -> float:
-        """P(``span``'s type) as the stage reads it (the calibration's ``entity`` score)."""
+    def answered(self, answer: OptionProbs) -> bool:
+        """Whether ``answer`` names an option: at least ``verify_min_mass`` of it went to the options' letters."""
+        return answer.mass >= self.run.config.verify_min_mass
+
+    async def probability(self, r: SeedResult, tokens: Sequence[str], span: Span) -> float | None:
+        """P(``span``'s type) as the stage reads it, or None where the answer names no option (:meth:`answered`)."""
         q = self.question(tokens, span)
-        return (await self.probabilities(r, tokens, q))[q.letters[0]]
+        got = await self.answer(r, tokens, q)
+        return got.probs[q.letters[0]] if self.answered(got) else None
 
     def score(self, tokens: Sequence[str], span: Span, p: float) -> float:
         """What the threshold is applied to: P(type) ``p``, or with ``verify_split`` :func:`with_split`."""
@@ -118,9 +136,10 @@ class Verify:
         if r.seed.key not in self._refs:
             groups = _by_text(r.seed.tokens, r.seed.spans)
             ps = await asyncio.gather(*(self.probability(r, r.seed.tokens, spans[0]) for spans in groups))
-            ps = [self.score(r.seed.tokens, spans[0], p) for spans, p in zip(groups, ps)]
-            self._refs[r.seed.key] = sum(ps) / len(ps)
-        return min(cfg.verify_threshold, cfg.verify_relative * self._refs[r.seed.key])
+            scores = [self.score(r.seed.tokens, spans[0], p) for spans, p in zip(groups, ps) if p is not None]
+            self._refs[r.seed.key] = sum(scores) / len(scores) if scores else None
+        ref = self._refs[r.seed.key]
+        return cfg.verify_threshold if ref is None else min(cfg.verify_threshold, cfg.verify_relative * ref)
 
     async def __call__(self, r: SeedResult) -> None:
         todo = [c for c in r.accepted if c.ok and not c.verified]
@@ -128,9 +147,9 @@ class Verify:
             return
         asked = {id(c): self._questions(r, c) for c in todo}
         flat = [(c, spans, q) for c in todo for spans, q in asked[id(c)]]
-        answers = await asyncio.gather(*(self.probabilities(r, c.tokens, q) for c, _, q in flat))
-        t = await self._threshold_for(r, [self.score(c.tokens, spans[0], p[q.letters[0]])
-                                          for (c, spans, q), p in zip(flat, answers)])
+        answers = await asyncio.gather(*(self.answer(r, c.tokens, q) for c, _, q in flat))
+        t = await self._threshold_for(r, [self.score(c.tokens, spans[0], a.probs[q.letters[0]])
+                                          for (c, spans, q), a in zip(flat, answers) if self.answered(a)])
         it = iter(answers)
         kept: list[Candidate] = []
         for c in r.accepted:
@@ -166,17 +185,28 @@ class Verify:
         return self.run.config.verify_known and lexicon.get(
             " ".join(str(t).lower() for t in tokens[span.start : span.end])) == span.label
 
-    def _decide(self, r: SeedResult, c: Candidate, answers: list[tuple[list[Span], Question, dict[str, float]]],
+    def _decide(self, r: SeedResult, c: Candidate, asked: list[tuple[list[Span], Question, OptionProbs]],
                 kept: Sequence[Candidate], t: float) -> None:
         """Apply the decision rule of the module docstring to row ``c``, recording every verdict on ``r``."""
         cfg, c.verified = self.run.config, True
+        unanswered = [(spans, q, a) for spans, q, a in asked if not self.answered(a)]
+        answers = [(spans, q, a.probs) for spans, q, a in asked if self.answered(a)]
         low = [(spans, q, probs) for spans, q, probs in answers if self.score(c.tokens, spans[0], probs[q.letters[0]]) < t]
-        untag = cfg.salvage and all(q.alternative(probs).kind in UNTAGGABLE for _, q, probs in low)
-        for spans, q, probs in answers:
+        untag = cfg.salvage and not unanswered and all(q.alternative(probs).kind in UNTAGGABLE for _, q, probs in low)
+        for spans, q, a in asked:
+            if not self.answered(a):
+                r.entity_verdicts.append(EntityVerdict(q.entity, spans[0].label, None, "unverified"))
+                continue
             below = any(spans is s for s, _, _ in low)
             decision = "verified" if not below else "untagged" if untag else "rejected"
-            r.entity_verdicts.append(EntityVerdict(q.entity, spans[0].label, round(probs[q.letters[0]], 4), decision,
-                                                   q.alternative(probs).text))
+            r.entity_verdicts.append(EntityVerdict(q.entity, spans[0].label, round(a.probs[q.letters[0]], 4), decision,
+                                                   q.alternative(a.probs).text))
+        if unanswered:  # the detail names the first entity whose answer named no option
+            _, q, a = unanswered[0]
+            r.rejected.append((STAGE, c.reject("unanswered_entity", f"{q.entity!r} as {unanswered[0][0][0].label}: the "
+                                               f"answer named no option ({a.mass:.2f} of it on the options < "
+                                               f"verify_min_mass {cfg.verify_min_mass:g})")))
+            return
         if not low:
             return
         if not untag:  # the detail names the entity that rejects the row

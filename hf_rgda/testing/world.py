@@ -24,9 +24,23 @@ __all__ = ["FakeWorld", "stage_of", "stateless_answer"]
 
 _DISEASES = ["lung cancer", "type 2 diabetes", "Huntington disease", "melanoma", "asthma", "sickle cell anemia",
              "hepatitis", "glioma", "psoriasis", "leukemia", "ovarian cancer", "ataxia", "gout", "lupus"]
-_FRAMES = ["Inherited variants of {g} raise the risk of {d} in adults", "A rare allele of {g} was linked to {d} in two families",
-           "Loss of {g} function leads to early onset {d} in children", "Screening for {g} defects helps detect {d} sooner",
-           "Researchers traced {d} in the cohort to a variant of {g}", "Mice lacking {g} developed {d} within weeks"]
+#: the parts of a sentence, each list of a length prime to the others' (5, 7, 11, 13, 17): two sentences written less
+#: than 997 apart share at most three parts, so no two are near copies (the checker's variety rules reject those)
+_PARTS = (["Inherited variants of", "Rare alleles of", "Truncating mutations in", "Screening results for",
+           "Somatic changes in"],
+          ["raise the risk of", "were linked to", "lead to early onset", "help to explain", "often precede",
+           "strongly predict", "were traced in cases of"],
+          ["among adults in Oslo", "in two large families", "in children from Lagos", "across a national registry",
+           "in a cohort from Quito", "among farmers in Perth", "in patients from Hanoi", "among twins in Tunis",
+           "in a clinic in Lima", "among nurses in Riga", "in villages near Accra"],
+          ["over ten years", "since early childhood", "after a long delay", "during the winter months", "within one decade",
+           "before any treatment began", "across three generations", "despite early surgery", "after routine screening",
+           "through regular blood tests", "under close observation", "as the trial went on", "throughout the follow up"],
+          ["according to the authors", "as a second study confirmed", "though the effect varied by age",
+           "which surprised the team", "based on hospital records", "after adjusting for smoking",
+           "in line with earlier reports", "as measured by biopsy", "while controls stayed healthy",
+           "with a clear dose effect", "at a modest cost", "in most of the relatives", "after the first relapse",
+           "by the end of the study", "before the age of forty", "with few side effects", "for reasons still unclear"])
 _GENES = ["TP53", "APC", "MLH1", "CFTR", "HTT", "PTEN", "KRAS", "SOD1"]
 
 
@@ -103,8 +117,8 @@ class FakeWorld:
     def sentence(self) -> dict[str, Any]:
         i = next(self.counter)
         d, g = _DISEASES[i % len(_DISEASES)], _GENES[(i // len(_DISEASES)) % len(_GENES)]
-        frame = _FRAMES[(i * 7) % len(_FRAMES)]
-        return {"text": frame.format(g=g, d=d) + f" (case {i}).", "entities": [{"text": d, "type": "Disease"}]}
+        opening, verb, where, when, remark = (part[i % len(part)] for part in _PARTS)
+        return {"text": f"{opening} {g} {verb} {d} {where} {when}, {remark}.", "entities": [{"text": d, "type": "Disease"}]}
 
     def entity_dist(self, messages: Sequence[Mapping[str, str]]) -> dict[str, float]:
         """The next-token distribution of the entity verifier's question: ``entity_prob`` on ``A``, the rest on the

@@ -1,0 +1,139 @@
+"""Rules for variety: accepted rows differ in their entities and their wording, within a seed and across the run.
+
+Four rows of :data:`~hf_rgda.checking.rules.RULES`:
+
+- ``same_entities``: a row tagging the same entities (texts and types) as another accepted for its seed, where the
+  stage asks for new entities (a seed generation's versions of the seed keep the seed's entities by design);
+- ``near_duplicate``: a row ``near_copy_ratio`` similar or more to another accepted for its seed;
+- ``cross_seed_duplicate``: a row ``near_copy_ratio`` similar or more to a row accepted from another seed;
+- ``repeated_entity``: a new entity (not the seed's own) whose text and type the run has already accepted
+  ``max_entity_repeats`` times.
+
+The first two read the seed's accepted rows, as every rule does. The last two read the :class:`Ledger` of what was
+accepted from the other seeds, which only the variety pass has (:meth:`Checker.vary
+<hf_rgda.checking.Checker.vary>`, run by the pipeline once every seed of a batch is finished, in seed order, so
+the outcome does not depend on which seed's calls returned first); in a seed's own checks they say nothing.
+
+The scope of the ledger: what one augmenter object accepted in one process. Its batches share it (batch after
+batch, as ``datasets.map`` feeds them), a batch's seeds computed again replace their earlier rows in it (a second map
+of the same seeds gives the same rows), and ``num_proc`` workers each keep their own: with ``num_proc=4`` a near
+duplicate of a row another worker accepted is not seen, nor its uses of an entity counted.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from ..tags import Span, tags_to_spans
+from .sentence import Sentence
+
+__all__ = ["Ledger", "cross_seed_duplicate", "entity_set", "near_duplicate", "repeated_entity", "same_entities",
+           "similar", "similarity_bound"]
+
+#: one accepted row in the ledger: its words lower-cased and their counts
+Words = tuple[tuple[str, ...], Counter[str]]
+
+
+@dataclass
+class Ledger:
+    """What the run accepted so far, per seed (module docstring: its scope).
+
+    Attributes:
+        rows: seed key -> its accepted rows (:data:`Words`).
+        uses: seed key -> its accepted new entities, ``(type, text lower-cased)`` -> rows.
+        max_repeats: how often the run accepts one new entity (text and type); 0: no cap.
+    """
+
+    max_repeats: int = 0
+    rows: dict[str, list[Words]] = field(default_factory=dict)
+    uses: dict[str, Counter[tuple[str, str]]] = field(default_factory=dict)
+    _total: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def forget(self, key: str) -> None:
+        """Drop seed ``key``'s rows (it is being computed again)."""
+        self.rows.pop(key, None)
+        self._total.subtract(self.uses.pop(key, Counter()))
+
+    def add(self, key: str, s: Sentence) -> None:
+        """Record ``s``, accepted for seed ``key``."""
+        self.rows.setdefault(key, []).append((tuple(s.low), Counter(s.low)))
+        new = Counter(new_entities(s))
+        self.uses.setdefault(key, Counter()).update(new)
+        self._total.update(new)
+
+    def count(self, entity: tuple[str, str]) -> int:
+        """How many accepted rows carry ``entity`` (``(type, text lower-cased)``)."""
+        return self._total[entity]
+
+    def others(self, key: str) -> Iterator[Words]:
+        """The rows accepted from seeds other than ``key``."""
+        for seed, rows in self.rows.items():
+            if seed != key:
+                yield from rows
+
+
+def entity_set(words: Sequence[str], spans: Sequence[Span]) -> frozenset[tuple[str, str]]:
+    """A row's entities as ``(type, text lower-cased)``."""
+    return frozenset((s.label, " ".join(words[s.start : s.end]).lower()) for s in spans)
+
+
+def new_entities(s: Sentence) -> set[tuple[str, str]]:
+    """The row's entities whose text is none of its seed's mentions (those a seed generation keeps)."""
+    seed = {" ".join(m) for m in s.of_seed.mention_words}
+    return {(label, text) for label, text in entity_set(s.low, s.spans) if text not in seed}
+
+
+def similarity_bound(counts: Counter[str], words: Sequence[str]) -> float:
+    """difflib's ``quick_ratio`` (an upper bound of ``ratio``: the words both share, as multisets), without
+    building the matcher; the slow ``ratio`` is only needed where this bound reaches the threshold."""
+    total = sum(counts.values()) + len(words)
+    return 2.0 * sum((counts & Counter(words)).values()) / total if total else 1.0
+
+
+def similar(low: Sequence[str], counts: Counter[str], words: Sequence[str], ratio: float) -> bool:
+    """Whether ``words`` are ``ratio`` similar or more to ``low`` (lower-cased words, ``counts`` their counts): the
+    same words, or difflib's ratio of the two sequences."""
+    return tuple(words) == tuple(low) or (similarity_bound(counts, words) >= ratio
+                                          and difflib.SequenceMatcher(a=low, b=words).ratio() >= ratio)
+
+
+# ---------------------------------------------------------------- rules
+def same_entities(s: Sentence) -> str | None:
+    if not s.forbid_seed_entities or not s.spans:
+        return None
+    mine = entity_set(s.low, s.spans)
+    for other in s.accepted:
+        if entity_set([t.lower() for t in other.tokens], tags_to_spans(other.tags)) == mine:
+            texts = ", ".join(sorted(text for _, text in mine))
+            return f"tags the same entities as another output for this seed ({texts})"
+    return None
+
+
+def near_duplicate(s: Sentence) -> str | None:
+    ratio = s.checker.near_copy_ratio
+    for other in s.accepted:
+        low = [t.lower() for t in other.tokens]
+        if low != s.low and similar(low, Counter(low), s.low, ratio):  # the same words: duplicate's
+            return f"{ratio:.0%} similar or more to another output for this seed: {' '.join(other.tokens)!r}"
+    return None
+
+
+def cross_seed_duplicate(s: Sentence) -> str | None:
+    if s.ledger is None:
+        return None
+    ratio = s.checker.near_copy_ratio
+    found = next((low for low, counts in s.ledger.others(s.seed.key) if similar(low, counts, s.low, ratio)), None)
+    return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(found)!r}" if found else None
+
+
+def repeated_entity(s: Sentence) -> str | None:
+    if s.ledger is None or not s.ledger.max_repeats:
+        return None
+    for label, text in sorted(new_entities(s)):
+        if s.ledger.count((label, text)) >= s.ledger.max_repeats:
+            return (f"{text!r} as {label} is in {s.ledger.count((label, text))} accepted rows already "
+                    f"(max_entity_repeats {s.ledger.max_repeats})")
+    return None

@@ -1,0 +1,149 @@
+"""Variety: accepted rows of one seed differ in their entities and wording, one entity does not fill a run, near
+duplicates across seeds are rejected (the variety pass and its scope), and the summary reports entity novelty and
+distinct n-grams."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from datasets import Dataset
+
+from hf_rgda import RGDAAugmenter, RunSummary, ScriptedLLM
+from hf_rgda.checking import Checker
+from hf_rgda.checking.variety import Ledger
+from hf_rgda.records import Candidate, Seed, SeedResult, SeedTrace
+from hf_rgda.tags import parse_inline
+from hf_rgda.testing import FakeWorld
+
+from .conftest import LABELS
+
+CHECK = Checker(("Disease", "Product"))
+
+
+def result(key: str, rows: list[str], seed: str = "Germline mutations in BRCA1 cause [breast cancer](Disease) .") -> SeedResult:
+    r = SeedResult(Seed(key, *map(tuple, parse_inline(seed))))
+    r.accepted = [Candidate(raw=x, tokens=t, tags=g) for x in rows for t, g in [parse_inline(x)]]
+    return r
+
+
+def outcome(rs: list[SeedResult]) -> list[tuple[str, list[str]]]:
+    return [(r.seed.key, [f"{s}/{c.reason}" for s, c in r.rejected]) for r in rs]
+
+
+NEAR = ("PTEN variants in men raise the risk of [glioma](Disease) by half .",
+        "PTEN variants in men raise the risk of [lupus](Disease) by half .")
+
+
+def test_a_near_duplicate_of_another_seeds_row_is_rejected_the_later_one() -> None:
+    first, second = result("a", [NEAR[0]]), result("b", [NEAR[1], "Smoking was linked to [gout](Disease) in the cohort ."])
+    CHECK.vary([first, second], Ledger(3), forbid_seed_entities=True)
+    assert len(first.accepted) == 1 and [" ".join(c.tokens) for c in second.accepted] == [
+        "Smoking was linked to gout in the cohort ."]
+    ((stage, c),) = second.rejected
+    assert (stage, c.reason) == ("variety", "cross_seed_duplicate") and "another seed" in c.detail
+    first, second = result("a", [NEAR[0]]), result("b", [NEAR[1]])
+    CHECK.vary([second, first], Ledger(3), forbid_seed_entities=True)  # seed order decides which one stays
+    assert outcome([second, first]) == [("b", []), ("a", ["variety/cross_seed_duplicate"])]
+
+
+def test_one_new_entity_is_accepted_max_entity_repeats_times_a_run() -> None:
+    rows = ["Fans queued all night for the new [IPad](Product) model .", "A cracked [IPad](Product) screen costs a lot .",
+            "Schools handed every pupil an [IPad](Product) in spring .", "The [IPad](Product) sold out within hours .",
+            "Her [IPad](Product) battery lasted two full days ."]
+    rs = [result(f"s{i}", [row]) for i, row in enumerate(rows)]
+    CHECK.vary(rs, Ledger(3), forbid_seed_entities=True)
+    assert [len(r.accepted) for r in rs] == [1, 1, 1, 0, 0]
+    assert rs[3].rejected[0][1].reason == "repeated_entity"
+    assert rs[3].rejected[0][1].detail == "'ipad' as Product is in 3 accepted rows already (max_entity_repeats 3)"
+    rs = [result(f"s{i}", [row]) for i, row in enumerate(rows)]
+    CHECK.vary(rs, Ledger(0), forbid_seed_entities=True)  # 0: no cap
+    assert [len(r.accepted) for r in rs] == [1] * 5
+    # a seed's own entity (a seed generation's versions keep it) is no new one and never capped
+    own = [result(f"s{i}", [row], seed="The [IPad](Product) is a tablet .") for i, row in enumerate(rows)]
+    CHECK.vary(own, Ledger(3), forbid_seed_entities=False)
+    assert [len(r.accepted) for r in own] == [1] * 5
+
+
+def test_rows_of_one_seed_with_the_same_entities_keep_the_first() -> None:
+    rows = ["Carriers of the variant developed [glioma](Disease) early .", "PTEN variants raise the risk of [glioma](Disease) .",
+            "PTEN variants raise the risk of [Glioma](Disease) and [gout](Disease) ."]
+    r = result("a", rows)
+    CHECK.vary([r], Ledger(3), forbid_seed_entities=True)
+    assert len(r.accepted) == 2 and outcome([r]) == [("a", ["variety/same_entities"])]
+    r = result("a", rows)  # versions of the seed (naive, biorda) keep the seed's entities by design
+    CHECK.vary([r], Ledger(3), forbid_seed_entities=False)
+    assert len(r.accepted) == 3 and not r.rejected
+
+
+def test_a_batch_computed_again_replaces_its_rows_in_the_ledger() -> None:
+    ledger = Ledger(3)
+    for _ in range(2):  # the same outcome both times: the seeds' earlier rows are dropped first
+        rs = [result("a", [NEAR[0]]), result("b", [NEAR[1]])]
+        CHECK.vary(rs, ledger, forbid_seed_entities=True)
+        assert outcome(rs) == [("a", []), ("b", ["variety/cross_seed_duplicate"])]
+    assert list(ledger.rows) == ["a"] and ledger.count(("Disease", "glioma")) == 1
+
+
+# ---------------------------------------------------------------- in the augmenter
+A = ["Rare", "Common", "Inherited", "Somatic", "Novel", "Silent", "Germline"]
+B = ["variants", "deletions", "repeats", "fusions", "insertions"]
+G = ["TP53", "APC", "MLH1", "CFTR", "HTT", "PTEN", "KRAS", "SOD1"]
+C = ["raise the risk of", "were traced in", "explain"]
+D = ["adults", "children", "twins", "mice"]
+
+
+class OneEntity(FakeWorld):
+    """A scripted world whose every sentence names the same disease, in varied wording."""
+
+    def sentence(self) -> dict[str, Any]:
+        i = next(self.counter)
+        text = f"{A[i % 7]} {B[i % 5]} of {G[i % 8]} {C[i % 3]} gout in {D[i % 4]} (case {i})."
+        return {"text": text, "entities": [{"text": "gout", "type": "Disease"}]}
+
+
+def one_entity(messages: Any, schema: Any, params: Any) -> Any:
+    """:class:`OneEntity` as a pure function of the call (its derived seed): a map computed again gets the same."""
+    world = OneEntity()
+    world.counter = itertools.count(int(params.get("seed", 0)) % 997)
+    return world(messages, schema, params)
+
+
+SEEDS = {"tokens": [["Germline", "mutations", "in", "BRCA1", "cause", w, "cancer", "."]
+                    for w in ("breast", "ovarian", "colon", "lung", "skin")],
+         "ner_tags": [["O", "O", "O", "O", "O", "B-Disease", "I-Disease", "O"]] * 5}
+
+
+def test_in_a_run_one_seed_keeps_one_row_per_entity_set_and_the_run_caps_the_entity() -> None:
+    ds = Dataset.from_dict(SEEDS)
+    aug = RGDAAugmenter(label_names=LABELS, llm=ScriptedLLM(one_entity), method="gda", cache=False, keep_rejected=True,
+                        max_repairs=0)
+    out = ds.map(aug, batched=True, batch_size=2, load_from_cache_file=False)  # the ledger spans the batches
+    d = aug.summary.to_dict()
+    assert d["accepted"] == 3 and d["rejected_by_reason"]["same_entities"] == 10
+    assert d["rejected_by_reason"]["repeated_entity"] == 2
+    reasons = {r["rgda_reason"] for r in out if r["rgda_status"] == "rejected"}
+    assert {"composer/same_entities", "variety/repeated_entity"} <= reasons
+    accepted = [r["rgda_source"] for r in out if r["rgda_status"] == "accepted"]
+    assert len(set(accepted)) == 3  # the first three seeds, one row each
+    again = ds.map(aug, batched=True, batch_size=2, load_from_cache_file=False)  # computed again: the same rows
+    assert [r for r in again if r["rgda_status"] == "accepted"] == [r for r in out if r["rgda_status"] == "accepted"]
+    assert d["variety"] == {"entity_texts": 1, "novel_entity_texts": 1, "entity_novelty": 1.0,
+                            "distinct_1": d["variety"]["distinct_1"], "distinct_2": d["variety"]["distinct_2"]}
+    assert RunSummary.from_dataset(out).to_dict()["variety"] == d["variety"]
+
+
+def test_the_summary_reports_entity_novelty_and_distinct_ngrams() -> None:
+    r = result("a", ["Gout hurts [lupus](Disease) patients .", "[Breast cancer](Disease) hurts too ."],
+               seed="Germline mutations in BRCA1 cause [breast cancer](Disease) .")
+    summary = RunSummary()
+    summary.add(SeedTrace.from_json(json.loads(json.dumps(SeedTrace.of(r, "rgda").to_json()))))
+    v = summary.to_dict()["variety"]
+    # entity texts: lupus (new), breast cancer (the seed's); 10 words, 8 distinct ("hurts", "." twice); 8 bigrams, all
+    # distinct
+    assert v == {"entity_texts": 2, "novel_entity_texts": 1, "entity_novelty": 0.5, "distinct_1": 0.8,
+                 "distinct_2": 1.0}
+    assert "variety: 2 entity texts, 50% new to the seeds; distinct-1 0.8, distinct-2 1.0" in summary.format()
+    assert RunSummary().to_dict()["variety"] == {"entity_texts": 0, "novel_entity_texts": 0, "entity_novelty": None,
+                                                 "distinct_1": None, "distinct_2": None}
