@@ -2,20 +2,18 @@
 
 A provider module implements :meth:`RemoteLLM._request` (one attempt, SDK errors mapped to the library's
 :class:`~hf_rgda.BackendError` subclasses, ``retry_after`` filled from the response) and :meth:`RemoteLLM._new_client`;
-one whose API returns logprobs also sets ``has_logprobs`` and implements ``_top_logprobs`` (checked when the
-class is created).
-This class adds a semaphore per running event loop (``max_concurrency``), a requests- and tokens-per-minute
-limiter shared by every event loop and thread of the process, and bounded retries with exponential backoff and full
-jitter that honour ``Retry-After``. SDK-level retries are switched off so that there is one retry policy, visible in
-the config.
+one whose API returns logprobs also sets ``has_logprobs`` and implements ``_top_logprobs`` (checked at class creation).
+This class adds a semaphore per running event loop (``max_concurrency``), a requests- and tokens-per-minute limiter
+shared by every event loop and thread of the process, and bounded retries with exponential backoff and full jitter that
+honour ``Retry-After`` (SDK-level retries are off: one retry policy, visible in the config).
 
 Limits and ``datasets.map``: each map batch runs in an event loop of its own, one batch after another; the
 ``rpm``/``tpm`` limiter is one per process for each backend identity (backend, model, base URLs) and limits, so it
 holds across batches, and it counts a request until it is over (:class:`RateLimiter`), so the provider, which counts
-arrivals, never sees more than ``rpm`` in a window. Under ``num_proc=N`` every worker process has its own limiter: the provider sees up to N times
-the limits (divide them by N). The seeds of one batch run concurrently, so the requests in flight are at most
-``max_concurrency`` and, in practice, about ``batch_size`` times the calls one seed makes at once: raise
-``batch_size`` along with ``max_concurrency`` (e.g. for several servers).
+arrivals, never sees more than ``rpm`` in a window. Under ``num_proc=N`` every worker process has its own limiter: the
+provider sees up to N times the limits (divide them by N). The seeds of one batch run concurrently, so the requests in
+flight are at most ``max_concurrency`` and, in practice, about ``batch_size`` times the calls one seed makes at once:
+raise ``batch_size`` along with ``max_concurrency`` (e.g. for several servers).
 
 Secrets: keys are read from the environment at the first call. A key given in code (``api_key``) and the credentials
 of a ``base_url`` (``http://user:password@host/v1``, or a query such as ``?api-key=...``) are held in the process's secret registry
@@ -26,8 +24,7 @@ variable (spawn, forkserver); a worker that finds neither stops with an :class:`
 says so (never a silent fallback to another key). The base URLs kept and shown are without their user info and
 query; both are put back only in the URL handed to the SDK, and a filter on the HTTP stack's loggers
 (:func:`~hf_rgda._secrets.install_log_redaction`) scrubs user info and every known key from their records at every
-level. Secrets are kept out of ``identity()``, ``repr``, ``__getstate__`` and every message the library raises or logs
-(:func:`redact`).
+level. Secrets are kept out of ``identity()``, ``repr``, ``__getstate__`` and every message raised or logged (:func:`redact`).
 """
 
 from __future__ import annotations
@@ -165,9 +162,8 @@ class RemoteLLM(LLM):
         retry: the retry policy.
         api_key: a key given in code (else the provider's environment variable is read at the first call); it
             reaches ``num_proc`` workers through the process's secret registry, never through the pickled state.
-        key_from_env: whether the provider's environment variable may supply the key. ``False`` for a ``base_url``
-            that somebody other than the environment's owner chose (a web demo's visitor): only ``api_key`` or the
-            URL's own credentials are sent there, never the key the environment holds.
+        key_from_env: whether the environment's key may be sent; ``False`` for a ``base_url`` a web demo's visitor
+            chose: only ``api_key`` or the URL's own credentials go there.
     """
 
     #: provider name used in identities and price lookups
@@ -262,15 +258,11 @@ class RemoteLLM(LLM):
         self._given_secrets()
         if self._api_key:
             return self._api_key
-        for name in self.key_env if self.key_from_env else ():
-            if os.environ.get(name):
-                return os.environ[name]
-        if self.base_urls and self.keyless_with_base_url:
-            return "not-needed"
-        if not self.key_from_env:
-            raise AuthenticationError(f"{self.backend}: no API key given (the environment's key is not sent to this "
-                                      "base URL)")
-        raise AuthenticationError(f"{self.backend}: no API key: set {' or '.join(self.key_env)}")
+        env = [os.environ[n] for n in self.key_env if self.key_from_env and os.environ.get(n)]
+        if env or (self.base_urls and self.keyless_with_base_url):
+            return env[0] if env else "not-needed"
+        raise AuthenticationError(f"{self.backend}: no API key: set {' or '.join(self.key_env)}" if self.key_from_env
+                                  else f"{self.backend}: no API key given (the environment's is not sent to this URL)")
 
     def _secrets(self) -> list[str]:
         userinfo = [part for u in self._url_auth.values() for part in (u, u.split(":", 1)[-1])]  # not the user name
