@@ -47,17 +47,19 @@ __all__ = ["LABELS", "calibrate", "default_scorers"]
 LABELS = {"entity": "entity verifier", "verification": "entity verification (checker first)", "checker": "checker",
           "split": "split statistics", "ac": "AC judge", "gr": "GR judge", "ac-prob": "AC judge (by probability)",
           "gr-prob": "GR judge (by probability)", "debate": "debate reviewers",
-          "debate-prob": "debate reviewers (by probability)"}
+          "debate-prob": "debate reviewers (by probability)",
+          "sense": "sense (least likely tokens)"}
 MIN_CANARIES = 4
 
 
 def default_scorers(config: AugmentConfig, llm: LLM) -> list[str]:
-    """The scorers of what a run with ``config`` on ``llm`` uses: the entity verifier, the checker, and the judges
-    of its method, read as the run reads them (``judge_reading``)."""
+    """The scorers of what a run with ``config`` on ``llm`` uses: the entity verifier, the checker, the judges of its
+    method, read as the run reads them (``judge_reading``), and the sense reading where the backend has one."""
     prob = "-prob" if by_probability(config, llm) else ""
     names = ["entity"] if config.verify_entities else []
     names.append("checker")
     names += [f"ac{prob}"] * config.uses_ac + [f"gr{prob}"] * config.uses_gr
+    names += ["sense"] * llm.scores_text  # a backend that reads a given text's token logprobs (the local model)
     return names + [f"debate{prob}"] * (config.debate_review or config.method == "biorda")
 
 

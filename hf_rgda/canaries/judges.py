@@ -34,6 +34,7 @@ from ..llm.base import LLM
 from ..pipeline import Pipeline, Stages
 from ..records import Candidate, Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
+from ..sense import relative_sense, sense_scores
 from ..stages.debate import ReviewResult, run_review
 from ..stages.rating import expected_total
 from ..tags import Span, tags_to_spans
@@ -115,6 +116,14 @@ class Judges:
     async def gr_prob(self, canary: Canary) -> float:
         """The GR judge read by probability: its weighted total before rounding / 100."""
         return expected_total(await self._gr(canary, self.prob_stages), GR_RUBRIC) / 100
+
+    async def sense(self, canary: Canary) -> float:
+        """The row's sense against its seed's (:mod:`hf_rgda.sense`): the model's least likely tokens, no generation."""
+        if not self.llm.scores_text:
+            raise RGDAError(f"{type(self.llm).__name__} cannot score a given text (no prompt logprobs)")
+        row, seed = await sense_scores(self.llm, self.config.domain, [canary.tokens, canary.seed_tokens])
+        self.details[canary.id] = {"sense": round(row, 3), "seed_sense": round(seed, 3)}
+        return relative_sense(row, seed)
 
     async def _review(self, canary: Canary, stages: Stages) -> ReviewResult[Candidate]:
         """The review panel's first round on the row (no revision), as the pipeline's ``debate_review`` runs it."""
@@ -229,6 +238,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, "probability_threshold", 100),
     "debate": ScorerSpec("row", lambda j: j.debate, "debate_sigma", 100),
     "debate-prob": ScorerSpec("row", lambda j: j.debate_prob, "probability_threshold", 100),
+    "sense": ScorerSpec("row", lambda j: j.sense),
 }
 
 

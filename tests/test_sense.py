@@ -1,0 +1,68 @@
+"""The sense reading (hf_rgda.sense) and its calibration scorer: a backend that reads a given text's token logprobs
+is scored by its least likely tokens, relative to the seed, and ``hf-rgda calibrate`` reports how it separates each
+defect class. The backend here is scripted: a word-bigram model of the gold sentences (a known word pair is likely, an
+unknown one unlikely), which is what a language model's reading of garbled, spliced or swapped text looks like."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+
+from hf_rgda import AugmentConfig, ScriptedLLM, calibrate
+from hf_rgda.calibration import default_scorers
+from hf_rgda.sense import prefix, relative_sense, sense
+from hf_rgda.tags import parse_inline
+
+from .test_calibrate import DEV, TRAIN, data  # noqa: F401 (the fixture)
+
+
+class BigramReader(ScriptedLLM):
+    """A scripted backend that scores texts: log P(word | previous word) is -0.5 for a pair the gold sentences have,
+    -6 for one they lack."""
+
+    scores_text = True
+
+    def __init__(self) -> None:
+        super().__init__(lambda messages, schema, params: {}, name="bigram")
+        words = [["<s>", *parse_inline(x)[0]] for x in DEV + TRAIN]
+        self.pairs = {(a.lower(), b.lower()) for w in words for a, b in itertools.pairwise(w)}
+        self.read: list[str] = []
+
+    async def text_logprobs(self, prefix_text: str, texts: Sequence[str]) -> list[list[float]]:
+        self.read.append(prefix_text)
+        out = []
+        for text in texts:
+            words = ["<s>", *text.replace(".", " .").replace(",", " ,").split()]
+            out.append([-0.5 if (a.lower(), b.lower()) in self.pairs else -6.0 for a, b in itertools.pairwise(words)])
+        return out
+
+
+def test_sense_is_the_mean_of_the_least_likely_tokens() -> None:
+    assert sense([-0.1, -5.0, -0.2, -3.0, -1.0]) == -3.0
+    assert sense([-2.0]) == -2.0 and sense([]) == 0.0
+    assert relative_sense(-1.0, -1.0) == 0.5 and relative_sense(-9.0, -1.0) < 0.001
+    assert math.isclose(relative_sense(-1.0, -3.0), 1 / (1 + math.exp(-2)))
+    assert prefix("biomedical abstracts") == "A sentence from biomedical abstracts:\n"
+
+
+def test_calibrate_reports_the_sense_reading_by_class(data: Path, tmp_path: Path) -> None:  # noqa: F811
+    llm = BigramReader()
+    assert "sense" in default_scorers(AugmentConfig(), llm)
+    assert "sense" not in default_scorers(AugmentConfig(), ScriptedLLM(lambda m, s, p: {}, name="plain"))
+    report = calibrate(data, llm, scorers=["sense"], out=tmp_path / "calibration.json",
+                       config=AugmentConfig(domain="bio"), cache=False, progress=False)
+    per_class = report["scorers"]["sense"]["per_class"]
+    # a bigram reader sees shuffled words and a mention moved among them; a splice at a shared word it cannot see
+    for nonsense in ("garbled", "entity_swapped", "looped"):
+        assert per_class[nonsense]["auroc_vs_good"] == 1.0, (nonsense, per_class[nonsense])
+    assert per_class["good"]["mean_score"] == 0.5  # a gold row reads like its gold seed
+    assert llm.read and all(p == prefix("bio") for p in llm.read)
+
+
+def test_a_backend_without_text_logprobs_fails_the_sense_cell_in_one_line(data: Path, tmp_path: Path) -> None:  # noqa: F811
+    report = calibrate(data, ScriptedLLM(lambda m, s, p: {}, name="plain"), scorers=["sense"],
+                       out=tmp_path / "c.json", config=AugmentConfig(domain="bio"), cache=False, progress=False)
+    assert "sense" in report["failed_scorers"] and "cannot score a given text" in report["failed_scorers"]["sense"]
