@@ -10,7 +10,6 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-
 from hf_rgda import AugmentConfig, ScriptedLLM, calibrate
 from hf_rgda.calibration import default_scorers
 from hf_rgda.sense import prefix, relative_sense, sense
