@@ -84,6 +84,7 @@ _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "judge_temperature": (lambda v: 0.0 <= v <= 2.0, "between 0.0 and 2.0"),
     "near_copy_ratio": (lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
     "verify_threshold": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
+    "sense_threshold": (lambda v: 0.0 <= v < 1.0, "at least 0.0 and under 1.0"),
     "verify_relative": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "verify_min_mass": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "entity_hints": (lambda v: v >= 0, "0 or more"),
@@ -156,6 +157,12 @@ class AugmentConfig:
                        "type, tag a text the split always tags, keep the one of several sentences with the entities; each repair is "
                        "recorded in rgda_reason", group="checks")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold", group="judges")
+    sense_threshold: float = _f(0.0, "the sense gate (hf_rgda.sense): reject a sentence whose three least likely "
+                                "tokens read far below its seed's under the model's own probabilities (garbled, "
+                                "spliced or off-domain text), where the backend reads them (the local model): the "
+                                "score is 1/(1+exp(-(sentence - seed))) in nats, 0.5 level with the seed, 0.05 three "
+                                "nats below; `hf-rgda calibrate` measures it (scorer 'sense'); 0: off",
+                                group="checks")
     verify_entities: bool = _f(True, "ask one multiple-choice question per tagged entity of every sentence that passed "
                                "the checker (its type against the dataset's other types, contrast categories and 'an "
                                "ordinary word or phrase'), read as the probability of its type; below verify_threshold "

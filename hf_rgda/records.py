@@ -98,6 +98,7 @@ class Candidate:
     repair_asked: bool = False  # a targeted re-ask has already covered this rejection
     salvaged: list[str] = field(default_factory=list)  # deterministic repairs the checker made (salvage=True)
     verified: bool = False  # the entity verifier has decided on its entities (hf_rgda.stages.verify)
+    sensed: bool = False  # the sense gate has read it (hf_rgda.stages.sense_gate)
 
     @property
     def ok(self) -> bool:

@@ -5,6 +5,7 @@ unknown one unlikely), which is what a language model's reading of garbled, spli
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 from collections.abc import Sequence
@@ -65,3 +66,44 @@ def test_a_backend_without_text_logprobs_fails_the_sense_cell_in_one_line(data: 
     report = calibrate(data, ScriptedLLM(lambda m, s, p: {}, name="plain"), scorers=["sense"],
                        out=tmp_path / "c.json", config=AugmentConfig(domain="bio"), cache=False, progress=False)
     assert "sense" in report["failed_scorers"] and "cannot score a given text" in report["failed_scorers"]["sense"]
+
+
+class MarkedReader(ScriptedLLM):
+    """The scripted world's answers, and a text reading in which one word (the first of the seed-generation and
+    composer sentences' second word list, whatever it is) is very unlikely: rows carrying it read far below their seed."""
+
+    scores_text = True
+
+    def __init__(self, world: object, unlikely: str) -> None:
+        super().__init__(world)
+        self.unlikely, self.texts = unlikely, []
+
+    async def text_logprobs(self, prefix_text: str, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += list(texts)
+        return [[-9.0 if self.unlikely in w else -0.5 for w in t.split()] for t in texts]
+
+
+def test_the_gate_rejects_what_reads_far_below_its_seed_and_only_where_switched_on() -> None:
+    from hf_rgda.checking import Checker
+    from hf_rgda.pipeline import Pipeline
+
+    from .conftest import FakeWorld
+    from .test_pipeline import SEEDS
+
+    def run(threshold: float, reader: type = MarkedReader) -> tuple[list, MarkedReader]:
+        llm = reader(FakeWorld(), "a")  # every generated sentence with a word containing "a" reads as unlikely
+        pipe = Pipeline(AugmentConfig(method="gda", sense_threshold=threshold), llm, Checker(("Disease",)))
+        return asyncio.run(pipe.run(SEEDS)), llm
+
+    off, llm = run(0.0)
+    assert not llm.texts and all(len(r.accepted) == 3 for r in off)
+    on, llm = run(0.05)
+    seeds = [" ".join(s.tokens) for s in SEEDS]
+    assert llm.texts and any(t in seeds or "a" not in t for t in llm.texts)  # each seed is read as the reference
+    rejected = [(stage, c.reason) for r in on for stage, c in r.rejected]
+    kept = [c for r in on for c in r.accepted]
+    assert rejected and set(rejected) == {("sense", "implausible")}
+    assert len(kept) + len(rejected) == sum(len(r.accepted) for r in off)
+    assert all(c.sensed for c in kept)
+    plain, _ = run(0.05, reader=lambda world, _: ScriptedLLM(world))  # a backend that cannot read text: no gate
+    assert all(len(r.accepted) == 3 for r in plain)

@@ -238,7 +238,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "gr-prob": ScorerSpec("guide", lambda j: j.gr_prob, "probability_threshold", 100),
     "debate": ScorerSpec("row", lambda j: j.debate, "debate_sigma", 100),
     "debate-prob": ScorerSpec("row", lambda j: j.debate_prob, "probability_threshold", 100),
-    "sense": ScorerSpec("row", lambda j: j.sense),
+    "sense": ScorerSpec("row", lambda j: j.sense, "sense_threshold"),
 }
 
 

@@ -11,6 +11,7 @@ names them (:mod:`.registry`).
 - :mod:`.judge`: the judge loop both refiners are (Algorithm 1).
 - :mod:`.debate`: WHICH (``biorda``'s Advise-Reflect-Revise debate) and the ``debate_review`` stage; :mod:`.panel`:
   the reviewer rounds both run.
+- :mod:`.sense_gate`: a sentence whose least likely tokens read far below its seed's is rejected.
 - :mod:`.verify`: one multiple-choice question per tagged entity, read as the probability of its type;
   :mod:`.categories`: the question and its options.
 - :mod:`.base`: what they share: the run, a step, writing and checking sentences.
@@ -24,8 +25,9 @@ from .guidance import Guidance
 from .judge import JudgeLoop
 from .registry import PLANS, STAGES, Stage, call_step, register, system_prompts
 from .seed_generation import Repair, SeedGeneration
+from .sense_gate import SenseGate
 from .verify import Verify
 
 __all__ = ["PLANS", "STAGES", "Composer", "Each", "EntityPool", "Guidance", "JudgeLoop", "Repair", "Review", "Run",
-           "SeedGeneration", "Stage", "Step", "Verify", "Where", "Which", "call_step", "register", "run_debate",
+           "SeedGeneration", "SenseGate", "Stage", "Step", "Verify", "Where", "Which", "call_step", "register", "run_debate",
            "run_review", "system_prompts"]

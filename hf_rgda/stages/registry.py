@@ -133,12 +133,12 @@ def system_prompts(config: AugmentConfig, types: Sequence[str], type_notes: str 
 #: the guided methods' seed generation writes the guidance stage's "other phrasings" (context, not rows), so its
 #: rejected sentences are not re-asked there: the repair would buy context with a fifth of the method's tokens
 #: (benchmarks/results/local_profile.json); naive, whose rows they are, repairs them
-_GUIDED = ("where", "seed_generation", "guidance", "guidance_judge", "composer", "composer_repair", "entity_verify",
-           "composition_judge", "debate_review", "entity_verify", "finish")
+_GUIDED = ("where", "seed_generation", "guidance", "guidance_judge", "composer", "composer_repair", "sense",
+           "entity_verify", "composition_judge", "debate_review", "sense", "entity_verify", "finish")
 
 #: each method's stages, in order (a stage whose ``when`` fails the configuration is passed over)
 PLANS: dict[str, tuple[str, ...]] = {
-    "naive": ("where", "seed_generation", "seed_generation_repair", "variants", "entity_verify"),
-    "biorda": ("where", "debate", "entity_verify"),
+    "naive": ("where", "seed_generation", "seed_generation_repair", "variants", "sense", "entity_verify"),
+    "biorda": ("where", "debate", "sense", "entity_verify"),
     **dict.fromkeys(("gda", "rgda", "rgda-no-gr", "rgda-no-ac"), _GUIDED),
 }
