@@ -48,7 +48,7 @@ LABELS = {"entity": "entity verifier", "verification": "entity verification (che
           "split": "split statistics", "ac": "AC judge", "gr": "GR judge", "ac-prob": "AC judge (by probability)",
           "gr-prob": "GR judge (by probability)", "debate": "debate reviewers",
           "debate-prob": "debate reviewers (by probability)",
-          "sense": "sense (least likely tokens)"}
+          "sense": "sense (least likely tokens)", "mentions": "completeness (mentions listed, verified)"}
 MIN_CANARIES = 4
 
 
@@ -60,6 +60,7 @@ def default_scorers(config: AugmentConfig, llm: LLM) -> list[str]:
     names.append("checker")
     names += [f"ac{prob}"] * config.uses_ac + [f"gr{prob}"] * config.uses_gr
     names += ["sense"] * llm.scores_text  # a backend that reads a given text's token logprobs (the local model)
+    names += ["mentions"] * config.check_mentions
     return names + [f"debate{prob}"] * (config.debate_review or config.method == "biorda")
 
 

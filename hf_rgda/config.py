@@ -157,6 +157,11 @@ class AugmentConfig:
                        "type, tag a text the split always tags, keep the one of several sentences with the entities; each repair is "
                        "recorded in rgda_reason", group="checks")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold", group="judges")
+    check_mentions: bool = _f(False, "the completeness check (hf_rgda.stages.completeness): the model lists every "
+                              "mention of the types in each row that passed entity verification, and a listed one the "
+                              "row leaves untagged, confirmed by the verifier's question (P(type) >= "
+                              "verify_threshold), rejects the row (untagged_mention); one call a row, more for what it "
+                              "lists", group="checks")
     sense_threshold: float = _f(0.0, "the sense gate (hf_rgda.sense): reject a sentence whose three least likely "
                                 "tokens read far below its seed's under the model's own probabilities (garbled, "
                                 "spliced or off-domain text), where the backend reads them (the local model): the "

@@ -99,6 +99,7 @@ class Candidate:
     salvaged: list[str] = field(default_factory=list)  # deterministic repairs the checker made (salvage=True)
     verified: bool = False  # the entity verifier has decided on its entities (hf_rgda.stages.verify)
     sensed: bool = False  # the sense gate has read it (hf_rgda.stages.sense_gate)
+    completed: bool = False  # the completeness check has listed its mentions (hf_rgda.stages.completeness)
 
     @property
     def ok(self) -> bool:

@@ -35,9 +35,10 @@ from ..pipeline import Pipeline, Stages
 from ..records import Candidate, Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 from ..sense import relative_sense, sense_scores
+from ..stages.completeness import Completeness
 from ..stages.debate import ReviewResult, run_review
 from ..stages.rating import expected_total
-from ..tags import Span, tags_to_spans
+from ..tags import Span, detokenize, tags_to_spans
 from .build import Canary, Gold
 from .defects import build_guide
 from .scoring import evaluate
@@ -116,6 +117,15 @@ class Judges:
     async def gr_prob(self, canary: Canary) -> float:
         """The GR judge read by probability: its weighted total before rounding / 100."""
         return expected_total(await self._gr(canary, self.prob_stages), GR_RUBRIC) / 100
+
+    async def mentions(self, canary: Canary) -> float:
+        """The completeness check on the row: 1 - the largest P(type) the verifier gives a mention the model listed
+        and the row leaves untagged (1: none listed)."""
+        r = self._result(canary, canary.seed_tokens, canary.seed_tags)
+        found = await Completeness(self.stages.run, self.stages.verify).found(r, self._row(canary))
+        self.details[canary.id] = {"untagged": [[detokenize(canary.tokens[s.start:s.end]), s.label, round(p, 3)]
+                                                for s, p in found]}
+        return 1 - max((p for _, p in found), default=0.0)
 
     async def sense(self, canary: Canary) -> float:
         """The row's sense against its seed's (:mod:`hf_rgda.sense`): the model's least likely tokens, no generation."""
@@ -239,6 +249,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "debate": ScorerSpec("row", lambda j: j.debate, "debate_sigma", 100),
     "debate-prob": ScorerSpec("row", lambda j: j.debate_prob, "probability_threshold", 100),
     "sense": ScorerSpec("row", lambda j: j.sense, "sense_threshold"),
+    "mentions": ScorerSpec("row", lambda j: j.mentions),
 }
 
 

@@ -27,6 +27,7 @@ TEMPLATE_NAMES = (
     "guidance_refine",
     "inline_format",
     "json_reask",
+    "mention_check",
     "judge_scale",
     "repair",
     "seed_generation",

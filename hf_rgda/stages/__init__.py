@@ -11,6 +11,7 @@ names them (:mod:`.registry`).
 - :mod:`.judge`: the judge loop both refiners are (Algorithm 1).
 - :mod:`.debate`: WHICH (``biorda``'s Advise-Reflect-Revise debate) and the ``debate_review`` stage; :mod:`.panel`:
   the reviewer rounds both run.
+- :mod:`.completeness`: the model lists a row's mentions; one it left untagged that the verifier confirms rejects it.
 - :mod:`.sense_gate`: a sentence whose least likely tokens read far below its seed's is rejected.
 - :mod:`.verify`: one multiple-choice question per tagged entity, read as the probability of its type;
   :mod:`.categories`: the question and its options.
@@ -19,6 +20,7 @@ names them (:mod:`.registry`).
 
 from .attribution import Where
 from .base import Each, Run, Step
+from .completeness import Completeness
 from .composer import Composer, EntityPool
 from .debate import Review, Which, run_debate, run_review
 from .guidance import Guidance
@@ -28,6 +30,6 @@ from .seed_generation import Repair, SeedGeneration
 from .sense_gate import SenseGate
 from .verify import Verify
 
-__all__ = ["PLANS", "STAGES", "Composer", "Each", "EntityPool", "Guidance", "JudgeLoop", "Repair", "Review", "Run",
+__all__ = ["PLANS", "STAGES", "Completeness", "Composer", "Each", "EntityPool", "Guidance", "JudgeLoop", "Repair", "Review", "Run",
            "SeedGeneration", "SenseGate", "Stage", "Step", "Verify", "Where", "Which", "call_step", "register", "run_debate",
            "run_review", "system_prompts"]

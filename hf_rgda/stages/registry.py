@@ -134,11 +134,13 @@ def system_prompts(config: AugmentConfig, types: Sequence[str], type_notes: str 
 #: rejected sentences are not re-asked there: the repair would buy context with a fifth of the method's tokens
 #: (benchmarks/results/local_profile.json); naive, whose rows they are, repairs them
 _GUIDED = ("where", "seed_generation", "guidance", "guidance_judge", "composer", "composer_repair", "sense",
-           "entity_verify", "composition_judge", "debate_review", "sense", "entity_verify", "finish")
+           "entity_verify", "mention_check", "composition_judge", "debate_review", "sense", "entity_verify",
+           "mention_check", "finish")
 
 #: each method's stages, in order (a stage whose ``when`` fails the configuration is passed over)
 PLANS: dict[str, tuple[str, ...]] = {
-    "naive": ("where", "seed_generation", "seed_generation_repair", "variants", "sense", "entity_verify"),
-    "biorda": ("where", "debate", "sense", "entity_verify"),
+    "naive": ("where", "seed_generation", "seed_generation_repair", "variants", "sense", "entity_verify",
+              "mention_check"),
+    "biorda": ("where", "debate", "sense", "entity_verify", "mention_check"),
     **dict.fromkeys(("gda", "rgda", "rgda-no-gr", "rgda-no-ac"), _GUIDED),
 }

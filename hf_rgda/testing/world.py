@@ -104,11 +104,14 @@ class FakeWorld:
         entity_prob: the probability the entity verifier's question gives the asked type (option ``A``); the rest
             goes to the last option, "an ordinary word or phrase" (:meth:`entity_dist`). Asked as a completion (the
             sampling fallback of a backend without logprobs), the question gets the likelier of the two.
+        listed: texts the completeness check's listing names as Diseases where the sentence has them (none: the
+            listing names nothing, so nothing is found untagged).
     """
 
     def __init__(self, gr_scores: list[int] = [95], ac_scores: list[int] = [95], broken: tuple[str, ...] = (),  # noqa: B006
-                 review_scores: list[int] = [100], entity_prob: float = 0.95) -> None:  # noqa: B006
+                 review_scores: list[int] = [100], entity_prob: float = 0.95, listed: Sequence[str] = ()) -> None:  # noqa: B006
         self.gr_scores, self.ac_scores, self.broken = list(gr_scores), list(ac_scores), broken
+        self.listed = tuple(listed)
         self.review_scores, self.entity_prob = list(review_scores), entity_prob
         self.total: int | None = None  # the total of the verdict being read by probability
         self.counter = itertools.count()
@@ -161,6 +164,9 @@ class FakeWorld:
             return {"context": "oncology genetics", "structure": "a gene variant causes a disease",
                     "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}],
                     "keywords": ["gene"] + [f"variant {self.stages.count('gr_refine')}"] * (stage == "gr_refine")}
+        if stage == "mention_check":
+            sentence = messages[-1]["content"].lower()
+            return {"mentions": [{"text": t, "type": "Disease"} for t in self.listed if t.lower() in sentence]}
         if stage == "entity_verify":  # {token: probability} for option_probs; one letter when sampled
             dist = self.entity_dist(messages)
             return {"answer": max(dist, key=dist.__getitem__)} if "temperature" in params else dist

@@ -1,0 +1,115 @@
+"""The completeness check: a mention of one of the dataset's types that a row leaves untagged is found, also where
+the mention is new to the split (which the checker's ``known_mention`` and ``untagged_mention`` rules cannot see).
+
+For each row that passed the entity verifier, the model lists every mention of the dataset's types in the sentence
+(one call, ``mention_check``: texts copied from the sentence, each with its type). A listed text found in the
+sentence as its own words, outside every tagged entity, is a *candidate*; the entity verifier's own question then
+asks the model about that span (:meth:`~hf_rgda.stages.verify.Verify.probability`), and a candidate whose type is at
+least as likely as the verifier requires of a tagged entity (``verify_threshold``) is an untagged mention: the row is
+rejected (``mention_check/untagged_mention``, the detail naming the text, type and probability). A listed text that
+is not in the sentence, overlaps a tagged entity or has a type outside the label set is passed over; so is a
+candidate the verifier does not confirm (the listing of a small model names ordinary words too).
+
+It runs where ``check_mentions`` is on (off by default until its A/B is measured); ``hf-rgda calibrate``'s scorer
+``mentions`` reads it on the canaries, whose classes ``mention_untagged`` and ``novel_untagged`` leave a mention
+untagged (the second one absent from the augmenter's split).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from .. import prompts
+from ..records import Candidate, SeedResult
+from ..tags import Span, detokenize, tags_to_spans
+from .base import Run
+from .registry import Stage, register
+from .verify import Verify
+
+__all__ = ["STAGE", "Completeness", "find_span", "mention_schema"]
+
+STAGE = "mention_check"
+
+
+def mention_schema(types: Sequence[str], max_items: int = 12) -> dict[str, Any]:
+    """The listing's answer: ``{"mentions": [{"text": ..., "type": one of types}, ...]}``."""
+    item = {"type": "object", "properties": {"text": {"type": "string"}, "type": {"enum": list(types)}},
+            "required": ["text", "type"], "additionalProperties": False}
+    return {"type": "object", "properties": {"mentions": {"type": "array", "items": item, "maxItems": max_items}},
+            "required": ["mentions"], "additionalProperties": False}
+
+
+def find_span(tokens: Sequence[str], text: str) -> tuple[int, int] | None:
+    """Where ``text`` stands in ``tokens`` as whole tokens (case and spacing ignored, so "Prader-Willi" is found as
+    the split writes it, "Prader - Willi"; the first place), or None.
+
+    Example:
+        >>> find_span(["Risk", "of", "Prader", "-", "Willi", "syndrome", "."], "prader-willi Syndrome")
+        (2, 6)
+    """
+    target = "".join(text.split()).lower()
+    for i in range(len(tokens)) if target else ():
+        joined = ""
+        for j in range(i, len(tokens)):
+            joined += tokens[j].lower()
+            if joined == target:
+                return i, j + 1
+            if len(joined) >= len(target) or not target.startswith(joined):
+                break
+    return None
+
+
+def candidates(tokens: Sequence[str], tags: Sequence[str], listed: Any, types: Sequence[str]) -> list[Span]:
+    """The listed mentions that stand in the sentence outside every tagged entity, as spans (once each)."""
+    tagged = {i for s in tags_to_spans(tags) for i in range(s.start, s.end)}
+    out: list[Span] = []
+    for item in listed.get("mentions", []) if isinstance(listed, dict) else []:
+        if not isinstance(item, dict) or item.get("type") not in types or not str(item.get("text", "")).strip():
+            continue
+        where = find_span(tokens, str(item["text"]))
+        if where is None or tagged & set(range(*where)) or any((s.start, s.end) == where for s in out):
+            continue
+        out.append(Span(where[0], where[1], item["type"]))
+    return out
+
+
+class Completeness:
+    """The check's pass over the seed's accepted rows not checked yet (``Candidate.completed``)."""
+
+    def __init__(self, run: Run, verify: Verify) -> None:
+        self.run, self.verify = run, verify
+
+    async def found(self, r: SeedResult, c: Candidate) -> list[tuple[Span, float]]:
+        """The row's untagged mentions the listing named and the verifier confirmed, with their P(type); every
+        candidate's P is recorded on the row's detail when it rejects."""
+        msgs = self.run.messages(STAGE, sentence=detokenize(c.tokens))
+        listed, _ = await self.run.caller.ask(r, STAGE, msgs, mention_schema(self.run.checker.types),
+                                              salt=" ".join(c.tokens))
+        spans = candidates(c.tokens, c.tags, listed, self.run.checker.types)
+        probs = await asyncio.gather(*(self.verify.probability(r, c.tokens, s) for s in spans))
+        return [(s, p) for s, p in zip(spans, probs) if p is not None]
+
+    async def __call__(self, r: SeedResult) -> None:
+        todo = [c for c in r.accepted if c.ok and not c.completed]
+        if not todo:
+            return
+        found = await asyncio.gather(*(self.found(r, c) for c in todo))
+        t = self.run.config.verify_threshold
+        for c, spans in zip(todo, found):
+            c.completed = True
+            missed = [(s, p) for s, p in spans if p >= t]
+            if missed:
+                s, p = max(missed, key=lambda x: x[1])
+                r.rejected.append((STAGE, c.reject("untagged_mention", f"{detokenize(c.tokens[s.start:s.end])!r} "
+                                                   f"left untagged: P({s.label}) {p:.2f} >= {t}")))
+        r.accepted = [c for c in r.accepted if c.ok]
+
+
+def _system(name: str, common: dict[str, str]) -> str:
+    return prompts.render(name, domain=common["domain"], types=common["types"], type_notes=common["type_notes"])
+
+
+register(Stage(STAGE, "find untagged mentions", system=_system, step=lambda s: Completeness(s.run, s.verify),
+               when=lambda cfg: cfg.check_mentions))

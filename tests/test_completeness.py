@@ -1,0 +1,57 @@
+"""The completeness check (hf_rgda.stages.completeness): a mention the model lists and the row leaves untagged,
+confirmed by the entity verifier's question, rejects the row; what the listing names outside the sentence, inside a
+tagged entity or of another type is passed over; off by default. Scripted world: its listing names the texts given."""
+
+from __future__ import annotations
+
+import asyncio
+
+from hf_rgda import AugmentConfig, ScriptedLLM
+from hf_rgda.checking import Checker
+from hf_rgda.pipeline import Pipeline
+from hf_rgda.stages.completeness import candidates, find_span, mention_schema
+
+from .conftest import FakeWorld
+from .test_pipeline import SEEDS
+
+GENES = ["TP53", "APC", "MLH1", "CFTR", "HTT", "PTEN", "KRAS", "SOD1"]  # the world's untagged gene names
+
+
+def _run(world: FakeWorld, **cfg: object) -> list:
+    pipe = Pipeline(AugmentConfig(method="gda", **cfg), ScriptedLLM(world), Checker(("Disease",)))
+    return asyncio.run(pipe.run(SEEDS))
+
+
+def test_find_span_and_candidates() -> None:
+    tokens = ["Risk", "of", "Prader", "-", "Willi", "syndrome", "and", "gout", "."]
+    tags = ["O", "O", "O", "O", "O", "O", "O", "B-Disease", "O"]
+    assert find_span(tokens, "prader-willi Syndrome") == (2, 6)
+    assert find_span(tokens, "Prader") == (2, 3) and find_span(tokens, "Willis") is None and find_span(tokens, "") is None
+    listed = {"mentions": [{"text": "Prader-Willi syndrome", "type": "Disease"}, {"text": "gout", "type": "Disease"},
+                           {"text": "lupus", "type": "Disease"}, {"text": "Risk", "type": "Gene"},
+                           {"text": "Prader - Willi syndrome", "type": "Disease"}, "junk"]}
+    spans = candidates(tokens, tags, listed, ["Disease"])
+    assert [(s.start, s.end, s.label) for s in spans] == [(2, 6, "Disease")]  # tagged, absent, other type, twice: out
+    schema = mention_schema(["Disease"])
+    assert schema["properties"]["mentions"]["items"]["properties"]["type"] == {"enum": ["Disease"]}
+
+
+def test_a_listed_untagged_mention_the_verifier_confirms_rejects_the_row() -> None:
+    off = _run(FakeWorld(listed=GENES))
+    assert "mention_check" not in FakeWorld().stages and all(len(r.accepted) == 3 for r in off)
+    world = FakeWorld(listed=GENES)
+    on = _run(world, check_mentions=True)
+    assert "mention_check" in world.stages
+    rejected = [(stage, c.reason, c.detail) for r in on for stage, c in r.rejected]
+    assert rejected and all(stage == "mention_check" and reason == "untagged_mention" for stage, reason, _ in rejected)
+    assert any(g in detail for _, _, detail in rejected for g in GENES)
+    assert not any(r.accepted for r in on)  # every world sentence names a gene, untagged
+
+
+def test_nothing_listed_or_nothing_confirmed_keeps_the_rows() -> None:
+    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(), check_mentions=True))
+    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(listed=["no such text"]), check_mentions=True))
+    # the genes listed, but the verifier gives their type 0.1, under verify_threshold (the rows' own diseases pass
+    # verification at 0.1: the seeds' own entities get as much, and the threshold is relative to them)
+    unconfirmed = _run(FakeWorld(listed=GENES, entity_prob=0.1), check_mentions=True)
+    assert all(len(r.accepted) == 3 and not r.rejected for r in unconfirmed)
