@@ -103,6 +103,15 @@ def register_secret(sid: str, value: str) -> None:
         _all = None
 
 
+def forget_secret(sid: str) -> None:
+    """Drop what :func:`register_secret` holds under ``sid`` (a key typed for one request, once it is over)."""
+    global _all
+    with _registry_lock:
+        _registry.pop(sid, None)
+        os.environ.pop(SECRET_ENV_PREFIX + sid, None)
+        _all = None
+
+
 def registered_secret(sid: str) -> str | None:
     """The value registered under ``sid`` in this process, else inherited through the environment; None if neither."""
     with _registry_lock:

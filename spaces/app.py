@@ -28,6 +28,7 @@ import gradio as gr
 from datasets import Dataset, DatasetDict
 
 from hf_rgda import DEFAULT_LLM, METHODS, AugmentConfig, RGDAAugmenter, RGDAError
+from hf_rgda._secrets import forget_secret
 from hf_rgda.llm import BACKENDS, EXAMPLE_MODELS
 from hf_rgda.recipe import augment as run_recipe
 from hf_rgda.records import SeedTrace
@@ -127,6 +128,7 @@ def augment(sentence: str, types_text: str, domain: str, method: str, where: boo
     unknown = sorted({t[2:] for t in tags if t != "O"} - set(types))
     if unknown:
         raise gr.Error(f"entity type(s) {unknown} are not in the entity types {types}")
+    aug = None
     try:
         aug = _augmenter(types, method, where, debate_review, backend, model, api_key, base_url, int(num_augmented),
                          domain, attribution_model)
@@ -134,6 +136,9 @@ def augment(sentence: str, types_text: str, domain: str, method: str, where: boo
                          desc=f"{method} augmentation")
     except (RGDAError, ImportError) as err:  # ImportError: a backend whose SDK or llama.cpp is not installed
         raise gr.Error(str(err)) from None
+    finally:  # a key typed for this request is not kept in the process (nor in its environment) after it
+        if aug is not None and getattr(aug.llm, "_secret_id", None):
+            forget_secret(aug.llm._secret_id)
     rows = run.rows.to_list()
     stages, s = _stages(rows), run.summary.to_dict()
     accepted = [r for r in rows if r["rgda_status"] == "accepted"]
@@ -154,11 +159,13 @@ def push(rows: list[dict[str, Any]] | None, report: dict[str, Any] | None, repo_
         return "run an augmentation first"
     if "/" not in repo_id:
         return "give the repository as user/name"
+    if not token.strip():  # never the Space's own HF_TOKEN: a visitor pushes with a token of their own
+        return "type a Hub token with write access to that repository (the Space's own token is not lent to visitors)"
     keep = ("tokens", "ner_tags")
     dsd = DatasetDict({split: Dataset.from_list([{k: r[k] for k in keep} for r in rows if r["rgda_status"] == status])
                        for split, status in (("seed", "original"), ("augmented", "accepted"))})
     try:
-        return f"pushed: {push_augmented(dsd, repo_id.strip(), token=token.strip() or None, report=report, rejections=rows)}"
+        return f"pushed: {push_augmented(dsd, repo_id.strip(), token=token.strip(), report=report, rejections=rows)}"
     except RGDAError as err:
         return f"push failed: {err}"
 

@@ -214,10 +214,13 @@ aug = RGDAAugmenter(ScriptedLLM(lambda m, s, p: stateless_answer(m, s, p), name=
                     label_names=["O", "B-Disease", "I-Disease"], method="rgda", keep_rejected=True, cache=False)
 run = augment(Dataset.from_dict({{"tokens": [["Gout", "flares", "were", "rare", "."]],
                                   "ner_tags": [["B-Disease", "O", "O", "O", "O"]]}}), aug, batch_size=1)
-print(app.push(run.rows.to_list(), run.report(source=app.SOURCE, split="seed"), "tester/space", ""))
+print(app.push(run.rows.to_list(), run.report(source=app.SOURCE, split="seed"), "tester/space", {TOKEN!r}))
+print(app.push(run.rows.to_list(), run.report(source=app.SOURCE, split="seed"), "tester/space2", ""))
 """
-    done = run_py(hub, code, tmp_path)
+    done = run_py(hub, code, tmp_path)  # HF_TOKEN is set, as a Space's secret would be
     assert done.returncode == 0 and "pushed:" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    # a visitor who types no token is refused: the Space's own token pushes nothing for them
+    assert "type a Hub token" in done.stdout.splitlines()[-1] and "tester/space2" not in str(hub.repos)
     files = hub.files("dataset", "tester/space")
     card = files["README.md"].decode()
     _check_provenance(card, files, "tester/space", (str(tmp_path),))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,10 @@ def test_a_visitor_url_gets_the_key_the_visitor_typed(backend: str, owner_keys: 
         _run(app, probe, backend, typed_key="visitor-key")
         assert probe.requests and "visitor-key" in _seen(probe)
         assert OWNER[backend][1] not in _seen(probe)
+    # the typed key is dropped with the request: neither the secret registry nor the environment keeps it
+    from hf_rgda import _secrets
+
+    assert not any("visitor-key" in v for v in [*_secrets._registry.values(), *os.environ.values()])
 
 
 def test_a_url_the_owner_lists_is_served_by_the_owners_key(owner_keys: None, monkeypatch: pytest.MonkeyPatch) -> None:
