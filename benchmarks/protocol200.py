@@ -277,6 +277,7 @@ class Protocol:
                               "bertscore_vs_seed": self.diversity(aug), "runs": []}
         preds_path = self.predictions_path(cell)
         preds = json.loads(gzip.decompress(preds_path.read_bytes())) if preds_path.exists() else []
+        preds = preds[: len(cell_out["runs"])]  # a run whose predictions were written but not its figures: again
         targs = argparse.Namespace(**{**vars(self.args), "labels": self.labels})
         for run in range(len(cell_out["runs"]), self.args.runs):
             r = train_eval(rows, self.test, steps=self.steps, run=run, args=targs)
@@ -340,9 +341,10 @@ def report(proto: Protocol) -> str:
     cells = {c["cell"]: c for k, c in results["cells"].items() if k.startswith(proto.scale + "/")}
     refs = to_tag_names(proto.test)
 
-    def preds(cell: str) -> list[list[list[str]]]:
+    def preds(cell: str) -> list[list[list[str]]]:  # the predictions of the runs the results record, no more
         path = proto.predictions_path(cell)
-        return [[s.split(" ") for s in run] for run in json.loads(gzip.decompress(path.read_bytes()))]
+        runs = json.loads(gzip.decompress(path.read_bytes()))[: len(cells[cell]["runs"])]
+        return [[s.split(" ") for s in run] for run in runs]
 
     lines = ["| cell | F1 (mean ± sd, runs) | rows added | BERTScore vs seed | ΔF1 vs MR (p) | ΔF1 vs noaug (p) |",
              "|---|---|---|---|---|---|"]

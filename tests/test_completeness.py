@@ -37,8 +37,9 @@ def test_find_span_and_candidates() -> None:
 
 
 def test_a_listed_untagged_mention_the_verifier_confirms_rejects_the_row() -> None:
-    off = _run(FakeWorld(listed=GENES))
-    assert "mention_check" not in FakeWorld().stages and all(len(r.accepted) == 3 for r in off)
+    quiet = FakeWorld(listed=GENES)
+    off = _run(quiet)
+    assert "mention_check" not in quiet.stages and all(len(r.accepted) == 3 for r in off)
     world = FakeWorld(listed=GENES)
     on = _run(world, check_mentions=True)
     assert "mention_check" in world.stages

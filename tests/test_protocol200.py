@@ -108,8 +108,12 @@ def test_training_runs_are_added_one_at_a_time(proto, monkeypatch: pytest.Monkey
     cell = results["cells"][key]
     assert [r["f1"] for r in cell["runs"]] == [0.5, 0.6] and cell["augmented"] == 10 and cell["generator"] == COMMIT
     assert trained == [(15, p.steps)] * 2  # 5 seeds + 10 rows, the same optimizer steps in every cell
+    # a run whose predictions were written but not its figures (a stop between the two) is trained again
+    preds = p.predictions_path(f"rgda@seeds:{COMMIT}")
+    preds.write_bytes(gzip.compress(json.dumps(json.loads(gzip.decompress(preds.read_bytes())) * 2).encode()))
     p.args.runs = 3
     p.train(f"rgda@seeds:{COMMIT}")  # only the missing run
+    assert len(json.loads(gzip.decompress(preds.read_bytes()))) == 3
     assert len(trained) == 3 and len(json.loads(p.results_path.read_text())["cells"][key]["runs"]) == 3
     p.train("noaug")
     assert trained[-1] == (5, p.steps)

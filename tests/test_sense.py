@@ -14,7 +14,7 @@ from pathlib import Path
 from hf_rgda import AugmentConfig, ScriptedLLM, calibrate
 from hf_rgda.calibration import default_scorers
 from hf_rgda.sense import prefix, relative_sense, sense
-from hf_rgda.tags import parse_inline
+from hf_rgda.tags import detokenize, parse_inline
 
 from .test_calibrate import DEV, TRAIN, data  # noqa: F401 (the fixture)
 
@@ -98,8 +98,7 @@ def test_the_gate_rejects_what_reads_far_below_its_seed_and_only_where_switched_
     off, llm = run(0.0)
     assert not llm.texts and all(len(r.accepted) == 3 for r in off)
     on, llm = run(0.05)
-    seeds = [" ".join(s.tokens) for s in SEEDS]
-    assert llm.texts and any(t in seeds or "a" not in t for t in llm.texts)  # each seed is read as the reference
+    assert {detokenize(s.tokens) for s in SEEDS} <= set(llm.texts)  # each seed is read as its rows' reference
     rejected = [(stage, c.reason) for r in on for stage, c in r.rejected]
     kept = [c for r in on for c in r.accepted]
     assert rejected and set(rejected) == {("sense", "implausible")}

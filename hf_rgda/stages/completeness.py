@@ -4,8 +4,9 @@ the mention is new to the split (which the checker's ``known_mention`` and ``unt
 For each row that passed the entity verifier, the model lists every mention of the dataset's types in the sentence
 (one call, ``mention_check``: texts copied from the sentence, each with its type). A listed text found in the
 sentence as its own words, outside every tagged entity, is a *candidate*; the entity verifier's own question then
-asks the model about that span (:meth:`~hf_rgda.stages.verify.Verify.probability`), and a candidate whose type is at
-least as likely as the verifier requires of a tagged entity (``verify_threshold``) is an untagged mention: the row is
+asks the model about that span (:meth:`~hf_rgda.stages.verify.Verify.probability`), and a candidate whose P(type)
+reaches ``verify_threshold`` (the absolute one: neither the seed-relative threshold nor ``verify_split`` lowers the
+bar for calling a row incomplete) is an untagged mention: the row is
 rejected (``mention_check/untagged_mention``, the detail naming the text, type and probability). A listed text that
 is not in the sentence, overlaps a tagged entity or has a type outside the label set is passed over; so is a
 candidate the verifier does not confirm (the listing of a small model names ordinary words too).
