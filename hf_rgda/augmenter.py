@@ -115,6 +115,7 @@ class RGDAAugmenter:
         self.config.check_attribution(self.attribution_model)
         self.debate_llms = [load_llm(x) for x in debate_llms]
         self._selector: Any = None
+        self._stores: tuple[ResponseCache | None, FailureLedger] | None = None
         self.summary = RunSummary()
 
     @classmethod
@@ -138,7 +139,7 @@ class RGDAAugmenter:
 
     # ---------------------------------------------------------------- hashing and pickling
     def __getstate__(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("summary", "_selector")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("summary", "_selector", "_stores")}
         state["_hash_extras"] = hash_extras()
         state["_failed_token"] = self._ledger().token(self._identity())  # a rerun after failures misses the cache
         return state
@@ -149,7 +150,14 @@ class RGDAAugmenter:
         state.pop("_failed_token", None)
         self.__dict__.update(state)
         self._selector = None
+        self._stores = None
         self.summary = RunSummary()
+
+    def serve_from(self, cache: ResponseCache | None, ledger: FailureLedger) -> None:
+        """Ask ``cache`` for answers and record failed seeds in ``ledger`` instead of the files the ``cache`` option
+        names in this process: :mod:`hf_rgda.scale` has a cluster's workers do so, both being served from the
+        driver's node. Live state: a pickled copy uses its files again."""
+        self._stores = (cache, ledger)
 
     def checker(self, *, salvage: bool | None = None) -> Checker:
         """The deterministic quality floor this augmenter applies to every generated sentence (its split statistics,
@@ -169,12 +177,17 @@ class RGDAAugmenter:
 
     def _ledger(self) -> FailureLedger:
         """The failure ledger beside the response cache (the default cache's place with ``cache=False``)."""
+        if self._stores is not None:
+            return self._stores[1]
         path = default_cache_path() if self.cache_path in ("", "default") else Path(self.cache_path)
         return FailureLedger(ledger_folder(path))
 
     def _pipeline(self) -> Pipeline:
         checker = self.checker()
-        cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
+        if self._stores is not None:
+            cache = self._stores[0]
+        else:
+            cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
         if self.config.uses_attribution and self._selector is None:
             from .attribution import AttributionSelector
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import RGDAError
+from ._exceptions import ConfigError, RGDAError
 from ._secrets import environment_secrets, redact
 from .config import DEFAULT_LLM, METHODS, AugmentConfig
 from .llm import EXAMPLE_MODELS, LLM
@@ -102,7 +102,15 @@ def _augment_parser(a: argparse.ArgumentParser) -> None:
     _add_columns(a)
     a.add_argument("--scheme", default="IOB2", help="tag scheme of the data (default: IOB2)")
     a.add_argument("--batch-size", type=int, default=8, help="seeds per map batch; stages run batch-wide (default: 8)")
-    a.add_argument("--num-proc", type=int, default=None, help="datasets.map worker processes")
+    spread = a.add_mutually_exclusive_group()
+    spread.add_argument("--num-proc", type=int, default=None, help="datasets.map worker processes")
+    spread.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
+                        help="run the batches on a Ray cluster's workers: its address, or auto (the default) for the "
+                             "cluster this machine belongs to (pip install 'hf_rgda[ray]'); the response cache, the "
+                             "failure ledger and --rpm/--tpm then hold for the whole cluster, served from here")
+    a.add_argument("--workers", type=int, default=None,
+                   help="with --ray: batches augmented at once across the cluster, one per worker (default: the "
+                        "cluster's CPUs)")
     a.add_argument("--max-failed", type=max_failed, default=DEFAULT_MAX_FAILED,
                    help="failed seeds tolerated before the exit status is 3: a count (0, 5) or a fraction of the "
                         f"seeds (0.1, 10%%); every seed failing is always exit 3 (default: {DEFAULT_MAX_FAILED}). The "
@@ -183,8 +191,12 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     from .augmenter import RGDAAugmenter
     from .inputs import check_split
     from .pricing import PriceTable, format_cost, load_prices
-    from .recipe import augment, load_split, sample_seeds
+    from .recipe import load_split, sample_seeds
 
+    if args.workers is not None and args.ray is None:
+        raise ConfigError("--workers is --ray's option (on this machine, --num-proc)")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers {args.workers}: give at least 1")
     cfg = dataclasses.replace(_config(args, AugmentConfig), keep_originals=True, keep_rejected=True)
     prices = PriceTable.default().updated(load_prices(args.prices)) if args.prices else PriceTable.default()
     split = load_split(args.source, args.split)
@@ -199,7 +211,7 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
                                      cache=args.cache or True, llm_options=_llm_options(args),
                                      attribution_model=_attribution_model(args, seeds),
                                      debate_llms=args.debate_llm or (), calibration=args.calibration)
-    run = augment(seeds, aug, batch_size=args.batch_size, num_proc=args.num_proc, desc=f"{cfg.method} augmentation")
+    run = _run(args, seeds, aug, desc=f"{cfg.method} augmentation")
     splits, report = run.save(args.out, source=args.source, split=args.split, prices=prices)
     print(run.summary.format())
     if aug.calibration:
@@ -212,6 +224,19 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
         print(f"hf-rgda: {too_many}", file=sys.stderr)
         return 3
     return 0
+
+
+def _run(args: argparse.Namespace, seeds: Any, aug: Any, *, desc: str) -> Any:
+    """The run recipe on this machine (``datasets.map``), or on a Ray cluster with ``--ray``."""
+    if args.ray is None:
+        from .recipe import augment
+
+        return augment(seeds, aug, batch_size=args.batch_size, num_proc=args.num_proc, desc=desc)
+    try:
+        from .scale import augment as augment_on_ray
+    except ImportError as err:
+        raise ConfigError(f"--ray: {err}") from None
+    return augment_on_ray(seeds, aug, workers=args.workers, batch_size=args.batch_size, address=args.ray, desc=desc)
 
 
 def _calibrate(args: argparse.Namespace, llm: LLM | None) -> int:

@@ -12,7 +12,8 @@ the config.
 Limits and ``datasets.map``: each map batch runs in an event loop of its own, one batch after another; the
 ``rpm``/``tpm`` limiter is one per process for each backend identity (backend, model, base URLs) and limits, so it
 holds across batches. Under ``num_proc=N`` every worker process has its own limiter: the provider sees up to N times
-the limits (divide them by N). The seeds of one batch run concurrently, so the requests in flight are at most
+the limits (divide them by N). On a Ray cluster (:mod:`hf_rgda.scale`) every worker's limiter asks one actor
+(:func:`use_limiters`): the limits hold for the cluster. The seeds of one batch run concurrently, so the requests in flight are at most
 ``max_concurrency`` and, in practice, about ``batch_size`` times the calls one seed makes at once: raise
 ``batch_size`` along with ``max_concurrency`` (e.g. for several servers).
 
@@ -51,7 +52,7 @@ from .._secrets import install_log_redaction, redact, register_secret, registere
 from .base import LLM, Completion, Message, OptionProbs
 from .options import check_options, top_logprobs_of
 
-__all__ = ["RateLimiter", "RemoteLLM", "RetryPolicy"]
+__all__ = ["RateLimiter", "RemoteLLM", "RetryPolicy", "use_limiters"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -112,6 +113,9 @@ class RateLimiter:
 
 _limiters: dict[tuple[Any, ...], RateLimiter] = {}
 _limiters_lock = threading.Lock()
+#: what makes a limiter (``source(identity key, rpm, tpm, window)``): this process's own, or one that asks elsewhere
+LimiterSource = Callable[[str, int | None, int | None, float], RateLimiter]
+_limiter_source: LimiterSource | None = None
 
 
 def shared_limiter(identity: Mapping[str, Any], rpm: int | None, tpm: int | None, window: float) -> RateLimiter:
@@ -119,8 +123,19 @@ def shared_limiter(identity: Mapping[str, Any], rpm: int | None, tpm: int | None
     key = (json.dumps(identity, sort_keys=True, default=str), rpm, tpm, window)
     with _limiters_lock:
         if key not in _limiters:
-            _limiters[key] = RateLimiter(rpm, tpm, window=window)
+            make = _limiter_source or (lambda _, r, t, w: RateLimiter(r, t, window=w))
+            _limiters[key] = make(*key)
         return _limiters[key]
+
+
+def use_limiters(source: LimiterSource | None) -> None:
+    """Make every backend of this process take its ``rpm``/``tpm`` limiter from ``source(identity, rpm, tpm,
+    window)`` from now on (``identity``: the backend identity as JSON text), or from this process again (None):
+    :mod:`hf_rgda.scale` gives a cluster's workers limiters that ask one actor, so the limits hold cluster-wide."""
+    global _limiter_source
+    with _limiters_lock:
+        _limiter_source = source
+        _limiters.clear()
 
 
 def _after_fork_in_child() -> None:
@@ -333,10 +348,11 @@ class RemoteLLM(LLM):
         while True:
             attempt += 1
             async with sem:
-                await limiter.acquire(estimate_tokens(msgs, max_tokens))
-                start = time.perf_counter()
                 try:
-                    result = await request(self._client(url := self._pick_url()))
+                    client = self._client(url := self._pick_url())  # made first: the limits time requests as they go
+                    await limiter.acquire(estimate_tokens(msgs, max_tokens))
+                    start = time.perf_counter()
+                    result = await request(client)
                     return result, time.perf_counter() - start
                 except BackendError as err:
                     error = self._clean(err)
