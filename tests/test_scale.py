@@ -6,6 +6,7 @@ answers the scripted world as a pure function of each request (so rows compare a
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import pickle
@@ -24,15 +25,15 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
-from datasets import ClassLabel, Dataset, Features, Sequence, Value  # noqa: E402
-from ray.cluster_utils import Cluster  # noqa: E402
+from datasets import ClassLabel, Dataset, Features, Sequence, Value
+from ray.cluster_utils import Cluster
 
-from hf_rgda import RGDAAugmenter  # noqa: E402
-from hf_rgda.cli import main  # noqa: E402
-from hf_rgda.recipe import augment as augment_here  # noqa: E402
-from hf_rgda.scale import augment, map_batches_args  # noqa: E402
-from hf_rgda.testing import stateless_answer  # noqa: E402
-from hf_rgda.testing.providers import Action, ProviderServer  # noqa: E402
+from hf_rgda import RGDAAugmenter, RunSummary
+from hf_rgda.cli import main
+from hf_rgda.recipe import augment as augment_here
+from hf_rgda.scale import augment, map_batches_args
+from hf_rgda.testing import stateless_answer
+from hf_rgda.testing.providers import Action, ProviderServer
 
 pytestmark = pytest.mark.ray
 
@@ -103,6 +104,8 @@ def rows(run: Any) -> list[dict[str, Any]]:
 
 def test_rows_equal_the_local_map_and_a_key_given_in_code_reaches_the_workers(cluster: Cluster, tmp_path: Path,
                                                                               caplog: pytest.LogCaptureFixture) -> None:
+    import ray.data
+
     with serve(keys={CODE_KEY}) as server:
         here = augment_here(seeds(), augmenter(server, tmp_path / "here.sqlite3", api_key=CODE_KEY), batch_size=2)
         paid_here = len(server.requests)
@@ -117,10 +120,16 @@ def test_rows_equal_the_local_map_and_a_key_given_in_code_reaches_the_workers(cl
         assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {CODE_KEY}"}
         assert re.search(r"4 seeds, 2 batches at once on 2 nodes", caplog.text)
 
-        again = augment(seeds(), augmenter(server, tmp_path / "cluster.sqlite3", api_key=CODE_KEY), workers=2,
-                        batch_size=2)
-        assert len(server.requests) == 2 * paid_here  # the rerun is served by the cache on the driver's node
-        assert rows(again) == rows(here) and again.summary.accounting.calls == again.summary.accounting.cached_calls > 0
+        # the rerun, through map_batches directly: every answer comes from the cache on the driver's node
+        args = map_batches_args(augmenter(server, tmp_path / "cluster.sqlite3", api_key=CODE_KEY), workers=2,
+                                batch_size=2)
+        inspect.signature(ray.data.Dataset.map_batches).bind(None, **args)  # every argument is 2.60's
+        assert args["batch_format"] == "pyarrow" and args["udf_modifying_row_count"] is True
+        again = ray.data.from_huggingface(seeds()).map_batches(**args).to_pandas()
+        assert len(server.requests) == 2 * paid_here
+    assert _row_set(again.to_dict("records")) == _row_set(run.rows.to_list())
+    accounting = RunSummary.from_traces(list(again["rgda_trace"])).accounting
+    assert accounting.calls == accounting.cached_calls > 0
 
     # the key never left this process but through the store actor: not in a pickle, the runtime_env or any log
     assert CODE_KEY.encode() not in pickle.dumps(aug) and CODE_KEY not in json.dumps(ray.get_runtime_context().runtime_env)
@@ -131,26 +140,17 @@ def test_rows_equal_the_local_map_and_a_key_given_in_code_reaches_the_workers(cl
         assert not Path(env["HF_RGDA_CACHE"]).parent.exists()
 
 
+def _row_set(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Rows without their traces, as sorted tuples (a Ray dataset's order is its blocks')."""
+    return sorted((r["rgda_source"], r["rgda_status"], tuple(r["tokens"]), tuple(int(t) for t in r["ner_tags"]))
+                  for r in records)
+
+
 def _holds(path: Path, needle: bytes) -> bool:
     try:
         return needle in path.read_bytes()
     except OSError:  # a socket, a file gone meanwhile
         return False
-
-
-def test_the_callable_goes_to_map_batches_directly(cluster: Cluster, tmp_path: Path) -> None:
-    import inspect
-
-    import ray.data
-
-    with serve() as server:
-        aug = augmenter(server, tmp_path / "c.sqlite3")
-        args = map_batches_args(aug, workers=2, batch_size=2)
-        inspect.signature(ray.data.Dataset.map_batches).bind(None, **args)  # every argument is 2.60's
-        assert args["batch_format"] == "pyarrow" and args["udf_modifying_row_count"] is True
-        out = ray.data.from_huggingface(seeds()).map_batches(**args).to_pandas()
-    assert sorted(set(out["rgda_source"])) == sorted(set(augment_here(seeds(), aug).rows["rgda_source"]))
-    assert (out["rgda_status"] == "accepted").sum() > 0  # keys from the worker nodes' environment
 
 
 def test_rpm_holds_for_the_cluster(cluster: Cluster, tmp_path: Path) -> None:
@@ -193,21 +193,26 @@ def test_cli_node_keys_failures_rerun_and_exit_codes(cluster: Cluster, tmp_path:
     assert len(err) == 1 and "HTTP 401" in err[0] and NODE_KEY not in err[0], err
 
 
-def test_a_worker_killed_mid_run_loses_no_seed(cluster: Cluster, tmp_path: Path) -> None:
-    with serve() as fast, serve(latency=0.2) as slow:
-        here = augment_here(seeds(8), augmenter(fast, tmp_path / "here.sqlite3"), batch_size=2)
+def test_workers_killed_mid_run_lose_no_seed(cluster: Cluster, tmp_path: Path) -> None:
+    """Every map worker is killed while a batch is in flight: Ray Data restarts them and runs the lost batches
+    again, and the rows are those of an undisturbed run."""
+    with serve() as fast, serve(latency=0.15) as slow:
+        here = augment_here(seeds(4), augmenter(fast, tmp_path / "here.sqlite3"), batch_size=1)
         done: dict[str, Any] = {}
-        worker = threading.Thread(target=lambda: done.update(
-            run=augment(seeds(8), augmenter(slow, tmp_path / "c.sqlite3"), workers=2, batch_size=2)))
-        worker.start()
+        runner = threading.Thread(target=lambda: done.update(
+            run=augment(seeds(4), augmenter(slow, tmp_path / "c.sqlite3"), workers=2, batch_size=1)))
+        runner.start()
         deadline = time.monotonic() + 60
-        while len(slow.requests) < 10 and time.monotonic() < deadline:
+        while len(slow.requests) < 6 and time.monotonic() < deadline:
             time.sleep(0.05)
         victims = _map_workers(cluster)
         assert victims, "no map worker process found"
-        os.kill(victims[0], signal.SIGKILL)
-        worker.join(120)
-    assert not worker.is_alive()
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        paid_before = len(slow.requests)
+        runner.join(120)
+        assert not runner.is_alive()
+        assert len(slow.requests) > paid_before
     assert rows(done["run"]) == rows(here)
 
 
@@ -235,14 +240,22 @@ def test_the_readme_example_runs_on_a_two_node_cluster(cluster: Cluster, tmp_pat
     with (data / "train.jsonl").open("w") as fh:
         for row in seeds(4).to_list():
             fh.write(json.dumps({"tokens": row["tokens"], "ner_tags": [NAMES[t] for t in row["ner_tags"]]}) + "\n")
-    with serve() as server:
-        code = (code.replace('"auto"', repr(cluster.address)).replace("../shared/data/ncbi_disease", str(data))
-                .replace('"openai:gpt-5.5"', '"openai:scripted-model"')
+    with serve() as server:  # the data, the model and the server are this test's; the cluster is RAY_ADDRESS's
+        code = (code.replace("../shared/data/ncbi_disease", str(data)).replace('"openai:gpt-5.5"', '"openai:scripted"')
                 .replace("llm_options={", f"llm_options={{'base_url': {server.url('openai')!r}, "))
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": ""}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "", "RAY_ADDRESS": cluster.address}
         done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=180)
+                              check=False, timeout=180)
         assert done.returncode == 0, done.stderr[-3000:]
         assert server.requests
     summary = json.loads(next(tmp_path.rglob("summary.json")).read_text())
     assert summary["num_seeds"] == 4 and summary["summary"]["failed_seeds"] == 0
+
+
+def test_workers_is_the_ray_option_and_ray_excludes_num_proc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["augment", str(tmp_path), "--llm", "openai:scripted-model", "--out", str(tmp_path / "out")]
+    assert main([*args, "--workers", "2"]) == 2
+    assert "--workers is --ray's option" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--ray", "auto", "--num-proc", "2"])
+    assert exit_.value.code == 2 and "not allowed with argument" in capsys.readouterr().err

@@ -144,7 +144,7 @@ def augment(seeds: Any, augmenter: Any, *, workers: int | None = None, batch_siz
             augmenter, workers=min(workers, len(blocks)), batch_size=batch_size, num_cpus=num_cpus,
             services=services))
         tables = _gather(out, services)
-        done, workers_seen = services.receipts()
+        done, workers_seen, _ = services.outcome()
     finally:
         services.stop()
     missing = sorted(set(range(n)) - set(done))
@@ -172,7 +172,7 @@ def _gather(out: Any, services: ClusterServices) -> list[pa.Table]:
     try:
         return ray.get(out.to_arrow_refs())
     except ray.exceptions.RayError:
-        stop = services.stop_reason()
+        stop = services.outcome()[2]
         if stop is not None:
             raise stop from None
         raise

@@ -1,16 +1,17 @@
-"""What a run on a Ray cluster shares, served from the driver's node: the response cache, the failure ledger, the
-``rpm``/``tpm`` limiters and the secrets given in code.
+"""What the runs on a Ray cluster share, and where: the response cache, the failure ledger and the secrets given in
+code on the driver's node; the ``rpm``/``tpm`` limiters once for the cluster.
 
-Two actors, both pinned to the node the driver runs on and needing no CPU (a head started with ``--num-cpus 0``
-takes them):
+Two actors, neither needing a CPU (a head started with ``--num-cpus 0`` can hold them):
 
-* the store (:class:`Store`): the driver's SQLite response cache and its failure ledger, the secrets given in code,
-  and the receipts of the batches done. A worker asks it for every cached answer and hands it every paid one, so a
-  call answered once, on any node, is not paid again on a rerun or a retry elsewhere; a failed seed is recorded in
-  the driver's ledger exactly as on one machine.
-* the limits (:class:`Limits`): one :class:`~hf_rgda.llm.remote.RateLimiter` per backend identity and limits, which
-  every worker's requests wait on (:func:`~hf_rgda.llm.remote.use_limiters`), so ``rpm``/``tpm`` hold for the
-  cluster.
+* the store (:class:`Store`), on the driver's node, started at a driver's first run and living as long as the driver:
+  the SQLite response cache and the failure ledger the augmenter names there, the secrets given in code, and each
+  run's receipts. A worker asks it for every cached answer and hands it every paid one before using it, so a call
+  answered once, on any node, is not paid again on a rerun or a retry elsewhere; a failed seed is recorded in the
+  driver's ledger exactly as on one machine.
+* the limits (:class:`Limits`), one detached actor per cluster (``hf_rgda_limits`` in namespace ``hf_rgda``), shared
+  by every driver: one :class:`~hf_rgda.llm.remote.RateLimiter` per backend identity and limits, which every
+  worker's requests wait on (:func:`~hf_rgda.llm.remote.use_limiters`), so ``rpm``/``tpm`` hold for the cluster. It
+  holds no secret.
 
 A key given in code (``api_key``, a ``base_url``'s password) never travels in a pickle, a ``runtime_env`` or a log:
 the augmenter's pickled state holds only its registry id (:mod:`hf_rgda._secrets`); the driver hands the secret to
@@ -20,8 +21,10 @@ Keys read from the environment are read from each worker node's own environment.
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,14 +39,15 @@ from ..failures import FailureLedger, ledger_folder
 from ..llm.base import Completion
 from ..llm.remote import RateLimiter, use_limiters
 
-__all__ = ["ClusterServices", "Limits", "Store"]
+__all__ = ["LIMITS_ACTOR", "NAMESPACE", "ClusterServices", "Limits", "Store"]
 
 
 class Store:
-    """The store actor's class: the driver's response cache and failure ledger, the secrets given in code, receipts.
+    """The store actor's class: the driver's response cache and failure ledger, the secrets given in code, and each
+    run's receipts (a driver's runs share one store; ``run`` tells them apart).
 
     Args:
-        cache_path: the response cache file, or None for a run without a cache.
+        cache_path: the response cache file, or None for runs without a cache.
         ledger_path: the failure ledger's folder.
     """
 
@@ -51,9 +55,9 @@ class Store:
         self.cache = ResponseCache(cache_path) if cache_path is not None else None
         self.ledger = FailureLedger(ledger_path)
         self.secrets: dict[str, str] = {}
-        self.rows: set[int] = set()
-        self.workers: dict[int, str] = {}
-        self.stop: BaseException | None = None
+        self.rows: dict[str, set[int]] = collections.defaultdict(set)
+        self.workers: dict[str, dict[int, str]] = collections.defaultdict(dict)
+        self.stops: dict[str, BaseException] = {}
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Completion | None:
@@ -79,28 +83,30 @@ class Store:
     def secret(self, sid: str) -> str | None:
         return self.secrets.get(sid)
 
-    def hello(self, pid: int, node: str) -> None:
-        """A worker process started serving the run (``pid`` on node ``node``)."""
+    def hello(self, run: str, pid: int, node: str) -> None:
+        """A worker process started serving ``run`` (``pid`` on node ``node``)."""
         with self._lock:
-            self.workers[pid] = node
+            self.workers[run][pid] = node
 
-    def done(self, rows: list[int]) -> None:
-        """A batch of these seed rows came back from a worker."""
+    def done(self, run: str, rows: list[int]) -> None:
+        """A batch of these seed rows of ``run`` came back from a worker."""
         with self._lock:
-            self.rows.update(rows)
+            self.rows[run].update(rows)
 
-    def receipts(self) -> tuple[list[int], dict[int, str]]:
-        """The seed rows done and the worker processes seen."""
+    def stopped(self, run: str, err: BaseException) -> None:
+        """A worker's batch of ``run`` raised what stops a run (the first one is kept)."""
         with self._lock:
-            return sorted(self.rows), dict(self.workers)
+            self.stops.setdefault(run, err)
 
-    def stopped(self, err: BaseException) -> None:
-        """A worker's batch raised what stops a run (the first one is kept)."""
+    def outcome(self, run: str) -> tuple[list[int], dict[int, str], BaseException | None]:
+        """``run``'s seed rows done, its worker processes, and what stopped it (if anything did)."""
         with self._lock:
-            self.stop = self.stop or err
+            return sorted(self.rows[run]), dict(self.workers[run]), self.stops.get(run)
 
-    def stop_reason(self) -> BaseException | None:
-        return self.stop
+    def forget(self, run: str) -> None:
+        with self._lock:
+            for table in (self.rows, self.workers, self.stops):
+                table.pop(run, None)
 
 
 class Limits:
@@ -108,6 +114,9 @@ class Limits:
 
     def __init__(self) -> None:
         self.limiters: dict[tuple[str, int | None, int | None, float], RateLimiter] = {}
+
+    async def ready(self) -> bool:
+        return True
 
     async def acquire(self, key: str, rpm: int | None, tpm: int | None, window: float, tokens: int) -> None:
         """Return once one more request of ``tokens`` tokens fits this backend's limits, cluster-wide."""
@@ -160,36 +169,46 @@ class StoreLedger(FailureLedger):
 
 @dataclass
 class ClusterServices:
-    """Handles on one run's actors, pickled into every worker (no secret in them: the ids only).
+    """Handles on a run's actors, pickled into every worker (no secret in them: the ids only).
 
     Attributes:
         store, limits: the actors.
+        run: this run's id (a driver's runs share its store).
         secret_ids: the registry ids of the secrets the augmenter's backends were given in code.
         cached: whether the run has a response cache.
     """
 
     store: Any
     limits: Any
+    run: str
     secret_ids: tuple[str, ...] = ()
     cached: bool = True
 
     @classmethod
     def start(cls, augmenter: Any) -> ClusterServices:
-        """Start the actors of a run of ``augmenter`` on this (the driver's) node, with its cache and ledger files as
-        this process resolves them, and hand them the secrets its backends were given in code."""
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        """The services of a run of ``augmenter``: the store of its cache and ledger files as this process resolves
+        them (started on this, the driver's, node at its first run, living as long as the driver), handed the
+        secrets its backends were given in code; and the cluster's limits actor (a detached actor every driver
+        shares, started by the first)."""
         cache = _cache_file(augmenter.cache_path)
         ledger = ledger_folder(cache or default_cache_path())
-        store = ray.remote(num_cpus=0, max_concurrency=16, scheduling_strategy=here)(Store).remote(
-            str(cache) if cache else None, str(ledger))
-        limits = ray.remote(num_cpus=0, max_concurrency=1000, scheduling_strategy=here)(Limits).remote()
+        key = (ray.get_runtime_context().get_job_id(), str(cache), str(ledger))
+        with _stores_lock:
+            if key not in _stores:
+                here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+                _stores[key] = ray.remote(num_cpus=0, max_concurrency=16, scheduling_strategy=here)(Store).remote(
+                    str(cache) if cache else None, str(ledger))
+            store = _stores[key]
+        limits = ray.remote(Limits).options(name=LIMITS_ACTOR, namespace=NAMESPACE, lifetime="detached",
+                                            get_if_exists=True, num_cpus=0, max_restarts=-1,
+                                            max_concurrency=1000).remote()
         sids = tuple(sorted({sid for llm in _backends(augmenter) if (sid := getattr(llm, "_secret_id", None))}))
         for sid in sids:
             value = registered_secret(sid)
             if value is not None:
                 store.hold.remote(sid, value)  # an actor call's argument: not in the actor's creation record
-        ray.get(store.size.remote())  # both placed and answering before any worker asks
-        return cls(store, limits, sids, cache is not None)
+        ray.get([store.size.remote(), limits.ready.remote()])  # placed and answering before any worker asks
+        return cls(store, limits, uuid.uuid4().hex, sids, cache is not None)
 
     def attach(self, augmenter: Any) -> None:
         """In a worker: register the secrets given in code, take limiters from the limits actor, and serve
@@ -201,27 +220,30 @@ class ClusterServices:
         limits = self.limits
         use_limiters(lambda key, rpm, tpm, window: ClusterLimiter(limits, key, rpm, tpm, window))
         augmenter.serve_from(StoreCache(self.store) if self.cached else None, StoreLedger(self.store))
-        self.store.hello.remote(os.getpid(), ray.get_runtime_context().get_node_id())
+        self.store.hello.remote(self.run, os.getpid(), ray.get_runtime_context().get_node_id())
 
     def done(self, rows: Iterable[int]) -> None:
-        """Receipt for a batch of seed rows."""
-        ray.get(self.store.done.remote([int(r) for r in rows]))
-
-    def receipts(self) -> tuple[list[int], dict[int, str]]:
-        """The seed rows whose batch came back, and the worker processes (pid: node id) that served the run."""
-        return ray.get(self.store.receipts.remote())
+        """In a worker: the receipt of a batch of seed rows."""
+        ray.get(self.store.done.remote(self.run, [int(r) for r in rows]))
 
     def stopped(self, err: BaseException) -> None:
         """In a worker: hand the store what stopped a batch (an :class:`~hf_rgda.RGDAError`, its message redacted)."""
-        ray.get(self.store.stopped.remote(err.with_traceback(None)))
+        ray.get(self.store.stopped.remote(self.run, err.with_traceback(None)))
 
-    def stop_reason(self) -> BaseException | None:
-        """What stopped a worker's batch, if anything did."""
-        return ray.get(self.store.stop_reason.remote())
+    def outcome(self) -> tuple[list[int], dict[int, str], BaseException | None]:
+        """The seed rows whose batch came back, the worker processes (pid: node id) that served the run, and what
+        stopped a batch (None if nothing did)."""
+        return ray.get(self.store.outcome.remote(self.run))
 
     def stop(self) -> None:
-        for actor in (self.store, self.limits):
-            ray.kill(actor)
+        """The run is over: the store forgets its receipts (the actors stay for the driver's next run)."""
+        self.store.forget.remote(self.run)
+
+
+#: the limits actor's name and namespace (one per cluster, shared by every driver)
+LIMITS_ACTOR, NAMESPACE = "hf_rgda_limits", "hf_rgda"
+_stores: dict[tuple[Any, str, str], Any] = {}
+_stores_lock = threading.Lock()
 
 
 def _cache_file(cache_path: str) -> Path | None:
