@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -299,7 +300,11 @@ class RGDAAugmenter:
 
 
 def _progress_bars() -> bool:
-    """Per-stage bars inside a batch follow datasets' own setting (``datasets.disable_progress_bars()``)."""
+    """Per-stage bars inside a batch follow datasets' own setting (``datasets.disable_progress_bars()``); a process
+    that never imported ``datasets`` (a Ray worker of :mod:`hf_rgda.scale`, whose console is the driver's) shows
+    none, and does not import it to ask."""
+    if "datasets" not in sys.modules:
+        return False
     try:
         from datasets.utils.tqdm import are_progress_bars_disabled
     except ImportError:  # pragma: no cover - older datasets

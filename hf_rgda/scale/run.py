@@ -54,9 +54,6 @@ class RayAugmenter:
     """
 
     def __init__(self, augmenter: Any, services: ClusterServices | None = None) -> None:
-        from datasets.utils.tqdm import disable_progress_bars
-
-        disable_progress_bars()  # a worker's per-stage bars would interleave on the driver's console
         self.augmenter, self.services = augmenter, services
         if services is not None:
             services.attach(augmenter)
@@ -140,7 +137,7 @@ def augment(seeds: Any, augmenter: Any, *, workers: int | None = None, batch_siz
     services = ClusterServices.start(augmenter)
     try:
         blocks = [table.slice(i, batch_size) for i in range(0, n, batch_size)] or [table]
-        out = ray.data.from_arrow(blocks).map_batches(**map_batches_args(
+        out = ray.data.from_blocks(blocks).map_batches(**map_batches_args(
             augmenter, workers=min(workers, len(blocks)), batch_size=batch_size, num_cpus=num_cpus,
             services=services))
         tables = _gather(out, services)

@@ -3,7 +3,7 @@ code on the driver's node; the ``rpm``/``tpm`` limiters once for the cluster.
 
 Two actors, neither needing a CPU (a head started with ``--num-cpus 0`` can hold them):
 
-* the store (:class:`Store`), on the driver's node, started at a driver's first run and living as long as the driver:
+* the store (:class:`Store`), one per driver, on its node, started at its first run and living as long as it:
   the SQLite response cache and the failure ledger the augmenter names there, the secrets given in code, and each
   run's receipts. A worker asks it for every cached answer and hands it every paid one before using it, so a call
   answered once, on any node, is not paid again on a rerun or a retry elsewhere; a failed seed is recorded in the
@@ -43,39 +43,44 @@ __all__ = ["LIMITS_ACTOR", "NAMESPACE", "ClusterServices", "Limits", "Store"]
 
 
 class Store:
-    """The store actor's class: the driver's response cache and failure ledger, the secrets given in code, and each
-    run's receipts (a driver's runs share one store; ``run`` tells them apart).
-
-    Args:
-        cache_path: the response cache file, or None for runs without a cache.
-        ledger_path: the failure ledger's folder.
+    """The store actor's class, one per driver: the response caches and failure ledgers of the driver's runs (the
+    files each run's augmenter names), the secrets given in code, and each run's receipts (``run`` tells them apart).
     """
 
-    def __init__(self, cache_path: str | None, ledger_path: str) -> None:
-        self.cache = ResponseCache(cache_path) if cache_path is not None else None
-        self.ledger = FailureLedger(ledger_path)
+    def __init__(self) -> None:
+        self.runs: dict[str, tuple[ResponseCache | None, FailureLedger]] = {}
+        self.caches: dict[str, ResponseCache] = {}  # by file: one connection per thread, kept across runs
         self.secrets: dict[str, str] = {}
         self.rows: dict[str, set[int]] = collections.defaultdict(set)
         self.workers: dict[str, dict[int, str]] = collections.defaultdict(dict)
         self.stops: dict[str, BaseException] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> Completion | None:
-        return self.cache.get(key) if self.cache is not None else None
+    def begin(self, run: str, cache_path: str | None, ledger_path: str) -> None:
+        """``run`` starts, its response cache in ``cache_path`` (None: none) and its ledger in ``ledger_path``."""
+        with self._lock:
+            cache = self.caches.setdefault(cache_path, ResponseCache(cache_path)) if cache_path else None
+            self.runs[run] = (cache, FailureLedger(ledger_path))
 
-    def put(self, key: str, completion: Completion) -> None:
-        if self.cache is not None:
-            self.cache.put(key, completion)
+    def get(self, run: str, key: str) -> Completion | None:
+        cache = self.runs[run][0]
+        return cache.get(key) if cache is not None else None
 
-    def size(self) -> int:
-        return len(self.cache) if self.cache is not None else 0
+    def put(self, run: str, key: str, completion: Completion) -> None:
+        cache = self.runs[run][0]
+        if cache is not None:
+            cache.put(key, completion)
 
-    def token(self, ident: str) -> str:
-        return self.ledger.token(ident)
+    def size(self, run: str) -> int:
+        cache = self.runs[run][0]
+        return len(cache) if cache is not None else 0
 
-    def record(self, ident: str, failed: list[str]) -> None:
+    def token(self, run: str, ident: str) -> str:
+        return self.runs[run][1].token(ident)
+
+    def record(self, run: str, ident: str, failed: list[str]) -> None:
         with self._lock:  # one batch's new token at a time (any of them does: each is new)
-            self.ledger.record(ident, failed)
+            self.runs[run][1].record(ident, failed)
 
     def hold(self, sid: str, value: str) -> None:
         self.secrets[sid] = value
@@ -105,7 +110,7 @@ class Store:
 
     def forget(self, run: str) -> None:
         with self._lock:
-            for table in (self.rows, self.workers, self.stops):
+            for table in (self.runs, self.rows, self.workers, self.stops):
                 table.pop(run, None)
 
 
@@ -139,32 +144,32 @@ class ClusterLimiter(RateLimiter):
 class StoreCache(ResponseCache):
     """A worker's response cache: every read and write goes to the store actor on the driver's node."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, run: str) -> None:
         super().__init__(Path(os.devnull))  # no file of its own
-        self.store = store
+        self.store, self.run = store, run
 
     def get(self, key: str) -> Completion | None:
-        return ray.get(self.store.get.remote(key))
+        return ray.get(self.store.get.remote(self.run, key))
 
     def put(self, key: str, completion: Completion) -> None:
-        ray.get(self.store.put.remote(key, completion))  # stored before the answer is used: a retry finds it
+        ray.get(self.store.put.remote(self.run, key, completion))  # stored before the answer is used: a retry finds it
 
     def __len__(self) -> int:
-        return ray.get(self.store.size.remote())
+        return ray.get(self.store.size.remote(self.run))
 
 
 class StoreLedger(FailureLedger):
     """A worker's failure ledger: the driver's, through the store actor."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, run: str) -> None:
         super().__init__(os.devnull)
-        self.store = store
+        self.store, self.run = store, run
 
     def token(self, ident: str) -> str:
-        return ray.get(self.store.token.remote(ident))
+        return ray.get(self.store.token.remote(self.run, ident))
 
     def record(self, ident: str, failed: Sequence[str]) -> None:
-        ray.get(self.store.record.remote(ident, list(failed)))
+        ray.get(self.store.record.remote(self.run, ident, list(failed)))
 
 
 @dataclass
@@ -186,19 +191,19 @@ class ClusterServices:
 
     @classmethod
     def start(cls, augmenter: Any) -> ClusterServices:
-        """The services of a run of ``augmenter``: the store of its cache and ledger files as this process resolves
-        them (started on this, the driver's, node at its first run, living as long as the driver), handed the
-        secrets its backends were given in code; and the cluster's limits actor (a detached actor every driver
-        shares, started by the first)."""
+        """The services of a run of ``augmenter``: the driver's store (started on this, the driver's, node at its
+        first run, living as long as the driver), serving the cache and ledger files the augmenter names as this
+        process resolves them, and handed the secrets its backends were given in code; and the cluster's limits
+        actor (a detached actor every driver shares, started by the first)."""
         cache = _cache_file(augmenter.cache_path)
         ledger = ledger_folder(cache or default_cache_path())
-        key = (ray.get_runtime_context().get_job_id(), str(cache), str(ledger))
+        job = ray.get_runtime_context().get_job_id()
         with _stores_lock:
-            if key not in _stores:
+            if job not in _stores:
                 here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-                _stores[key] = ray.remote(num_cpus=0, max_concurrency=16, scheduling_strategy=here)(Store).remote(
-                    str(cache) if cache else None, str(ledger))
-            store = _stores[key]
+                _stores[job] = ray.remote(num_cpus=0, max_concurrency=16, scheduling_strategy=here)(Store).remote()
+            store = _stores[job]
+        run = uuid.uuid4().hex
         limits = ray.remote(Limits).options(name=LIMITS_ACTOR, namespace=NAMESPACE, lifetime="detached",
                                             get_if_exists=True, num_cpus=0, max_restarts=-1,
                                             max_concurrency=1000).remote()
@@ -207,8 +212,8 @@ class ClusterServices:
             value = registered_secret(sid)
             if value is not None:
                 store.hold.remote(sid, value)  # an actor call's argument: not in the actor's creation record
-        ray.get([store.size.remote(), limits.ready.remote()])  # placed and answering before any worker asks
-        return cls(store, limits, uuid.uuid4().hex, sids, cache is not None)
+        ray.get([store.begin.remote(run, str(cache) if cache else None, str(ledger)), limits.ready.remote()])
+        return cls(store, limits, run, sids, cache is not None)
 
     def attach(self, augmenter: Any) -> None:
         """In a worker: register the secrets given in code, take limiters from the limits actor, and serve
@@ -219,7 +224,8 @@ class ClusterServices:
                 register_secret(sid, value)
         limits = self.limits
         use_limiters(lambda key, rpm, tpm, window: ClusterLimiter(limits, key, rpm, tpm, window))
-        augmenter.serve_from(StoreCache(self.store) if self.cached else None, StoreLedger(self.store))
+        augmenter.serve_from(StoreCache(self.store, self.run) if self.cached else None,
+                             StoreLedger(self.store, self.run))
         self.store.hello.remote(self.run, os.getpid(), ray.get_runtime_context().get_node_id())
 
     def done(self, rows: Iterable[int]) -> None:
@@ -242,7 +248,7 @@ class ClusterServices:
 
 #: the limits actor's name and namespace (one per cluster, shared by every driver)
 LIMITS_ACTOR, NAMESPACE = "hf_rgda_limits", "hf_rgda"
-_stores: dict[tuple[Any, str, str], Any] = {}
+_stores: dict[str, Any] = {}  # a driver's store, by its job
 _stores_lock = threading.Lock()
 
 
