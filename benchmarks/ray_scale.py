@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from hf_rgda.scale import augment
 
+    load = [round(os.getloadavg()[0], 1)]  # the host is shared: how busy it was
     ds, tmp = seeds(args.seeds), Path(tempfile.mkdtemp(prefix="ray_scale_"))
     proc = subprocess.Popen([sys.executable, "-m", "hf_rgda.testing.providers", "--latency", str(args.latency)],
                             stdout=subprocess.PIPE, text=True)
@@ -94,12 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         cluster.shutdown()
         proc.terminate()
         proc.wait(10)
+    load.append(round(os.getloadavg()[0], 1))
     best = {n: max(r["rows_per_s"] for r in rs) for n, rs in runs.items()}
     mean_wall = {n: statistics.mean(r["wall_s"] for r in rs) for n, rs in runs.items()}
     result = {
         **header("ray_scale", argv, note="no GPU; a local Ray cluster (a head of 0 CPUs, worker nodes of 1 CPU) and "
                                          "the server on one machine"),
-        "method": args.method, "seeds": args.seeds, "batch_size": args.batch_size, "latency_s": args.latency,
+        "load_average_1min_at_start_and_end": load, "method": args.method, "seeds": args.seeds, "batch_size": args.batch_size, "latency_s": args.latency,
         "per_node": "one worker (1 CPU), one batch at a time, the backend's max_concurrency 8",
         "datasets_map_one_node": here, "warmup": warmup, "ray_one_node": runs[1], "ray_two_nodes": runs[2],
         "two_nodes_over_one_rows_per_s": {"mean": round(statistics.mean(r["rows_per_s"] for r in runs[2])
