@@ -20,7 +20,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import header
+from benchmarks.common import header, write_results
 from benchmarks.remote_concurrency import seeds
 from hf_rgda import RGDAAugmenter
 from hf_rgda.recipe import augment as augment_here
@@ -111,9 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "ray_one_node_over_datasets_map_wall": round(mean_wall[1] / here["wall_s"], 2),
         "ray_one_node_extra_s": round(mean_wall[1] - here["wall_s"], 2),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1))
+    write_results(args.out, result)
     return 0
 
 

@@ -187,8 +187,10 @@ class RGDAAugmenter:
         checker = self.checker()
         if self._stores is not None:
             cache = self._stores[0]
+        elif self.cache_path:
+            cache = ResponseCache(None if self.cache_path == "default" else self.cache_path)
         else:
-            cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default" else self.cache_path)
+            cache = None
         if self.config.uses_attribution and self._selector is None:
             from .attribution import AttributionSelector
 

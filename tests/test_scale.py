@@ -259,3 +259,9 @@ def test_workers_is_the_ray_option_and_ray_excludes_num_proc(tmp_path: Path, cap
     with pytest.raises(SystemExit) as exit_:
         main([*args, "--ray", "auto", "--num-proc", "2"])
     assert exit_.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+def test_no_seeds_is_the_run_on_this_machine(tmp_path: Path) -> None:
+    with serve() as server:
+        run = augment(seeds().select([]), augmenter(server, tmp_path / "c.sqlite3"), address="ray://nowhere:1")
+    assert len(run.rows) == 0 and run.seeds == 0 and not server.requests

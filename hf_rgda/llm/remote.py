@@ -13,7 +13,8 @@ Limits and ``datasets.map``: each map batch runs in an event loop of its own, on
 ``rpm``/``tpm`` limiter is one per process for each backend identity (backend, model, base URLs) and limits, so it
 holds across batches. Under ``num_proc=N`` every worker process has its own limiter: the provider sees up to N times
 the limits (divide them by N). On a Ray cluster (:mod:`hf_rgda.scale`) every worker's limiter asks one actor
-(:func:`use_limiters`): the limits hold for the cluster. The seeds of one batch run concurrently, so the requests in flight are at most
+(:func:`use_limiters`): the limits hold for the cluster. A limiter times a request just before it goes out (the
+client made first). The seeds of one batch run concurrently, so the requests in flight are at most
 ``max_concurrency`` and, in practice, about ``batch_size`` times the calls one seed makes at once: raise
 ``batch_size`` along with ``max_concurrency`` (e.g. for several servers).
 

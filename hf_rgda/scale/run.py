@@ -31,6 +31,7 @@ import ray
 
 from .._exceptions import ConfigError, RGDAError
 from ..recipe import Run, summarise
+from ..recipe import augment as augment_here
 from .services import ClusterServices
 
 __all__ = ["ROW_COLUMN", "RayAugmenter", "augment", "connect", "map_batches_args"]
@@ -93,17 +94,21 @@ def map_batches_args(augmenter: Any, *, workers: int, batch_size: int = 8, num_c
         raise ConfigError(f"workers={workers} must be at least 1")
     services = services or ClusterServices.start(augmenter)
     # one batch per worker at a time: a batch waits for a free worker rather than in a busy one's queue
+    pool = ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1)
     return {"fn": RayAugmenter, "fn_constructor_args": (augmenter, services), "batch_format": "pyarrow",
-            "batch_size": batch_size, "compute": ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
-            "num_cpus": num_cpus,
-            "udf_modifying_row_count": True}
+            "batch_size": batch_size, "compute": pool, "num_cpus": num_cpus, "udf_modifying_row_count": True}
 
 
 def connect(address: str | None = "auto") -> None:
     """Connect this process to the Ray cluster at ``address`` (``"auto"``: the one this machine belongs to; None:
     ``RAY_ADDRESS``, else a new local one), unless it already is connected."""
-    if not ray.is_initialized():
+    if ray.is_initialized():
+        return
+    try:
         ray.init(address=address, logging_level="WARNING")
+    except ConnectionError as err:  # no cluster at that address
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise ConfigError(f"no Ray cluster at {address or 'RAY_ADDRESS'}: {first}") from None
 
 
 def augment(seeds: Any, augmenter: Any, *, workers: int | None = None, batch_size: int = 8,
@@ -129,6 +134,8 @@ def augment(seeds: Any, augmenter: Any, *, workers: int | None = None, batch_siz
     """
     import ray.data
 
+    if len(seeds) == 0:  # nothing to spread: the run on one machine, as it is
+        return augment_here(seeds, augmenter, batch_size=batch_size, desc=desc)
     connect(address)
     table = _seed_table(seeds)
     n = table.num_rows
@@ -136,7 +143,7 @@ def augment(seeds: Any, augmenter: Any, *, workers: int | None = None, batch_siz
     start = time.perf_counter()
     services = ClusterServices.start(augmenter)
     try:
-        blocks = [table.slice(i, batch_size) for i in range(0, n, batch_size)] or [table]
+        blocks = [table.slice(i, batch_size) for i in range(0, n, batch_size)]
         out = ray.data.from_blocks(blocks).map_batches(**map_batches_args(
             augmenter, workers=min(workers, len(blocks)), batch_size=batch_size, num_cpus=num_cpus,
             services=services))
@@ -181,7 +188,7 @@ def _rows(tables: list[pa.Table], features: Mapping[str, Any]) -> Any:
     from datasets import Dataset, DatasetInfo, Features
     from datasets.table import InMemoryTable
 
-    table = pa.concat_tables([t for t in tables if t.num_rows] or tables[:1], promote_options="default")
+    table = pa.concat_tables(tables, promote_options="default")
     table = table.take(pc.sort_indices(table, sort_keys=[(ROW_COLUMN, "ascending")]))  # stable: a seed's rows in order
     table = table.drop_columns([ROW_COLUMN])
     inferred = Features.from_arrow_schema(table.schema)
