@@ -22,7 +22,7 @@ from hf_rgda.tags import to_tag_names
 
 __all__ = ["DATA_DIR", "DOMAINS", "MAIN_COMMAND_DOMAIN", "ROOT", "Sentence", "add_cpu_module", "command", "commit",
            "composer_tokens", "decode_probe", "header", "llama_context", "load", "machine", "parser", "seed_key", "sentences",
-           "use_cpu_module"]
+           "use_cpu_module", "write_results"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: where the benchmark datasets live (a folder per dataset: ``train.jsonl``, ``test.jsonl``)
@@ -80,6 +80,16 @@ def machine(note: str = "no GPU") -> str:
 def header(module: str, argv: Sequence[str] | None = None, note: str = "no GPU") -> dict[str, str]:
     """The results file's header: ``command``, ``commit`` and ``machine``."""
     return {"command": command(module, argv), "commit": commit(), "machine": machine(note)}
+
+
+def write_results(path: Path, result: dict[str, Any]) -> None:
+    """Write a benchmark's ``result`` to ``path`` (its folder made) as indented JSON, and print it."""
+    import json
+
+    text = json.dumps(result, indent=1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(text)
 
 
 def add_cpu_module(p: argparse.ArgumentParser, help: str = "") -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -121,6 +122,7 @@ class RGDAAugmenter:
         self.config.check_attribution(self.attribution_model)
         self.debate_llms = [load_llm(x) for x in debate_llms]
         self._selector: Any = None
+        self._stores: tuple[ResponseCache | None, FailureLedger] | None = None
         self.summary = RunSummary()
         self._ledger_of_rows = Ledger(self.config.max_entity_repeats)  # the variety pass's scope: this object here
 
@@ -145,7 +147,8 @@ class RGDAAugmenter:
 
     # ---------------------------------------------------------------- hashing and pickling
     def __getstate__(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("summary", "_selector", "_ledger_of_rows")}
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("summary", "_selector", "_ledger_of_rows", "_stores")}
         state["_hash_extras"] = hash_extras()
         state["_failed_token"] = self._ledger().token(self._identity())  # a rerun after failures misses the cache
         return state
@@ -156,8 +159,15 @@ class RGDAAugmenter:
         state.pop("_failed_token", None)
         self.__dict__.update(state)
         self._selector = None
+        self._stores = None
         self.summary = RunSummary()
         self._ledger_of_rows = Ledger(self.config.max_entity_repeats)
+
+    def serve_from(self, cache: ResponseCache | None, ledger: FailureLedger) -> None:
+        """Ask ``cache`` for answers and record failed seeds in ``ledger`` instead of the files the ``cache`` option
+        names in this process: :mod:`hf_rgda.scale` has a cluster's workers do so, both being served from the
+        driver's node. Live state: a pickled copy uses its files again."""
+        self._stores = (cache, ledger)
 
     def checker(self, *, salvage: bool | None = None) -> Checker:
         """The deterministic quality floor this augmenter applies to every generated sentence (its split statistics,
@@ -177,6 +187,8 @@ class RGDAAugmenter:
 
     def _ledger(self) -> FailureLedger:
         """The failure ledger beside the response cache (the default cache's place with ``cache=False``)."""
+        if self._stores is not None:
+            return self._stores[1]
         path = default_cache_path() if self.cache_path in ("", "default") else Path(self.cache_path)
         return FailureLedger(ledger_folder(path))
 
@@ -184,7 +196,9 @@ class RGDAAugmenter:
         """The pipeline of a batch; ``cache`` True: this augmenter's response cache (else the one given, or None),
         ``progress`` None: ``datasets``' progress-bar setting."""
         checker = self.checker()
-        if cache is True:
+        if cache is True and self._stores is not None:  # a Ray worker's: the cluster's store (hf_rgda.scale)
+            cache = self._stores[0]
+        elif cache is True:
             cache = None if not self.cache_path else ResponseCache(None if self.cache_path == "default"
                                                                    else self.cache_path)
         if self.config.uses_attribution and self._selector is None:
@@ -298,7 +312,11 @@ class RGDAAugmenter:
 
 
 def _progress_bars() -> bool:
-    """Per-stage bars inside a batch follow datasets' own setting (``datasets.disable_progress_bars()``)."""
+    """Per-stage bars inside a batch follow datasets' own setting (``datasets.disable_progress_bars()``); a process
+    that never imported ``datasets`` (a Ray worker of :mod:`hf_rgda.scale`, whose console is the driver's) shows
+    none, and does not import it to ask."""
+    if "datasets" not in sys.modules:
+        return False
     try:
         from datasets.utils.tqdm import are_progress_bars_disabled
     except ImportError:  # pragma: no cover - older datasets

@@ -196,7 +196,7 @@ class Caller:
     async def _complete(self, r: SeedResult, info: CallInfo, messages: Messages, schema: dict[str, Any],
                         params: dict[str, Any], rnd: int | None, llm: LLM) -> str:
         key = cache_key(llm.identity(), messages, schema, params) if self.cache is not None else ""
-        comp = await self._paid(r, info, messages, rnd, key, lambda c: c.get(key), ResponseCache.put,
+        comp = await self._paid(r, info, messages, rnd, key, lambda c: c.get(key), lambda c, k, a: c.put(k, a),
                                 lambda: llm.complete(messages, schema=schema, params=params))
         return comp.text
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import RGDAError
+from ._exceptions import ConfigError, RGDAError
 from ._secrets import environment_secrets, redact
 from ._terminal import missing_extra, set_logging
 from ._version import __version__
@@ -144,7 +144,15 @@ def _augment_parser(a: argparse.ArgumentParser) -> None:
                      help="print the calls, tokens and cost the run would take (rehearsed on scripted answers, the "
                           "response cache read) and stop before the first call")
     run.add_argument("--batch-size", type=int, default=8, help="seeds per map batch; stages run batch-wide (default: 8)")
-    run.add_argument("--num-proc", type=int, default=None, help="datasets.map worker processes")
+    spread = run.add_mutually_exclusive_group()
+    spread.add_argument("--num-proc", type=int, default=None, help="datasets.map worker processes")
+    spread.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
+                        help="run the batches on a Ray cluster's workers: its address, or auto (the default) for the "
+                             "cluster this machine belongs to (pip install 'hf_rgda[ray]'); the response cache, the "
+                             "failure ledger and --rpm/--tpm then hold for the whole cluster, served from here")
+    run.add_argument("--workers", type=int, default=None,
+                     help="with --ray: batches augmented at once across the cluster, one per worker (default: the "
+                          "cluster's CPUs)")
     run.add_argument("--max-failed", type=max_failed, default=DEFAULT_MAX_FAILED,
                      help="failed seeds tolerated before the exit status is 3: a count (0, 5) or a fraction of the "
                           f"seeds (0.1, 10%%); every seed failing is always exit 3 (default: {DEFAULT_MAX_FAILED}). "
@@ -225,8 +233,12 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     from .inputs import check_split
     from .outputs import check_out
     from .pricing import PriceTable, format_cost, load_prices, usd
-    from .recipe import augment, load_split, sample_seeds
+    from .recipe import load_split, sample_seeds
 
+    if args.workers is not None and args.ray is None:
+        raise ConfigError("--workers is --ray's option (on this machine, --num-proc)")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers {args.workers}: give at least 1")
     cfg = dataclasses.replace(_config(args, AugmentConfig), keep_originals=True, keep_rejected=True)
     prices = PriceTable.default().updated(load_prices(args.prices)) if args.prices else PriceTable.default()
     if not args.dry_run:
@@ -252,7 +264,7 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
         print(f"{len(seeds)} seeds, {cfg.method} on {_llm_name(aug.llm)}")
         print(rehearse_run(aug, seeds, batch_size=args.batch_size, prices=prices).format())
         return 0
-    run = augment(seeds, aug, batch_size=args.batch_size, num_proc=args.num_proc, desc=f"{cfg.method} augmentation")
+    run = _run(args, seeds, aug, desc=f"{cfg.method} augmentation")
     splits, report = run.save(args.out, source=args.source, split=args.split, prices=prices)
     if run.summary is not None:
         print(run.summary.format())
@@ -270,6 +282,19 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
         print(f"hf-rgda: {too_many}", file=sys.stderr)
         return 3
     return 0
+
+
+def _run(args: argparse.Namespace, seeds: Any, aug: Any, *, desc: str) -> Any:
+    """The run recipe on this machine (``datasets.map``), or on a Ray cluster with ``--ray``."""
+    if args.ray is None:
+        from .recipe import augment
+
+        return augment(seeds, aug, batch_size=args.batch_size, num_proc=args.num_proc, desc=desc)
+    try:
+        from .scale import augment as augment_on_ray
+    except ImportError as err:
+        raise ConfigError(f"--ray: {err}") from None
+    return augment_on_ray(seeds, aug, workers=args.workers, batch_size=args.batch_size, address=args.ray, desc=desc)
 
 
 def _llm_name(llm: LLM) -> str:

@@ -32,7 +32,8 @@ from .inputs import check_data_file, check_json_lines, looks_like_path
 from .pricing import PriceTable, cost_report
 from .summary import RunSummary
 
-__all__ = ["DEFAULT_MAX_FAILED", "Run", "augment", "load_source", "load_split", "max_failed", "sample_seeds"]
+__all__ = ["DEFAULT_MAX_FAILED", "Run", "augment", "load_source", "load_split", "max_failed", "sample_seeds",
+           "summarise"]
 
 #: failed seeds tolerated by default (``--max-failed``): a tenth of the seeds, so that an outage or a backend that
 #: cannot answer shows in the exit status while a stray unreadable answer in a large run does not
@@ -309,12 +310,23 @@ def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | 
     # every cache file older than the map: datasets served the rows an earlier run made (and paid for)
     files = [f["filename"] for f in getattr(rows, "cache_files", None) or []]
     from_cache = bool(files) and all(os.path.getmtime(f) < started for f in files if os.path.exists(f))
-    summary = None
-    if "rgda_trace" in rows.column_names:
-        summary = RunSummary.from_traces(rows["rgda_trace"])
-        summary.wall_seconds = wall
-        summary.note_backend(getattr(augmenter, "llm", None))  # option reading, adaptations (not in the traces)
-        accepted = sum(s == "accepted" for s in rows["rgda_status"])
-        if summary.accepted != accepted:
-            raise RuntimeError(f"{desc or 'augment'}: {accepted} accepted rows but the traces count {summary.accepted}")
+    summary = summarise(rows, augmenter, wall, desc)
     return Run(rows, summary, augmenter, len(seeds), load_from_cache_file, from_cache)
+
+
+def summarise(rows: Any, augmenter: Any, wall: float, desc: str | None = None) -> RunSummary | None:
+    """The summary of a run's output ``rows`` (a ``datasets.Dataset``), rebuilt from their traces; None for rows
+    without traces (the baselines').
+
+    Raises:
+        RuntimeError: the rows and their traces disagree on the accepted count (rows from a stale cache).
+    """
+    if "rgda_trace" not in rows.column_names:
+        return None
+    summary = RunSummary.from_traces(rows["rgda_trace"])
+    summary.wall_seconds = wall
+    summary.note_backend(getattr(augmenter, "llm", None))  # option reading, adaptations (not in the traces)
+    accepted = sum(s == "accepted" for s in rows["rgda_status"])
+    if summary.accepted != accepted:
+        raise RuntimeError(f"{desc or 'augment'}: {accepted} accepted rows but the traces count {summary.accepted}")
+    return summary

@@ -15,7 +15,7 @@ models="default tiny"
 dev=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --dev) extras="local,api,train,attribution,demo,dev"; models="tiny minilm"; dev=1; shift ;;
+    --dev) extras="local,api,train,attribution,demo,ray,dev"; models="tiny minilm"; dev=1; shift ;;
     --models) models="$2"; shift 2 ;;
     *) echo "usage: $0 [--dev] [--models 'NAME ...']" >&2; exit 2 ;;
   esac

@@ -29,7 +29,8 @@ from hf_rgda import (
 )
 from hf_rgda._secrets import redact
 from hf_rgda.llm import EXAMPLE_MODELS
-from hf_rgda.llm.remote import RateLimiter, RetryPolicy
+from hf_rgda.llm.limits import RateLimiter
+from hf_rgda.llm.remote import RetryPolicy
 from hf_rgda.pricing import PriceTable, cost_report, format_cost
 from hf_rgda.testing import FakeWorld
 from hf_rgda.testing.providers import Action, ProviderServer

@@ -9,11 +9,12 @@ honour ``Retry-After`` (SDK-level retries are off: one retry policy, visible in 
 
 Limits and ``datasets.map``: each map batch runs in an event loop of its own, one batch after another; the
 ``rpm``/``tpm`` limiter is one per process for each backend identity (backend, model, base URLs) and limits, so it
-holds across batches, and it counts a request until it is over (:class:`RateLimiter`), so the provider, which counts
+holds across batches, and it counts a request until it is over (:class:`~hf_rgda.llm.limits.RateLimiter`), so the provider, which counts
 arrivals, never sees more than ``rpm`` in a window. Under ``num_proc=N`` every worker process has its own limiter: the
-provider sees up to N times the limits (divide them by N). The seeds of one batch run concurrently, so the requests in
-flight are at most ``max_concurrency`` and, in practice, about ``batch_size`` times the calls one seed makes at once:
-raise ``batch_size`` along with ``max_concurrency`` (e.g. for several servers).
+provider sees up to N times the limits (divide them by N). On a Ray cluster (:mod:`hf_rgda.scale`) every worker's
+limiter asks one actor (:func:`~hf_rgda.llm.limits.use_limiters`): the limits hold for the cluster, timed at admission. The seeds of one
+batch run concurrently, so the requests in flight are at most ``max_concurrency`` and, in practice, about
+``batch_size`` times the calls one seed makes at once: raise ``batch_size`` along with ``max_concurrency``.
 
 Secrets: keys are read from the environment at the first call. A key given in code (``api_key``) and the credentials
 of a ``base_url`` (``http://user:password@host/v1``, or a query such as ``?api-key=...``) are held in the process's secret registry
@@ -35,7 +36,6 @@ import json
 import logging
 import os
 import random
-import threading
 import time
 import urllib.parse
 import weakref
@@ -46,9 +46,10 @@ from typing import Any, TypeVar
 from .._exceptions import AuthenticationError, BackendError, ConfigError
 from .._secrets import install_log_redaction, query_secrets, redact, register_secret, registered_secret, secret_id
 from .base import LLM, Completion, Message, OptionProbs
+from .limits import RateLimiter, shared_limiter
 from .options import check_options, top_logprobs_of
 
-__all__ = ["RateLimiter", "RemoteLLM", "RetryPolicy"]
+__all__ = ["RemoteLLM", "RetryPolicy"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -74,74 +75,6 @@ class RetryPolicy:
         if retry_after is not None:
             return retry_after if retry_after <= self.max_delay else None
         return rng.uniform(0, min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
-
-
-class RateLimiter:
-    """Requests-per-minute and tokens-per-minute limits over a sliding window (60 seconds by default).
-
-    A request counts from its admission (:meth:`acquire`) and, once it is over (:meth:`release`), from the moment it
-    ended: the provider counts a request when it arrives, which is after its admission (a new client to build, a
-    connection to open), so timing admissions alone let ``rpm + 1`` requests arrive within one window; timed from
-    their end, no window of the provider's holds more than ``rpm`` of them.
-
-    Usable from any event loop and thread at once (its state is guarded by a thread lock, never held across an
-    ``await``): :func:`shared_limiter` gives the one limiter of a backend in this process.
-    """
-
-    def __init__(self, rpm: int | None, tpm: int | None, *, window: float = 60.0) -> None:
-        self.rpm, self.tpm, self.window = rpm, tpm, window
-        self._events: list[list[float]] = []  # [time, tokens]: admitted, then re-timed at the end
-        self._lock = threading.Lock()
-
-    async def acquire(self, tokens: int) -> list[float] | None:
-        """Wait until one more request of about ``tokens`` tokens fits in the window, then record it; returns the
-        record to hand to :meth:`release` when the request is over (None without limits)."""
-        if not self.rpm and not self.tpm:
-            return None
-        while True:
-            with self._lock:
-                now = time.monotonic()
-                self._events = [e for e in self._events if now - e[0] < self.window]
-                used = sum(t for _, t in self._events)
-                fits_rpm = not self.rpm or len(self._events) < self.rpm
-                fits_tpm = not self.tpm or not self._events or used + tokens <= self.tpm
-                if fits_rpm and fits_tpm:
-                    event = [now, float(tokens)]
-                    self._events.append(event)
-                    return event
-                wait = max(0.01, self.window - (now - min(e[0] for e in self._events)))
-            await asyncio.sleep(wait)
-
-    def release(self, event: list[float] | None) -> None:
-        """The request of ``event`` is over (answered or failed): it counts from now."""
-        if event is not None:
-            with self._lock:
-                event[0] = max(event[0], time.monotonic())
-
-
-_limiters: dict[tuple[Any, ...], RateLimiter] = {}
-_limiters_lock = threading.Lock()
-
-
-def shared_limiter(identity: Mapping[str, Any], rpm: int | None, tpm: int | None, window: float) -> RateLimiter:
-    """The process's one limiter for a backend identity and its limits (created at the first request)."""
-    key = (json.dumps(identity, sort_keys=True, default=str), rpm, tpm, window)
-    with _limiters_lock:
-        if key not in _limiters:
-            _limiters[key] = RateLimiter(rpm, tpm, window=window)
-        return _limiters[key]
-
-
-def _after_fork_in_child() -> None:
-    """A forked worker keeps the limiters' history (the parent's recent requests still count) with fresh locks."""
-    global _limiters_lock
-    _limiters_lock = threading.Lock()
-    for limiter in _limiters.values():
-        limiter._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def estimate_tokens(messages: Sequence[Message], max_tokens: int) -> int:
@@ -357,10 +290,12 @@ class RemoteLLM(LLM):
         while True:
             attempt += 1
             async with sem:
-                event = await limiter.acquire(estimate_tokens(msgs, max_tokens))
-                start = time.perf_counter()
+                event = None
                 try:
-                    result = await request(self._client(url := self._pick_url()))
+                    client = self._client(url := self._pick_url())  # made first: the limits time requests as they go
+                    event = await limiter.acquire(estimate_tokens(msgs, max_tokens))
+                    start = time.perf_counter()
+                    result = await request(client)
                     return result, time.perf_counter() - start
                 except BackendError as err:
                     error = self._clean(err)
