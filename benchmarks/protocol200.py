@@ -348,7 +348,7 @@ def report(proto: Protocol) -> str:
 
     lines = ["| cell | F1 (mean ± sd, runs) | rows added | BERTScore vs seed | ΔF1 vs MR (p) | ΔF1 vs noaug (p) |",
              "|---|---|---|---|---|---|"]
-    boot = results.setdefault("bootstrap", {})
+    boot, fresh = results.get("bootstrap", {}), {}
     for cell, c in sorted(cells.items(), key=lambda kv: kv[1]["f1_mean"]):
         cmp = []
         for other in ("mr", "noaug"):
@@ -360,12 +360,15 @@ def report(proto: Protocol) -> str:
             b = boot.get(f"{cell} vs {other}")
             if not b or b.get("pair") != pair:
                 b = {**pooled_bootstrap(refs, preds(cell), preds(other), resamples=proto.args.resamples), "pair": pair}
-                boot[f"{cell} vs {other}"] = b
+                fresh[f"{cell} vs {other}"] = b
             cmp.append(f"{b['delta']:+.4f} ({_p(b['p_value'], b['resamples'])})")
         bs = f"{c['bertscore_vs_seed']:.3f}" if c.get("bertscore_vs_seed") is not None else "—"
         lines.append(f"| {cell} | {c['f1_mean']:.4f} ± {c['f1_sd']:.4f} ({len(c['runs'])}) | {c['augmented']} | {bs} | "
                      + " | ".join(cmp) + " |")
-    proto.save_results(results)
+    if fresh:  # written back at once (the background job may be saving a run: read again, add, write)
+        latest = proto.load_results()
+        latest.setdefault("bootstrap", {}).update(fresh)
+        proto.save_results(latest)
     return "\n".join(lines)
 
 
