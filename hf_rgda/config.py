@@ -163,10 +163,9 @@ class AugmentConfig:
                               "verify_threshold), rejects the row (untagged_mention); one call a row, more for what it "
                               "lists", group="checks")
     sense_threshold: float = _f(0.0, "the sense gate (hf_rgda.sense): reject a sentence whose three least likely "
-                                "tokens read far below its seed's under the model's own probabilities (garbled, "
-                                "spliced or off-domain text), where the backend reads them (the local model): the "
-                                "score is 1/(1+exp(-(sentence - seed))) in nats, 0.5 level with the seed, 0.05 three "
-                                "nats below; `hf-rgda calibrate` measures it (scorer 'sense'); 0: off",
+                                "tokens the model finds too unlikely (their geometric mean probability under it), "
+                                "where the backend reads text logprobs (the local model): garbled, looping or spliced "
+                                "text; `hf-rgda calibrate` measures it (scorer 'sense') and sets it per dataset; 0: off",
                                 group="checks")
     verify_entities: bool = _f(True, "ask one multiple-choice question per tagged entity of every sentence that passed "
                                "the checker (its type against the dataset's other types, contrast categories and 'an "

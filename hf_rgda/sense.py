@@ -5,8 +5,10 @@ The sentence, detokenized, follows a neutral plain-text line naming the domain; 
 of its tokens is read in one prompt evaluation (:meth:`hf_rgda.llm.LLM.text_logprobs`, no generation). A sentence's
 *sense* is the mean of its ``k`` least likely tokens (default 3): garbled word order, clauses of two sentences
 spliced, an entity moved where it has no business and off-domain text each put a few very unlikely tokens in a
-sentence, which a mean over every token dilutes. It is read relative to a reference sentence of the same data (the
-seed a row was written from): ``sense(row) - sense(seed)``, so a seed's own rare terms do not count against its rows.
+sentence, which a mean over every token dilutes. The gate and the calibration scorer read it as a probability,
+``exp(sense)`` (the geometric mean probability of those tokens), against an absolute threshold that calibration sets
+per dataset and model. Read relative to the seed instead (``sense(row) - sense(seed)``) it ranked NCBI-disease's
+canaries worse (``benchmarks/results/calibration_sense.json``: garbled 0.805 against 0.964 for the row alone).
 
 Measured before this module (scratch probe, NCBI-disease dev, 40 sentences against 40 of each class, local 1.5B):
 AUROC against good sentences, mean of all tokens / mean of the 3 least likely: garbled 0.989 / 0.969, spliced
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 from .llm.base import LLM
 from .tags import detokenize
 
-__all__ = ["LEAST_LIKELY", "prefix", "relative_sense", "sense", "sense_scores"]
+__all__ = ["LEAST_LIKELY", "prefix", "sense", "sense_scores"]
 
 #: how many of a sentence's least likely tokens its sense averages
 LEAST_LIKELY = 3
@@ -45,16 +47,7 @@ def sense(logprobs: Sequence[float], k: int = LEAST_LIKELY) -> float:
 
 
 async def sense_scores(llm: LLM, domain: str, sentences: Sequence[Sequence[str]]) -> list[float]:
-    """The sense of each tokenized sentence under ``llm`` (one prompt evaluation each, the prefix's cells reused)."""
+    """``exp(sense)`` of each tokenized sentence under ``llm``, in (0, 1] (one prompt evaluation each, the prefix's
+    cells reused)."""
     logprobs = await llm.text_logprobs(prefix(domain), [detokenize(t) for t in sentences])
-    return [sense(lp) for lp in logprobs]
-
-
-def relative_sense(row: float, reference: float) -> float:
-    """A row's sense against its reference sentence's, squashed into (0, 1): 0.5 where they are equal.
-
-    Example:
-        >>> round(relative_sense(-4.0, -2.0), 3)
-        0.119
-    """
-    return 1 / (1 + math.exp(-(row - reference)))
+    return [math.exp(sense(lp)) for lp in logprobs]

@@ -1,5 +1,5 @@
 """The sense reading (hf_rgda.sense) and its calibration scorer: a backend that reads a given text's token logprobs
-is scored by its least likely tokens, relative to the seed, and ``hf-rgda calibrate`` reports how it separates each
+is scored by its least likely tokens, and ``hf-rgda calibrate`` reports how it separates each
 defect class. The backend here is scripted: a word-bigram model of the gold sentences (a known word pair is likely, an
 unknown one unlikely), which is what a language model's reading of garbled, spliced or swapped text looks like."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hf_rgda import AugmentConfig, ScriptedLLM, calibrate
 from hf_rgda.calibration import default_scorers
-from hf_rgda.sense import prefix, relative_sense, sense
+from hf_rgda.sense import prefix, sense, sense_scores
 from hf_rgda.tags import detokenize, parse_inline
 
 from .test_calibrate import DEV, TRAIN, data  # noqa: F401 (the fixture)
@@ -43,9 +43,9 @@ class BigramReader(ScriptedLLM):
 def test_sense_is_the_mean_of_the_least_likely_tokens() -> None:
     assert sense([-0.1, -5.0, -0.2, -3.0, -1.0]) == -3.0
     assert sense([-2.0]) == -2.0 and sense([]) == 0.0
-    assert relative_sense(-1.0, -1.0) == 0.5 and relative_sense(-9.0, -1.0) < 0.001
-    assert math.isclose(relative_sense(-1.0, -3.0), 1 / (1 + math.exp(-2)))
     assert prefix("biomedical abstracts") == "A sentence from biomedical abstracts:\n"
+    scores = asyncio.run(sense_scores(BigramReader(), "bio", [["Patients", "with"], ["with", "Patients"]]))
+    assert math.isclose(scores[0], math.exp(-0.5)) and math.isclose(scores[1], math.exp(-6.0))
 
 
 def test_calibrate_reports_the_sense_reading_by_class(data: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -58,7 +58,7 @@ def test_calibrate_reports_the_sense_reading_by_class(data: Path, tmp_path: Path
     # a bigram reader sees shuffled words and a mention moved among them; a splice at a shared word it cannot see
     for nonsense in ("garbled", "entity_swapped", "looped"):
         assert per_class[nonsense]["auroc_vs_good"] == 1.0, (nonsense, per_class[nonsense])
-    assert per_class["good"]["mean_score"] == 0.5  # a gold row reads like its gold seed
+    assert math.isclose(per_class["good"]["mean_score"], math.exp(-0.5), abs_tol=1e-3)  # every word pair known
     assert llm.read and all(p == prefix("bio") for p in llm.read)
 
 
@@ -69,8 +69,7 @@ def test_a_backend_without_text_logprobs_fails_the_sense_cell_in_one_line(data: 
 
 
 class MarkedReader(ScriptedLLM):
-    """The scripted world's answers, and a text reading in which one word (the first of the seed-generation and
-    composer sentences' second word list, whatever it is) is very unlikely: rows carrying it read far below their seed."""
+    """The scripted world's answers, and a text reading in which every word containing ``unlikely`` is very unlikely."""
 
     scores_text = True
 
@@ -83,7 +82,7 @@ class MarkedReader(ScriptedLLM):
         return [[-9.0 if self.unlikely in w else -0.5 for w in t.split()] for t in texts]
 
 
-def test_the_gate_rejects_what_reads_far_below_its_seed_and_only_where_switched_on() -> None:
+def test_the_gate_rejects_what_reads_too_unlikely_and_only_where_switched_on() -> None:
     from hf_rgda.checking import Checker
     from hf_rgda.pipeline import Pipeline
 
@@ -91,17 +90,18 @@ def test_the_gate_rejects_what_reads_far_below_its_seed_and_only_where_switched_
     from .test_pipeline import SEEDS
 
     def run(threshold: float, reader: type = MarkedReader) -> tuple[list, MarkedReader]:
-        llm = reader(FakeWorld(), "a")  # every generated sentence with a word containing "a" reads as unlikely
+        llm = reader(FakeWorld(), "Huntington")  # rows naming Huntington disease read as unlikely
         pipe = Pipeline(AugmentConfig(method="gda", sense_threshold=threshold), llm, Checker(("Disease",)))
         return asyncio.run(pipe.run(SEEDS)), llm
 
     off, llm = run(0.0)
     assert not llm.texts and all(len(r.accepted) == 3 for r in off)
     on, llm = run(0.05)
-    assert {detokenize(s.tokens) for s in SEEDS} <= set(llm.texts)  # each seed is read as its rows' reference
+    assert llm.texts and not {detokenize(s.tokens) for s in SEEDS} & set(llm.texts)  # rows are read, not seeds
     rejected = [(stage, c.reason) for r in on for stage, c in r.rejected]
     kept = [c for r in on for c in r.accepted]
     assert rejected and set(rejected) == {("sense", "implausible")}
+    assert not any("Huntington" in " ".join(c.tokens) for c in kept)
     assert len(kept) + len(rejected) == sum(len(r.accepted) for r in off)
     assert all(c.sensed for c in kept)
     plain, _ = run(0.05, reader=lambda world, _: ScriptedLLM(world))  # a backend that cannot read text: no gate

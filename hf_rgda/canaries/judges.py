@@ -34,7 +34,7 @@ from ..llm.base import LLM
 from ..pipeline import Pipeline, Stages
 from ..records import Candidate, Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
-from ..sense import relative_sense, sense_scores
+from ..sense import sense_scores
 from ..stages.completeness import Completeness
 from ..stages.debate import ReviewResult, run_review
 from ..stages.rating import expected_total
@@ -128,12 +128,11 @@ class Judges:
         return 1 - max((p for _, p in found), default=0.0)
 
     async def sense(self, canary: Canary) -> float:
-        """The row's sense against its seed's (:mod:`hf_rgda.sense`): the model's least likely tokens, no generation."""
+        """The row's sense read as a probability (:mod:`hf_rgda.sense`): its least likely tokens, no generation."""
         if not self.llm.scores_text:
             raise RGDAError(f"{type(self.llm).__name__} cannot score a given text (no prompt logprobs)")
-        row, seed = await sense_scores(self.llm, self.config.domain, [canary.tokens, canary.seed_tokens])
-        self.details[canary.id] = {"sense": round(row, 3), "seed_sense": round(seed, 3)}
-        return relative_sense(row, seed)
+        (score,) = await sense_scores(self.llm, self.config.domain, [canary.tokens])
+        return score
 
     async def _review(self, canary: Canary, stages: Stages) -> ReviewResult[Candidate]:
         """The review panel's first round on the row (no revision), as the pipeline's ``debate_review`` runs it."""

@@ -1,9 +1,9 @@
-"""The sense gate: a sentence whose least likely tokens read far below its seed's is rejected (``sense/implausible``)
-before the entity verifier asks about it (:mod:`hf_rgda.sense` says what is read and why).
+"""The sense gate: a sentence whose least likely tokens the model finds too unlikely is rejected
+(``sense/implausible``) before the entity verifier asks about it (:mod:`hf_rgda.sense` says what is read and why).
 
 It runs where the backend reads a given text's token logprobs (the local model) and ``sense_threshold`` is above 0;
-elsewhere it passes every sentence. A sentence's score is ``relative_sense(row, seed)``: 0.5 where its three least
-likely tokens read as its seed's, about 0.05 three nats below them. Each sentence is read once (``Candidate.sensed``),
+elsewhere it passes every sentence. A sentence's score is the geometric mean probability of its three least likely
+tokens (:func:`~hf_rgda.sense.sense_scores`). Each sentence is read once (``Candidate.sensed``),
 so the stage runs again after each stage that writes new ones, like the verifier. The readings are prompt
 evaluations, not calls: they are not in the calls or tokens of the summary, and the response cache does not keep them.
 """
@@ -11,7 +11,7 @@ evaluations, not calls: they are not in the calls or tokens of the summary, and 
 from __future__ import annotations
 
 from ..records import SeedResult
-from ..sense import relative_sense, sense_scores
+from ..sense import sense_scores
 from .base import Run
 from .registry import Stage, register
 
@@ -31,13 +31,12 @@ class SenseGate:
         todo = [c for c in r.accepted if c.ok and not c.sensed]
         if not todo or cfg.sense_threshold <= 0 or not llm.scores_text:
             return
-        *rows, seed = await sense_scores(llm, cfg.domain, [c.tokens for c in todo] + [list(r.seed.tokens)])
-        for c, row in zip(todo, rows):
+        scores = await sense_scores(llm, cfg.domain, [c.tokens for c in todo])
+        for c, score in zip(todo, scores):
             c.sensed = True
-            score = relative_sense(row, seed)
             if score < cfg.sense_threshold:
-                r.rejected.append((STAGE, c.reject("implausible", f"sense {row:.2f} against the seed's {seed:.2f} "
-                                                   f"(score {score:.3f} < sense_threshold {cfg.sense_threshold})")))
+                r.rejected.append((STAGE, c.reject("implausible", f"its least likely tokens read at {score:.2g} "
+                                                   f"< sense_threshold {cfg.sense_threshold}")))
         r.accepted = [c for c in r.accepted if c.ok]
 
 
