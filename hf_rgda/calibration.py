@@ -107,6 +107,9 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
     if unknown:
         raise ConfigError(f"unknown scorer(s) {unknown}; choose among {', '.join(SCORERS)}")
     names = list(scorers or default_scorers(cfg, model))
+    if "sense" in names and not model.scores_text:
+        raise ConfigError(f"scorer 'sense' reads a given text's token logprobs, which {type(model).__name__} cannot "
+                          "(the chat APIs return none; the local model can)")
     splits = _splits(data, tokens_column, tags_column, scheme)
     if holdout is None and split == "dev" and "dev" not in splits and "validation" in splits:
         split = "validation"

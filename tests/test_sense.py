@@ -11,7 +11,9 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from hf_rgda import AugmentConfig, ScriptedLLM, calibrate
+import pytest
+
+from hf_rgda import AugmentConfig, ConfigError, ScriptedLLM, calibrate
 from hf_rgda.calibration import default_scorers
 from hf_rgda.sense import prefix, sense, sense_scores
 from hf_rgda.tags import detokenize, parse_inline
@@ -62,10 +64,13 @@ def test_calibrate_reports_the_sense_reading_by_class(data: Path, tmp_path: Path
     assert llm.read and all(p == prefix("bio") for p in llm.read)
 
 
-def test_a_backend_without_text_logprobs_fails_the_sense_cell_in_one_line(data: Path, tmp_path: Path) -> None:  # noqa: F811
-    report = calibrate(data, ScriptedLLM(lambda m, s, p: {}, name="plain"), scorers=["sense"],
-                       out=tmp_path / "c.json", config=AugmentConfig(domain="bio"), cache=False, progress=False)
-    assert "sense" in report["failed_scorers"] and "cannot score a given text" in report["failed_scorers"]["sense"]
+def test_a_backend_without_text_logprobs_is_refused_the_sense_scorer_before_any_call(data: Path, tmp_path: Path) -> None:  # noqa: F811
+    calls: list[object] = []
+    plain = ScriptedLLM(lambda m, s, p: calls.append(m) or {}, name="plain")
+    with pytest.raises(ConfigError, match="cannot"):
+        calibrate(data, plain, scorers=["sense"], out=tmp_path / "c.json", config=AugmentConfig(domain="bio"),
+                  cache=False, progress=False)
+    assert not calls and not (tmp_path / "c.json").exists()
 
 
 class MarkedReader(ScriptedLLM):
