@@ -133,8 +133,8 @@ class AugmentConfig:
                              "segments ('segments'), or the sentence with each entity marked in place as "
                              "[words](Type) ('inline': no entity can be missing from its sentence, and none is "
                              "written twice); 'auto': the backend's own (inline for the local model: more accepted "
-                             "rows for fewer tokens, docs/decisions/inline-representation.md; entities for the APIs, "
-                             "whose schemas hold the entity types to the label set)", choices=REPRESENTATIONS,
+                             "rows for fewer tokens, docs/decisions/inline-representation.md; entities for the "
+                             "APIs, whose schemas hold the entity types to the label set)", choices=REPRESENTATIONS,
                              group="generation")
     schedule: str = _f("stage", "'stage' runs one stage for the whole batch before the next (reuses the KV "
                        "prefix); 'row' runs each seed through every stage first; 'seeds' runs every seed through every stage, the "
