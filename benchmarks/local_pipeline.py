@@ -26,7 +26,7 @@ from hf_rgda.recipe import augment, load_split, sample_seeds
 #: type descriptions where a dataset's annotation differs from a type's everyday meaning (FIN tags the parties of an
 #: agreement named by role as PER: "Borrower" is 564 of its 747 train PER mentions, "Lender" 126; SciERC tags terms,
 #: pronouns included, not only names). Read by ``calibration.py --descriptions dataset``: FIN's raise the entity
-#: verifier's AUROC, SciERC's lower it (benchmarks/README.md, "Type descriptions"), so they are kept as a measured
+#: verifier's AUROC, SciERC's lower it (docs/decisions/type-descriptions.md), so they are kept as a measured
 #: negative result, not a recommendation. This script and protocol.py do not pass them (their cached answers were
 #: written without).
 TYPE_DESCRIPTIONS = {

@@ -120,7 +120,8 @@ def _augment_parser(a: argparse.ArgumentParser) -> None:
     backend.add_argument("--max-concurrency", type=int, default=None, help="remote backends: requests in flight at once")
     backend.add_argument("--parallel", type=int, default=None,
                          help="local model: calls answered at once, their next tokens in one decode (default 1; with "
-                              "--schedule seeds no seed waits for the others; benchmarks/README.md has the measurements)")
+                              "--schedule seeds no seed waits for the others; measured: "
+                              "docs/decisions/parallel-slots.md)")
     backend.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
                          help="local model: guess tokens from the context and check several in one decode (default "
                               "auto, with --parallel too; off writes the same tokens on every fresh run, one call at a "

@@ -111,8 +111,9 @@ class AugmentConfig:
                         "(judge_reading 'sample'; the paper's 90)", group="judges")
     probability_threshold: int = _f(50, "judge score (0-100) at which a refine loop stops, and the debate's sigma, "
                                     "for verdicts read by probability: the middle of the 1-5 scale (their scores are expected values; with "
-                                    "the local 1.5B model they barely move, see benchmarks/README.md; calibrate your "
-                                    "own model with hf-rgda calibrate)", group="judges")
+                                    "the local 1.5B model they barely move, see "
+                                    "docs/decisions/judge-reading-probability.md; calibrate your own model with "
+                                    "hf-rgda calibrate)", group="judges")
     judge_early_pass: bool = _f(True, "a verdict read by probability on a backend where a seed's questions asked in "
                                 "turn take no longer (the local model, with or without parallel slots; a remote one "
                                 "with max_concurrency 1) asks its criteria one by one, the largest first, "
@@ -125,14 +126,16 @@ class AugmentConfig:
     max_rounds: int = _f(3, "judge rounds per refine loop (the loop refines after every round but the last)", group="judges")
     max_repairs: int | None = _f(None, "targeted re-asks for sentences that fail the deterministic checks; unset: the "
                                  "backend's own (1 for the APIs; 0 for the local model, whose re-asks repeat the "
-                                 "rejected sentence's fault: benchmarks/README.md, repairs.py)", type=int, group="generation")
+                                 "rejected sentence's fault: docs/decisions/local-no-repairs.md)", type=int,
+                                 group="generation")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content", group="generation")
     representation: str = _f("auto", "what the LLM writes: a sentence plus entity list ('entities'), typed "
                              "segments ('segments'), or the sentence with each entity marked in place as "
                              "[words](Type) ('inline': no entity can be missing from its sentence, and none is "
                              "written twice); 'auto': the backend's own (inline for the local model: more accepted "
-                             "rows for fewer tokens, benchmarks/README.md; entities for the APIs, whose schemas "
-                             "hold the entity types to the label set)", choices=REPRESENTATIONS, group="generation")
+                             "rows for fewer tokens, docs/decisions/inline-representation.md; entities for the "
+                             "APIs, whose schemas hold the entity types to the label set)", choices=REPRESENTATIONS,
+                             group="generation")
     schedule: str = _f("stage", "'stage' runs one stage for the whole batch before the next (reuses the KV "
                        "prefix); 'row' runs each seed through every stage first; 'seeds' runs every seed through every stage, the "
                        "seeds side by side (no seed waits for the others at a stage's end: for a backend that answers "
@@ -173,8 +176,8 @@ class AugmentConfig:
                                "the entity is untagged (salvage, then the row is checked again) or its row rejected", group="entity verification")
     verify_threshold: float = _f(0.25, "entity verification: the probability of its type an entity needs to stay "
                                  "tagged, at most (see verify_relative; 0.25: measured on NCBI-disease canaries with "
-                                 "the local 1.5B model, see benchmarks/README.md; calibrate your own model with "
-                                 "hf-rgda calibrate)", group="entity verification")
+                                 "the local 1.5B model, see docs/decisions/verify-relative.md; calibrate your own "
+                                 "model with hf-rgda calibrate)", group="entity verification")
     verify_relative: float = _f(0.5, "entity verification relative to the seed: the model's P(type) for the seed's "
                                 "own (gold) entities is read once per seed (one question each, asked only when an entity "
                                 "scores below verify_threshold), and an entity needs "
@@ -194,7 +197,7 @@ class AugmentConfig:
                             "its last word that end a mention of its type (SplitStats.head_share), against the same "
                             "threshold (its seed reference read the same way); with the local 1.5B, SciERC canaries' "
                             "AUROC 0.805 -> 0.852 and, on a fresh draw, 0.780 -> 0.804; NCBI-disease and FIN within "
-                            "0.004 (benchmarks/README.md)", group="entity verification")
+                            "0.004 (docs/decisions/verify-split.md)", group="entity verification")
     skip_entityless: bool = _f(True, "leave seeds without any entity un-augmented (small models invent entities for them)", group="checks")
     entity_hints: int = _f(6, "guided methods: the composer's guide shows a same-type entity from the dataset in place "
                            "of each of the seed's, plus this many more per type as examples (0 = neither: the "

@@ -40,13 +40,13 @@ stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${ext
 # llama.cpp with CPU kernels chosen at run time (GGML_BACKEND_DL): one backend module per x86-64 level, next to
 # libllama, and ggml loads the best one the CPU has (hf_rgda.llm.engine.load_cpu_backends). The wheel runs on any
 # x86-64 machine at its own speed: prompt processing at 1.17x a native build's on this project's AMD EPYC and 0.99x on
-# its Intel Xeon with AMX (benchmarks/README.md, local_speed.py --kernels). llama.cpp's GGML_CPU_ALL_VARIANTS
+# its Intel Xeon with AMX (docs/decisions/amx-module.md, local_speed.py --kernels). llama.cpp's GGML_CPU_ALL_VARIANTS
 # builds 14 x86 modules; seven cover the CPUs of the last decade (x64, the any-CPU fallback; haswell, AVX2; alderlake,
 # AVX-VNNI; skylakex, AVX-512; icelake, +VBMI/VNNI; zen4, +BF16; sapphirerapids, +AMX tiles for prompts), so the
 # others are taken out of the list in llama-cpp-python's own source distribution before it is compiled (~20 min on 2
 # cores, once). The AMX module's tile configuration is made a constant first: as llama.cpp writes it, GCC 12 drops its
 # stores and the first prompt dies of SIGILL (scripts/llama_cpu_variants.py). HF_RGDA_CPU_VARIANT_LIST names another
-# list (the six without sapphirerapids: the build of sessions 16-28, benchmarks/README.md).
+# list (the six without sapphirerapids: the build of sessions 16-28, docs/decisions/amx-module.md).
 # scripts/llama_cpu_variants.cmake installs the modules (llama-cpp-python's install list leaves them out). The wheel
 # is kept in its own folder: pip's cache keys a built wheel by version only.
 # HF_RGDA_CPU_VARIANTS=0 keeps llama-cpp-python's own portable build (AVX2 kernels only) instead.

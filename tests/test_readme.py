@@ -68,3 +68,21 @@ def test_readme_results_come_from_the_benchmarks_summary() -> None:
     assert quoted
     for figure in quoted:
         assert figure in summary, figure
+
+
+def test_benchmarks_readme_is_short_and_every_decision_is_indexed() -> None:
+    """benchmarks/README.md stays a reader's page (its story lives in docs/decisions/), links resolve, and the
+    decisions' index names every record."""
+    path = ROOT / "benchmarks" / "README.md"
+    text = path.read_text()
+    assert len(text.splitlines()) <= 200
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", re.sub(r"`[^`]*`", "", text)):
+        if not target.startswith(("http://", "https://")):
+            assert (path.parent / target).exists(), f"benchmarks/README.md links to {target}, which is missing"
+    decisions = ROOT / "docs" / "decisions"
+    index = (decisions / "README.md").read_text()
+    for record in sorted(decisions.glob("*.md")):
+        if record.name != "README.md":
+            assert f"]({record.name})" in index, f"docs/decisions/README.md does not list {record.name}"
+    for target in re.findall(r"\]\(([^)#\s]+)\)", re.sub(r"`[^`]*`", "", index)):
+        assert (decisions / target).exists(), f"docs/decisions/README.md links to {target}, which is missing"

@@ -119,7 +119,7 @@ class LocalLLM(LLM):
             KV cache. Part of the identity: the two copies' numbers differ slightly, so the sampled tokens do. Off
             by default: on two draws of 20 NCBI-disease seeds its rows scored lower silver precision than the
             one-copy engine's (0.734 and 0.774 against 0.809 and 0.822) for about the same seconds per accepted row
-            (benchmarks/README.md, A/B runs 12 and 13).
+            (docs/decisions/plain-prefill.md, A/B runs 12 and 13).
         lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.lookup`): ``"auto"`` checks guesses taken from the
             context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
             wherever the context has a match, ``"off"`` never. Default (None): ``"auto"``, ``"off"`` with
@@ -129,10 +129,10 @@ class LocalLLM(LLM):
             several tokens computes it through another batch shape, whose sums differ (near ties fall the other
             way), so the tokens sampled differ and the option is part of the identity; with ``"auto"`` the widths follow the machine's timings, so a rerun
             on a fresh cache is not reproducible token for token (the response cache keeps the first answers, so a
-            resumed run is consistent; ``"off"`` reproduces). On by default: on the Xeon of benchmarks/README.md
-            ``"auto"`` brings the README's main command from 171.1 s to 134.0 s of LLM time and took 9% off an
-            A/B's seconds per accepted row (run 19); the silver precision of its rows pools to 0.820 over three
-            draws against 0.825 without guesses (A/B runs 14-16 and 19).
+            resumed run is consistent; ``"off"`` reproduces). On by default: on the Xeon of the A/B
+            (docs/decisions/lookup.md) ``"auto"`` brings the README's main command from 171.1 s to 134.0 s of LLM
+            time and took 9% off an A/B's seconds per accepted row (run 19); the silver precision of its rows pools
+            to 0.820 over three draws against 0.825 without guesses (A/B runs 14-16 and 19).
         parallel: calls answered at once (:class:`~hf_rgda.llm.slots.SlotEngine`): up to this many calls share each
             decode, a seed's calls in the same sequence, with ``lookup``'s guesses; option questions go to the
             model's own context, which keeps their states (``kv_states_mb``), and the two take turns. 1 (default):
@@ -140,9 +140,9 @@ class LocalLLM(LLM):
             beside others has its logits summed in another batch shape, and which calls share a decode depends on
             when they arrive, so with ``parallel`` > 1 a run is not reproducible token for token (the response cache
             keeps the first answer). With ``schedule="seeds"`` no seed waits for the others at a stage's end. 1 by
-            default: on the Xeon of benchmarks/README.md four slots with guesses took 0.970 of the one-call engine's
-            wall seconds per accepted row for 2.45 rows a seed against 2.70 (run 25), and with ``schedule="seeds"``
-            1.266 for 1.90 (run 26); on a compute-bound CPU four sequences decode only 1.27x one.
+            default: on the Xeon of the A/B (docs/decisions/parallel-slots.md) four slots with guesses took 0.970 of
+            the one-call engine's wall seconds per accepted row for 2.45 rows a seed against 2.70 (run 25), and with
+            ``schedule="seeds"`` 1.266 for 1.90 (run 26); on a compute-bound CPU four sequences decode only 1.27x one.
     """
 
     max_concurrency = 1
@@ -151,10 +151,10 @@ class LocalLLM(LLM):
     scores_text = True
     reuses_prefix = True
     #: inline entity marks: with the local 1.5B, more accepted rows for fewer completion tokens than a sentence plus an
-    #: entity list, and no entity missing from its sentence (benchmarks/README.md, local_profile.py)
+    #: entity list, and no entity missing from its sentence (docs/decisions/inline-representation.md)
     representation = "inline"
     #: no targeted re-asks: the local 1.5B writes the rejected sentence's fault again (a near copy, a malformed mark,
-    #: the prompt's words) and its re-asks cost as much as the first ask (benchmarks/README.md, repairs.py)
+    #: the prompt's words) and its re-asks cost as much as the first ask (docs/decisions/local-no-repairs.md)
     max_repairs = 0
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,

@@ -63,7 +63,7 @@ class LookupDraft:
         max_tokens: the most guesses checked in one decode. Past two tokens a decode's width costs little on the
             Xeon (5 tokens 1.8-2.1 single decodes, 9 tokens 2.1-2.5, by the hour), and the answers copy runs longer
             than 4 tokens (a row's unchanged words): 8 needs 7% fewer decodes than 4 in the main command
-            (``benchmarks/README.md``, session 31). The widths checked are still chosen by the measurements.
+            (``docs/decisions/lookup.md``). The widths checked are still chosen by the measurements.
         mode: ``"auto"`` (guess as many tokens as the measurements favour, none included), ``"always"`` (guess up to
             ``max_tokens`` wherever the context has a match; for measurements), or ``"off"``.
         explore: every this many-th chance to guess tries a width the measurements have not favoured, so a figure

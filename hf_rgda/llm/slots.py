@@ -1,9 +1,9 @@
 """Several calls decoded together: the local engine's parallel slots (``LocalLLM(parallel=N)``).
 
 Where generation waits on memory, one decode that carries the next token of several sequences costs little more than
-one that carries one: every token reads the same weights (on the Xeon of benchmarks/README.md, 4 sequences give 2.44x
-the tokens a second of one; on the EPYC 1.27x: ``python -m benchmarks.local_speed --batches``). The pipeline already
-runs the seeds of a batch concurrently, stage by stage, so their calls arrive together.
+one that carries one: every token reads the same weights (on the Xeon, 4 sequences give 2.44x the tokens a second
+of one; on the EPYC 1.27x: ``python -m benchmarks.local_speed --batches``, docs/decisions/parallel-slots.md). The
+pipeline already runs the seeds of a batch concurrently, stage by stage, so their calls arrive together.
 
 :class:`SlotEngine` answers up to N calls at once from one llama.cpp context. Its thread admits each waiting call
 into a free sequence (the one its seed used last when free, so a seed's next question continues its last prompt),
@@ -116,7 +116,7 @@ class SlotEngine:
         # one unified cache every decode reads every sequence's cells), and a prefix moves between streams by copying
         # the stream. With guesses, one unified cache: llama.cpp splits a decode over streams into sub-batches of as
         # many tokens from each sequence, so sequences checking different numbers of guesses would take one pass over
-        # the weights per sub-batch (benchmarks/README.md, session 32)
+        # the weights per sub-batch (docs/decisions/parallel-slots.md)
         self.unified = lookup is not None
         params.n_ctx, params.n_seq_max, params.kv_unified = n_ctx * n_slots, n_slots, self.unified
         # a decode carries a token of every call and its guesses
