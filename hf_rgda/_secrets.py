@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["CREDENTIAL_PARAM", "LOGGERS", "SECRET_ENV_PREFIX", "environment_secrets", "install_log_redaction",
-           "query_secrets", "redact", "register_secret", "registered_secret", "secret_id", "secret_strings",
-           "strip_url_secrets"]
+           "public_query", "public_url", "query_secrets", "redact", "register_secret", "registered_secret", "secret_id",
+           "secret_strings", "split_url", "strip_url_secrets"]
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,}|sk-ant-[A-Za-z0-9_\-*.]{6,}|AIza[A-Za-z0-9_\-]{10,})")
 # the user info of a URL: "scheme://user:password@" or "scheme://token@"
@@ -68,6 +68,14 @@ def query_secrets(query: str) -> list[str]:
     return [v for k, v in urllib.parse.parse_qsl(query, keep_blank_values=False) if CREDENTIAL_PARAM.search(k) and v]
 
 
+def public_query(query: str) -> str:
+    """A URL query without its credential parameters (:data:`CREDENTIAL_PARAM`), the others kept in their order
+    (``api-version=2024-06-01&api-key=...`` -> ``api-version=2024-06-01``): what may be shown and be part of an
+    identity."""
+    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+    return urllib.parse.urlencode([(k, v) for k, v in pairs if not CREDENTIAL_PARAM.search(k)])
+
+
 def strip_url_secrets(text: str) -> str:
     """``text`` with the user info and the credential parameters of every URL in it removed (for text meant to be
     read back, such as a command line; :func:`redact` marks them ``***`` instead)."""
@@ -75,6 +83,27 @@ def strip_url_secrets(text: str) -> str:
     text = re.sub(r"[?&][A-Za-z0-9_.-]*(?:key|token|secret|passw|sig|auth|credential)[A-Za-z0-9_.-]*=[^&\s#]*", "",
                   text, flags=re.IGNORECASE)
     return text
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """``url`` without its user info and its query's credential parameters, the user info (``user:password``; ""
+    when none) and the whole query where it holds a credential (``api-version=...&api-key=...``; "" when it holds
+    none): a key can be written in either, and both stay out of what is kept and shown. A parameter that is no
+    credential (Azure's ``api-version``) stays in the URL kept, so it is part of the backend's identity."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    public = urllib.parse.urlunsplit((parts.scheme, hostport if at else parts.netloc, parts.path.rstrip("/"),
+                                      public_query(parts.query), parts.fragment))
+    return public, userinfo if at else "", parts.query if query_secrets(parts.query) else ""
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info or credential parameters (where a key could be written): the identity reaches
+    summaries and cards."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, public_query(parts.query), ""))
 
 
 def environment_secrets() -> list[str]:

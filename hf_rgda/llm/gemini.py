@@ -18,10 +18,19 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from .._exceptions import AuthenticationError, BackendError, ConnectionError, RateLimitError, RefusalError, TimeoutError
+from .._exceptions import (
+    AuthenticationError,
+    BackendError,
+    ConfigError,
+    ConnectionError,
+    RateLimitError,
+    RefusalError,
+    TimeoutError,
+)
 from .base import Completion, Usage
 from .capabilities import Adaptive, LogprobsUnavailable
 from .remote import RemoteLLM, retry_after_of, status_error
@@ -79,13 +88,18 @@ class GeminiLLM(Adaptive, RemoteLLM):
     live_fields = (*RemoteLLM.live_fields, *Adaptive.ADAPTIVE_LIVE)
 
     def __init__(self, model: str, *, capabilities: Mapping[str, Any] | None = None, **options: Any) -> None:
+        urls = options.get("base_url")
+        if any(urllib.parse.urlsplit(u).query for u in ([urls] if isinstance(urls, str) else urls or [])):
+            raise ConfigError("gemini: a base_url with a query (?...) cannot be used: the google-genai SDK's "
+                              "HttpOptions take no query parameters, so they would never be sent; give the key as "
+                              "api_key or in GEMINI_API_KEY instead")
         super().__init__(model, **options)
         self._setup_capabilities(capabilities)
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), **self._capability_identity()}
 
-    def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
+    def _new_client(self, api_key: str | None, base_url: str | None, query: Mapping[str, str]) -> Any:
         genai, types, _ = _sdk()
         http = types.HttpOptions(timeout=int(self.timeout * 1000), retry_options=types.HttpRetryOptions(attempts=1),
                                  **({"base_url": base_url} if base_url else {}))  # one retry policy: ours
