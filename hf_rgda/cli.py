@@ -248,8 +248,9 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
                                      debate_llms=args.debate_llm or (), calibration=args.calibration)
     if args.dry_run:
         from .estimate import rehearse_run
+        from .hub import llm_name
 
-        print(f"{len(seeds)} seeds, {cfg.method} on {_llm_name(aug.llm)}")
+        print(f"{len(seeds)} seeds, {cfg.method} on {llm_name(aug.llm.identity())}")
         print(rehearse_run(aug, seeds, batch_size=args.batch_size, prices=prices).format())
         return 0
     run = augment(seeds, aug, batch_size=args.batch_size, num_proc=args.num_proc, desc=f"{cfg.method} augmentation")
@@ -270,11 +271,6 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
         print(f"hf-rgda: {too_many}", file=sys.stderr)
         return 3
     return 0
-
-
-def _llm_name(llm: LLM) -> str:
-    ident = llm.identity()
-    return f"{ident.get('backend')}:{ident.get('model')}"
 
 
 def _calibrate(args: argparse.Namespace, llm: LLM | None) -> int:
