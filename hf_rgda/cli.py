@@ -243,7 +243,8 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
                          tags_column=args.tags_column, scheme=args.scheme)
     aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
                                      tags_column=args.tags_column, scheme=args.scheme, config=cfg, label_names=labels,
-                                     cache=args.cache or True, llm_options=_llm_options(args),
+                                     cache=False if args.dry_run else args.cache or True,  # a dry run: read
+                                     llm_options=_llm_options(args),
                                      attribution_model=_attribution_model(args, seeds),
                                      debate_llms=args.debate_llm or (), calibration=args.calibration)
     if args.dry_run:
@@ -251,7 +252,7 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
         from .hub import llm_name
 
         print(f"{len(seeds)} seeds, {cfg.method} on {llm_name(aug.llm.identity())}")
-        print(rehearse_run(aug, seeds, batch_size=args.batch_size, prices=prices).format())
+        print(rehearse_run(aug, seeds, batch_size=args.batch_size, prices=prices, cache=args.cache or True).format())
         return 0
     run = augment(seeds, aug, batch_size=args.batch_size, num_proc=args.num_proc, desc=f"{cfg.method} augmentation")
     splits, report = run.save(args.out, source=args.source, split=args.split, prices=prices)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import json
 import logging
 import re
@@ -280,6 +281,7 @@ def test_rpm_holds_at_the_server_when_a_new_client_delays_the_first_request(monk
             msgs = [{"role": "user", "content": "Name a disease."}]
             await asyncio.gather(*(llm.complete(msgs, schema=schema, params={"max_tokens": 8, "seed": i})
                                    for i in range(4)))
+            await llm.aclose()  # else the SDK's client, collected while a later test's loop runs, closes there
 
         asyncio.run(calls())
         arrivals = sorted(t for t, step in server.events if step == 1)
@@ -409,10 +411,53 @@ def test_dry_run_prints_the_estimate_and_calls_nothing(tmp_path: Path, capsys) -
             assert code == 0 and "estimate: " in out and " calls to make" in out and "prompt tokens" in out, out
             assert cost in out and "$0.0000" not in out
         assert server.requests == [] and not (tmp_path / "out").exists()
+        assert not list(tmp_path.glob("r.sqlite3*"))  # the response cache was not even created
     assert main(["augment", str(_folder(tmp_path)), "--method", "biorda", "--attribution-model", "seeds", "--dry-run",
                  "--out", str(tmp_path / "out")], llm=Counting()) == 2  # it would fine-tune a model into --out
     _one_line(capsys, "--dry-run writes nothing")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dry_run_reads_the_response_cache_and_writes_nothing_to_it(tmp_path: Path, capsys) -> None:
+    """--dry-run counts the answers an earlier run left in the cache, and leaves the file as it found it (no write,
+    no -wal or -shm file beside it); a file that is no cache stops it as it would the run."""
+    cache = tmp_path / "r.sqlite3"
+    assert _augment(tmp_path, _folder(tmp_path)) == 0
+    gc.collect()  # the run's connections closed, as at the end of its process: its write-ahead log merged
+    before = {p.name: p.read_bytes() for p in tmp_path.glob("r.sqlite3*")}
+    assert list(before) == ["r.sqlite3"]
+    llm = Counting()
+    assert _augment(tmp_path, _folder(tmp_path), "--dry-run", llm=llm) == 0
+    assert llm.paid == 0 and re.search(r"estimate: 0 calls to make \([1-9]\d* answers already in the cache",
+                                       capsys.readouterr().out)
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("r.sqlite3*")} == before
+    cache.write_text("not a database " * 100)
+    assert _augment(tmp_path, _folder(tmp_path), "--dry-run", llm=llm) == 2
+    _one_line(capsys, "hf-rgda: error: response cache", "is not a response cache")
+
+
+def test_a_dry_run_leaves_the_augmenters_ledger_of_rows_as_it_was(tmp_path: Path) -> None:
+    """The rehearsal's scripted rows are no real run's: a real run on the same object after it accepts what a fresh
+    object accepts (the ledger shared by a shallow copy rejected them as repeated_entity, cross_seed_duplicate)."""
+    from datasets import Dataset
+
+    from hf_rgda import RGDAAugmenter
+    from hf_rgda.estimate import rehearse_run
+    from hf_rgda.recipe import augment
+
+    seeds = Dataset.from_list(DISEASE[:2])
+
+    def build() -> RGDAAugmenter:
+        return RGDAAugmenter(ScriptedLLM(FakeWorld(), name="world"), label_names=["O", "B-Disease", "I-Disease"],
+                             method="gda", cache=False, keep_rejected=True, max_entity_repeats=1)
+
+    fresh, rehearsed = build(), build()
+    assert rehearse_run(rehearsed, seeds).calls > 0
+    assert rehearsed._ledger_of_rows.rows == {}
+    expected = augment(seeds, fresh, load_from_cache_file=False).rows
+    got = augment(seeds, rehearsed, load_from_cache_file=False).rows
+    assert got["rgda_status"] == expected["rgda_status"] and got["rgda_reason"] == expected["rgda_reason"]
+    assert "accepted" in got["rgda_status"]
 
 
 def test_a_rerun_served_from_the_cache_does_not_print_the_first_runs_cost_as_spent(tmp_path: Path, capsys) -> None:

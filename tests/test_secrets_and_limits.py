@@ -68,7 +68,13 @@ def _with_password(url: str) -> str:
 
 
 def _call(llm) -> None:
-    asyncio.run(llm.complete(MSGS, schema=SCHEMA, params=PARAMS))
+    async def call() -> None:
+        try:
+            await llm.complete(MSGS, schema=SCHEMA, params=PARAMS)
+        finally:
+            await llm.aclose()  # the SDK's client, collected while a later test's loop runs, would close there
+
+    asyncio.run(call())
 
 
 # ---------------------------------------------------------------- credentials in URLs
