@@ -171,6 +171,43 @@ def test_a_full_disk_leaves_nothing_half_written_and_the_rerun_pays_nothing(tmp_
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging folder left
 
 
+@pytest.mark.parametrize("fail_at", [1, 2, 4])  # moving an old entry aside, the 2nd aside, the 1st one moved in
+def test_writing_the_outputs_is_all_or_nothing_when_a_move_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               fail_at: int) -> None:
+    """A run's files replace an earlier run's under --out all together or not at all: when a move fails, the folder
+    holds the earlier files as they were and nothing else (no staging folder, no .NAME.old-PID copy)."""
+    from hf_rgda import ConfigError, outputs
+
+    out = tmp_path / "out"
+
+    def writers(tag: str) -> dict[str, Any]:
+        def folder(path: Path) -> None:
+            path.mkdir()
+            (path / "part.txt").write_text(tag)
+
+        return {"dataset": folder, "summary.json": lambda p: p.write_text(tag), "config.json": lambda p: p.write_text(tag)}
+
+    outputs.write_outputs(out, writers("old"))
+    before = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()}
+    replace, moves = outputs.os.replace, []
+
+    def failing(src: Any, dst: Any) -> None:
+        moves.append((src, dst))
+        if len(moves) == fail_at:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        replace(src, dst)
+
+    monkeypatch.setattr(outputs.os, "replace", failing)
+    with pytest.raises(ConfigError, match="nothing was written"):
+        outputs.write_outputs(out, writers("new"))
+    monkeypatch.setattr(outputs.os, "replace", replace)
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "dataset", "summary.json"]
+    assert {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()} == before
+    outputs.write_outputs(out, writers("new"))  # and a later write replaces them all
+    assert {p.read_text() for p in out.rglob("*") if p.is_file()} == {"new"}
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "dataset", "summary.json"]
+
+
 # ---------------------------------------------------------------- the label set and the entity verifier
 def test_more_entity_types_than_the_verifier_can_letter_are_refused_before_any_call(tmp_path: Path, capsys) -> None:
     types = [f"Type{chr(65 + i)}" for i in range(25)]
