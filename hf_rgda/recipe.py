@@ -302,13 +302,14 @@ def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | 
     Raises:
         RuntimeError: the rows and their traces disagree on the accepted count (rows from a stale cache).
     """
-    start, started = time.perf_counter(), time.time()
+    before = _cache_files_beside(seeds)
+    start = time.perf_counter()
     rows = seeds.map(augmenter, batched=True, batch_size=batch_size, num_proc=num_proc, with_indices=True,
                      load_from_cache_file=load_from_cache_file, desc=desc)
     wall = time.perf_counter() - start
-    # every cache file older than the map: datasets served the rows an earlier run made (and paid for)
+    # the map's every cache file was there before it: datasets served the rows an earlier run made (and paid for)
     files = [f["filename"] for f in getattr(rows, "cache_files", None) or []]
-    from_cache = bool(files) and all(os.path.getmtime(f) < started for f in files if os.path.exists(f))
+    from_cache = bool(files) and all(f in before for f in files)
     summary = None
     if "rgda_trace" in rows.column_names:
         summary = RunSummary.from_traces(rows["rgda_trace"])
@@ -318,3 +319,11 @@ def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | 
         if summary.accepted != accepted:
             raise RuntimeError(f"{desc or 'augment'}: {accepted} accepted rows but the traces count {summary.accepted}")
     return Run(rows, summary, augmenter, len(seeds), load_from_cache_file, from_cache)
+
+
+def _cache_files_beside(ds: Any) -> set[str]:
+    """The files now in the folders of ``ds``'s cache files (where ``datasets`` writes a map's output): after the
+    map, an output file among them was read, not written. Names, not times: a coarse file-system clock cannot tell
+    a file written during the map from one written just before."""
+    folders = {os.path.dirname(f["filename"]) for f in getattr(ds, "cache_files", None) or []}
+    return {os.path.join(d, name) for d in folders if os.path.isdir(d) for name in os.listdir(d)}

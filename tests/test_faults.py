@@ -497,6 +497,39 @@ def test_a_dry_run_leaves_the_augmenters_ledger_of_rows_as_it_was(tmp_path: Path
     assert "accepted" in got["rgda_status"]
 
 
+@pytest.mark.parametrize("clock", ["coarse", "no_cache_file"])
+def test_a_fresh_paid_run_is_not_taken_for_one_served_from_datasets_cache(tmp_path: Path, clock: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether datasets served a map from its cache is decided by the cache files that were there before it: a file
+    system whose clock is coarser than the run (its files look older than the map's start), or a run whose cache
+    file cannot be found, made a paid run print "cost: nothing paid"."""
+    import time
+
+    from datasets import load_dataset
+
+    from hf_rgda import RGDAAugmenter, recipe
+
+    folder = _folder(tmp_path)
+    seeds = load_dataset("json", data_files=str(folder / "train.jsonl"), split="train",
+                         cache_dir=str(tmp_path / "hf")).select([0, 1])
+
+    def run() -> Any:
+        llm = Counting()
+        aug = RGDAAugmenter(llm, label_names=["O", "B-Disease", "I-Disease"], method="gda", cache=False)
+        return recipe.augment(seeds, aug), llm
+
+    if clock == "coarse":  # the map's files carry a time before the moment it started
+        real = time.time
+        monkeypatch.setattr(recipe.time, "time", lambda: real() + 3600)
+    else:
+        monkeypatch.setattr(recipe.os.path, "exists", lambda path: False)
+    first, llm = run()
+    assert llm.paid > 0 and first.rows.cache_files and not first.from_cache
+    monkeypatch.undo()
+    again, llm = run()
+    assert llm.paid == 0 and again.from_cache
+
+
 def test_a_rerun_served_from_the_cache_does_not_print_the_first_runs_cost_as_spent(tmp_path: Path, capsys) -> None:
     from hf_rgda.testing.providers import ProviderServer
 
