@@ -31,15 +31,17 @@ from typing import Any
 
 __all__ = ["CREDENTIAL_PARAM", "LOGGERS", "SECRET_ENV_PREFIX", "environment_secrets", "install_log_redaction",
            "public_query", "public_url", "query_secrets", "redact", "register_secret", "registered_secret", "secret_id",
-           "secret_strings", "split_url", "strip_url_secrets"]
+           "secret_strings", "split_url"]
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,}|sk-ant-[A-Za-z0-9_\-*.]{6,}|AIza[A-Za-z0-9_\-]{10,})")
 # the user info of a URL: "scheme://user:password@" or "scheme://token@"
 _USERINFO_PATTERN = re.compile(r"(?<=://)[^\s/@?#]+@")
+_CREDENTIAL_WORDS = r"key|token|secret|passw|sig|auth|credential"
 #: a query parameter whose name says it carries a credential (``?api-key=...``, ``&access_token=...``)
-CREDENTIAL_PARAM = re.compile(r"key|token|secret|passw|sig|auth|credential", re.IGNORECASE)
-_QUERY_SECRET_PATTERN = re.compile(r"(?<=[?&])([A-Za-z0-9_.-]*(?:key|token|secret|passw|sig|auth|credential)"
-                                   r"[A-Za-z0-9_.-]*=)[^&\s#\"'<>]+", re.IGNORECASE)
+CREDENTIAL_PARAM = re.compile(_CREDENTIAL_WORDS, re.IGNORECASE)
+# such a parameter's name and value in a URL written in text (the value is what redact() replaces)
+_QUERY_SECRET_PATTERN = re.compile(rf"(?<=[?&])([A-Za-z0-9_.-]*(?:{_CREDENTIAL_WORDS})[A-Za-z0-9_.-]*=)"
+                                   r"[^&\s#\"'<>]+", re.IGNORECASE)
 
 #: environment variables carrying secrets given in code to child processes
 SECRET_ENV_PREFIX = "HF_RGDA_SECRET_"
@@ -74,15 +76,6 @@ def public_query(query: str) -> str:
     identity."""
     pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
     return urllib.parse.urlencode([(k, v) for k, v in pairs if not CREDENTIAL_PARAM.search(k)])
-
-
-def strip_url_secrets(text: str) -> str:
-    """``text`` with the user info and the credential parameters of every URL in it removed (for text meant to be
-    read back, such as a command line; :func:`redact` marks them ``***`` instead)."""
-    text = _USERINFO_PATTERN.sub("", text)
-    text = re.sub(r"[?&][A-Za-z0-9_.-]*(?:key|token|secret|passw|sig|auth|credential)[A-Za-z0-9_.-]*=[^&\s#]*", "",
-                  text, flags=re.IGNORECASE)
-    return text
 
 
 def split_url(url: str) -> tuple[str, str, str]:
