@@ -282,6 +282,52 @@ def test_a_config_name_reaches_the_hub_loader_and_is_refused_for_local_files(tmp
     _one_line(capsys, "--config en", "Hub dataset")
 
 
+def test_a_data_file_is_checked_in_chunks_and_only_a_text_file_decoded(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_data_file reads a bounded chunk at a time: a binary file (Parquet) is read up to its first non-blank
+    bytes, and a text file's bad byte is named at the same row, line and column whatever the chunk size (a
+    character cut in two by a chunk's end is no bad byte)."""
+    from hf_rgda import InputError, inputs
+
+    text = tmp_path / "rows.csv"
+    text.write_bytes("tokens,ner_tags\n\n\"[\u00e9t\u00e9]\",x\n\"[a]\",y\n\"[b\xff]\",z\n".encode().replace(
+        b"\xc3\xbf", b"\xff"))
+    found = set()
+    for size in (1 << 20, 3, 7, 1):
+        monkeypatch.setattr(inputs, "_CHUNK", size)
+        with pytest.raises(InputError) as err:
+            inputs.check_data_file(text, text=True)
+        found.add(str(err.value))
+    message = found.pop()
+    assert not found and "byte 0xff at column 4" in message and "2 of" in message and "(line 5)" in message, message
+    binary = tmp_path / "rows.parquet"
+    binary.write_bytes(b"PAR1" + bytes(range(256)) * 8192)  # 2 MiB, no UTF-8
+    reads: list[int] = []
+    real_open = open
+
+    class Counted:
+        def __init__(self, fh: Any) -> None:
+            self.fh = fh
+
+        def __enter__(self) -> Counted:  # noqa: PYI034 (typing.Self needs 3.11)
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+        def read(self, size: int = -1) -> bytes:
+            reads.append(size)
+            return self.fh.read(size)
+
+    monkeypatch.setattr(inputs, "_CHUNK", 1 << 16)
+    monkeypatch.setattr(inputs, "open", lambda *a, **k: Counted(real_open(*a, **k)), raising=False)
+    inputs.check_data_file(binary)
+    assert reads == [1 << 16]
+    (tmp_path / "blank.parquet").write_bytes(b" \n" * 70000)
+    with pytest.raises(InputError, match="empty"):
+        inputs.check_data_file(tmp_path / "blank.parquet")
+
+
 # ---------------------------------------------------------------- rate limits
 def test_a_negative_rate_limit_is_a_configuration_error(tmp_path: Path, capsys) -> None:
     code = main(["augment", str(_folder(tmp_path)), "--llm", "openai:gpt-5.5", "--rpm", "-5",
