@@ -444,7 +444,7 @@ def test_a_default_run_logs_no_request_and_a_key_in_the_url_query_stays_secret(t
     world = FakeWorld().serve()
     with ProviderServer(**world) as server:
         folder = _folder(tmp_path)
-        base = ["augment", str(folder), "--llm", "openai:gpt-5.5", "--max-failed", "1.0"]
+        base = ["augment", str(folder), "--llm", "openai:gpt-5.5"]  # the default --max-failed: a failed seed is 3
         assert main([*base, "--method", "gda", "--cache", str(tmp_path / "a.sqlite3"), "--base-url",
                      server.url("openai"), "--out", str(tmp_path / "a")]) == 0
         captured = capsys.readouterr()
@@ -462,6 +462,8 @@ def test_a_default_run_logs_no_request_and_a_key_in_the_url_query_stays_secret(t
     assert code == 0, captured.err[-2000:]
     assert "HTTP Request" in captured.err  # -vv shows the requests
     assert secret not in captured.out + captured.err
+    for run in ("a", "b"):  # every seed ran: exit 0 under a --max-failed of 1.0 (as it was) hid a failed one
+        assert json.loads((tmp_path / run / "summary.json").read_text())["summary"]["failed_seeds"] == 0
     for path in (tmp_path / "b").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
