@@ -18,19 +18,10 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from .._exceptions import (
-    AuthenticationError,
-    BackendError,
-    ConfigError,
-    ConnectionError,
-    RateLimitError,
-    RefusalError,
-    TimeoutError,
-)
+from .._exceptions import AuthenticationError, BackendError, ConnectionError, RateLimitError, RefusalError, TimeoutError
 from .base import Completion, Usage
 from .capabilities import Adaptive, LogprobsUnavailable
 from .remote import RemoteLLM, retry_after_of, status_error
@@ -85,14 +76,11 @@ class GeminiLLM(Adaptive, RemoteLLM):
     backend = "gemini"
     key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     keyless_with_base_url = False
+    no_query = ("the google-genai SDK's HttpOptions take no query parameters, so they would never be sent; give the "
+                "key as api_key or in GEMINI_API_KEY instead")
     live_fields = (*RemoteLLM.live_fields, *Adaptive.ADAPTIVE_LIVE)
 
     def __init__(self, model: str, *, capabilities: Mapping[str, Any] | None = None, **options: Any) -> None:
-        urls = options.get("base_url")
-        if any(urllib.parse.urlsplit(u).query for u in ([urls] if isinstance(urls, str) else urls or [])):
-            raise ConfigError("gemini: a base_url with a query (?...) cannot be used: the google-genai SDK's "
-                              "HttpOptions take no query parameters, so they would never be sent; give the key as "
-                              "api_key or in GEMINI_API_KEY instead")
         super().__init__(model, **options)
         self._setup_capabilities(capabilities)
 

@@ -192,6 +192,8 @@ class RemoteLLM(LLM):
                                     "_url_query")
     #: seconds of the ``rpm``/``tpm`` sliding window (a test may shorten it on an instance)
     rate_window: float = 60.0
+    #: why the SDK cannot send a base URL's query parameters ("" where it can): such a URL is refused
+    no_query: str = ""
     #: the secret registry id of the secrets given in code; set (and pickled) only when there are some
     _secret_id: str | None = None
 
@@ -220,6 +222,8 @@ class RemoteLLM(LLM):
         self._url_auth: dict[str, str] = {}  # base URL (as kept) -> its user info
         self._url_query: dict[str, str] = {}  # base URL (as kept) -> its whole query, where it holds a credential
         for u in urls:
+            if self.no_query and urllib.parse.urlsplit(u).query:
+                raise ConfigError(f"{self.backend}: a base_url with a query (?...) cannot be used: {self.no_query}")
             public, userinfo, query = split_url(u.rstrip("/"))
             self.base_urls.append(public)
             if userinfo:
@@ -282,9 +286,8 @@ class RemoteLLM(LLM):
         return sorted({s for s in found if s and s != "not-needed"}, key=len, reverse=True)
 
     def _sdk_target(self, base_url: str | None) -> tuple[str | None, dict[str, str]]:
-        """What the SDK is given for ``base_url``: the URL with its user info put back and without its query (an SDK
-        appends each request's path to the base URL, so a query left in it ends up before the path), and the query's
-        parameters, every one, credentials included, which the SDK sends with each request."""
+        """What the SDK is given for ``base_url``: the URL with its user info and without its query (a query left in
+        it ends up before each request's path), and the query's parameters, which the SDK sends with each request."""
         if base_url is None:
             return None, {}
         self._given_secrets()
