@@ -266,6 +266,9 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
               f"{usd(report['cost']['usd'])}; {report['cost']['note']})")
     else:
         print(format_cost(report["cost"]))
+        if run.cached_parts:  # num_proc: some workers' parts were an earlier run's
+            print(f"(the cost above is at most what was paid: {run.cached_parts} of the run's {run.parts} parts came "
+                  "from datasets' cache of an earlier run, not paid again)")
     print(f"wrote {args.out / 'dataset'} (seed: {len(splits['seed'])} rows, augmented: {len(splits['augmented'])} rows)")
     too_many = run.too_many_failed(args.max_failed)
     if too_many:

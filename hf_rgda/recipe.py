@@ -207,6 +207,8 @@ class Run:
         load_from_cache_file: passed on to the ``filter`` calls that select rows by status.
         from_cache: ``datasets`` served every row from the cache of an earlier identical run: the summary's calls
             and cost are that run's, none was paid by this one.
+        cached_parts, parts: of the map's cache files (one per ``num_proc`` worker), how many ``datasets`` read
+            from an earlier run's rather than wrote; between 0 and ``parts``, part of the cost was not paid again.
     """
 
     rows: Any
@@ -215,6 +217,8 @@ class Run:
     seeds: int
     load_from_cache_file: bool | None = None
     from_cache: bool = False
+    cached_parts: int = 0
+    parts: int = 0
 
     def too_many_failed(self, limit: float = DEFAULT_MAX_FAILED) -> str:
         """``""``, or the line saying that every seed failed or more than ``limit`` did (an ``int``: a count; a
@@ -309,7 +313,7 @@ def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | 
     wall = time.perf_counter() - start
     # the map's every cache file was there before it: datasets served the rows an earlier run made (and paid for)
     files = [f["filename"] for f in getattr(rows, "cache_files", None) or []]
-    from_cache = bool(files) and all(f in before for f in files)
+    cached = sum(f in before for f in files)
     summary = None
     if "rgda_trace" in rows.column_names:
         summary = RunSummary.from_traces(rows["rgda_trace"])
@@ -318,7 +322,8 @@ def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | 
         accepted = sum(s == "accepted" for s in rows["rgda_status"])
         if summary.accepted != accepted:
             raise RuntimeError(f"{desc or 'augment'}: {accepted} accepted rows but the traces count {summary.accepted}")
-    return Run(rows, summary, augmenter, len(seeds), load_from_cache_file, from_cache)
+    return Run(rows, summary, augmenter, len(seeds), load_from_cache_file, bool(files) and cached == len(files),
+               cached, len(files))
 
 
 def _cache_files_beside(ds: Any) -> set[str]:

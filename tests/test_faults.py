@@ -578,6 +578,28 @@ def test_a_fresh_paid_run_is_not_taken_for_one_served_from_datasets_cache(tmp_pa
     assert llm.paid == 0 and again.from_cache
 
 
+def test_a_num_proc_run_partly_served_from_datasets_cache_says_so(tmp_path: Path) -> None:
+    """With num_proc each worker writes its part; a rerun that finds some parts cached pays for the others only."""
+    from datasets import load_dataset
+
+    from hf_rgda import RGDAAugmenter, recipe
+
+    folder = _folder(tmp_path)
+    seeds = load_dataset("json", data_files=str(folder / "train.jsonl"), split="train",
+                         cache_dir=str(tmp_path / "hf")).select([0, 1])
+
+    def run() -> Any:
+        aug = RGDAAugmenter(Counting(), label_names=["O", "B-Disease", "I-Disease"], method="naive", cache=False)
+        return recipe.augment(seeds, aug, batch_size=1, num_proc=2)
+
+    first = run()
+    assert (first.cached_parts, first.parts, first.from_cache) == (0, 2, False)
+    Path(first.rows.cache_files[1]["filename"]).unlink()  # one worker's part is gone: computed again
+    again = run()
+    assert (again.cached_parts, again.parts, again.from_cache) == (1, 2, False)
+    assert (run().cached_parts, run().from_cache) == (2, True)
+
+
 def test_a_rerun_served_from_the_cache_does_not_print_the_first_runs_cost_as_spent(tmp_path: Path, capsys) -> None:
     from hf_rgda.testing.providers import ProviderServer
 
