@@ -30,16 +30,18 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["CREDENTIAL_PARAM", "LOGGERS", "SECRET_ENV_PREFIX", "environment_secrets", "install_log_redaction",
-           "query_secrets", "redact", "register_secret", "registered_secret", "secret_id", "secret_strings",
-           "strip_url_secrets"]
+           "public_query", "public_url", "query_secrets", "redact", "register_secret", "registered_secret", "secret_id",
+           "secret_strings", "split_url"]
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,}|sk-ant-[A-Za-z0-9_\-*.]{6,}|AIza[A-Za-z0-9_\-]{10,})")
 # the user info of a URL: "scheme://user:password@" or "scheme://token@"
 _USERINFO_PATTERN = re.compile(r"(?<=://)[^\s/@?#]+@")
+_CREDENTIAL_WORDS = r"key|token|secret|passw|sig|auth|credential"
 #: a query parameter whose name says it carries a credential (``?api-key=...``, ``&access_token=...``)
-CREDENTIAL_PARAM = re.compile(r"key|token|secret|passw|sig|auth|credential", re.IGNORECASE)
-_QUERY_SECRET_PATTERN = re.compile(r"(?<=[?&])([A-Za-z0-9_.-]*(?:key|token|secret|passw|sig|auth|credential)"
-                                   r"[A-Za-z0-9_.-]*=)[^&\s#\"'<>]+", re.IGNORECASE)
+CREDENTIAL_PARAM = re.compile(_CREDENTIAL_WORDS, re.IGNORECASE)
+# such a parameter's name and value in a URL written in text (the value is what redact() replaces)
+_QUERY_SECRET_PATTERN = re.compile(rf"(?<=[?&])([A-Za-z0-9_.-]*(?:{_CREDENTIAL_WORDS})[A-Za-z0-9_.-]*=)"
+                                   r"[^&\s#\"'<>]+", re.IGNORECASE)
 
 #: environment variables carrying secrets given in code to child processes
 SECRET_ENV_PREFIX = "HF_RGDA_SECRET_"
@@ -68,13 +70,33 @@ def query_secrets(query: str) -> list[str]:
     return [v for k, v in urllib.parse.parse_qsl(query, keep_blank_values=False) if CREDENTIAL_PARAM.search(k) and v]
 
 
-def strip_url_secrets(text: str) -> str:
-    """``text`` with the user info and the credential parameters of every URL in it removed (for text meant to be
-    read back, such as a command line; :func:`redact` marks them ``***`` instead)."""
-    text = _USERINFO_PATTERN.sub("", text)
-    text = re.sub(r"[?&][A-Za-z0-9_.-]*(?:key|token|secret|passw|sig|auth|credential)[A-Za-z0-9_.-]*=[^&\s#]*", "",
-                  text, flags=re.IGNORECASE)
-    return text
+def public_query(query: str) -> str:
+    """A URL query without its credential parameters (:data:`CREDENTIAL_PARAM`), the others kept in their order
+    (``api-version=2024-06-01&api-key=...`` -> ``api-version=2024-06-01``): what may be shown and be part of an
+    identity."""
+    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+    return urllib.parse.urlencode([(k, v) for k, v in pairs if not CREDENTIAL_PARAM.search(k)])
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """``url`` without its user info and its query's credential parameters, the user info (``user:password``; ""
+    when none) and the whole query where it holds a credential (``api-version=...&api-key=...``; "" when it holds
+    none): a key can be written in either, and both stay out of what is kept and shown. A parameter that is no
+    credential (Azure's ``api-version``) stays in the URL kept, so it is part of the backend's identity."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    public = urllib.parse.urlunsplit((parts.scheme, hostport if at else parts.netloc, parts.path.rstrip("/"),
+                                      public_query(parts.query), parts.fragment))
+    return public, userinfo if at else "", parts.query if query_secrets(parts.query) else ""
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info or credential parameters (where a key could be written): the identity reaches
+    summaries and cards."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, public_query(parts.query), ""))
 
 
 def environment_secrets() -> list[str]:

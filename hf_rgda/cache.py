@@ -77,11 +77,14 @@ def _digest(parts: list[Any]) -> str:
 
 
 class ResponseCache:
-    """A key -> completion store in one SQLite file (connections are opened lazily, per thread)."""
+    """A key -> completion store in one SQLite file (connections are opened lazily, per thread, and closed by
+    :meth:`close`)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path else default_cache_path()
         self._local = threading.local()
+        self._opened: list[sqlite3.Connection] = []  # every thread's, for close()
+        self._opened_lock = threading.Lock()
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -89,29 +92,50 @@ class ResponseCache:
             if self.path.is_dir():
                 raise ConfigError(f"response cache {self.path}: is a folder; give a file (--cache FILE)")
             with _unusable(self.path):
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(self.path, timeout=60)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT, usage TEXT)")
-                columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
-                if "seconds" not in columns:  # files written by 0.1.0 lack it
-                    conn.execute("ALTER TABLE responses ADD COLUMN seconds REAL")
+                conn = self._open()
+            with self._opened_lock:
+                self._opened.append(conn)
             self._local.conn = conn
         return conn
 
-    def check(self) -> None:
-        """Open the cache and write to it (rolled back), so that a file that is no cache, a damaged one, or one on a
-        read-only or full disk stops a run before its first call (:class:`~hf_rgda.ConfigError`, one line), not as
-        a failure of every seed that no rerun can mend."""
-        conn = self._conn()
-        with _unusable(self.path):
-            conn.execute("SELECT key FROM responses LIMIT 1").fetchall()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute("INSERT OR REPLACE INTO responses (key, text, usage, seconds) VALUES (?, '', '{}', 0)",
-                             (_PROBE,))
-            finally:
-                conn.rollback()
+    def _open(self) -> sqlite3.Connection:
+        """A new connection to the file, created (and brought up to date) where needed."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)  # close() may run on another thread
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT, usage TEXT)")
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
+        if "seconds" not in columns:  # files written by 0.1.0 lack it
+            conn.execute("ALTER TABLE responses ADD COLUMN seconds REAL")
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this object opened (a later call opens a new one)."""
+        with self._opened_lock:
+            opened, self._opened = self._opened, []
+        for conn in opened:
+            conn.close()
+        self._local = threading.local()
+
+    def check(self, *, write: bool = True) -> None:
+        """Open the cache, read it and (``write``) write to it (rolled back), so that a file that is no cache, a
+        damaged one, or one on a read-only or full disk stops a run before its first call
+        (:class:`~hf_rgda.ConfigError`, one line), not as a failure of every seed that no rerun can mend. The
+        connection is closed again."""
+        try:
+            conn = self._conn()
+            with _unusable(self.path):
+                conn.execute("SELECT key FROM responses LIMIT 1").fetchall()
+                if not write:
+                    return
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("INSERT OR REPLACE INTO responses (key, text, usage, seconds) VALUES (?, '', '{}', 0)",
+                                 (_PROBE,))
+                finally:
+                    conn.rollback()
+        finally:
+            self.close()
 
     def get(self, key: str) -> Completion | None:
         with _unusable(self.path):
@@ -149,5 +173,4 @@ class ResponseCache:
         return {"path": self.path}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.path = state["path"]
-        self._local = threading.local()
+        self.__init__(state["path"])  # type: ignore[misc]

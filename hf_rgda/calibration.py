@@ -37,6 +37,7 @@ from .canaries.judges import score_cell
 from .canaries.thresholds import FORMAT, MIN_AUROC, OPTIONS, recommend
 from .checking import SplitStats
 from .config import DEFAULT_LLM, AugmentConfig
+from .estimate import PeekCache
 from .inputs import check_split
 from .llm import LLM, load_llm
 from .stages.rating import by_probability
@@ -116,7 +117,8 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
     gold = gold_from(_name(data), splits, split=split, holdout=holdout, seed=seed, domain=cfg.domain)
     canaries = _canaries(gold, names, max_canaries, seed)
     stats = _stats(splits, gold, split if holdout is None else None)
-    store = None if cache is False else ResponseCache(None if cache is True else cache)
+    store_of = PeekCache if dry_run else ResponseCache  # a dry run reads the cache, and creates none
+    store = None if cache is False else store_of(None if cache is True else cache)
     if store is not None:
         store.check()  # a cache no call can use stops here, not as every canary's failure
 

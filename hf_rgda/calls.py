@@ -190,7 +190,7 @@ class Caller:
         llm, params = llm or self.llm, {"seed": derive_seed(self.config.seed, r.seed.key, stage, salt)}
         key = option_probs_key(llm.identity(), messages, options, params) if self.cache is not None else ""
         return await self._paid(r, CallInfo(stage, str(salt)), messages, rnd, key, lambda c: c.get_option_probs(key),
-                                ResponseCache.put_option_probs,
+                                lambda c, k, a: c.put_option_probs(k, a),  # the cache's own: a dry run's reads only
                                 lambda: llm.option_probs(messages, options, params=params))
 
     async def _complete(self, r: SeedResult, info: CallInfo, messages: Messages, schema: dict[str, Any],

@@ -256,14 +256,16 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
                          tags_column=args.tags_column, scheme=args.scheme)
     aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
                                      tags_column=args.tags_column, scheme=args.scheme, config=cfg, label_names=labels,
-                                     cache=args.cache or True, llm_options=_llm_options(args),
+                                     cache=False if args.dry_run else args.cache or True,  # a dry run: read
+                                     llm_options=_llm_options(args),
                                      attribution_model=_attribution_model(args, seeds),
                                      debate_llms=args.debate_llm or (), calibration=args.calibration)
     if args.dry_run:
         from .estimate import rehearse_run
+        from .hub import llm_name
 
-        print(f"{len(seeds)} seeds, {cfg.method} on {_llm_name(aug.llm)}")
-        print(rehearse_run(aug, seeds, batch_size=args.batch_size, prices=prices).format())
+        print(f"{len(seeds)} seeds, {cfg.method} on {llm_name(aug.llm.identity())}")
+        print(rehearse_run(aug, seeds, batch_size=args.batch_size, prices=prices, cache=args.cache or True).format())
         return 0
     run = _run(args, seeds, aug, desc=f"{cfg.method} augmentation")
     splits, report = run.save(args.out, source=args.source, split=args.split, prices=prices)
@@ -277,6 +279,9 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
               f"{usd(report['cost']['usd'])}; {report['cost']['note']})")
     else:
         print(format_cost(report["cost"]))
+        if run.cached_parts:  # num_proc: some workers' parts were an earlier run's
+            print(f"(the cost above is at most what was paid: {run.cached_parts} of the run's {run.parts} parts came "
+                  "from datasets' cache of an earlier run, not paid again)")
     print(f"wrote {args.out / 'dataset'} (seed: {len(splits['seed'])} rows, augmented: {len(splits['augmented'])} rows)")
     too_many = run.too_many_failed(args.max_failed)
     if too_many:
@@ -296,11 +301,6 @@ def _run(args: argparse.Namespace, seeds: Any, aug: Any, *, desc: str) -> Any:
     except ImportError as err:
         raise ConfigError(f"--ray: {err}") from None
     return augment_on_ray(seeds, aug, workers=args.workers, batch_size=args.batch_size, address=args.ray, desc=desc)
-
-
-def _llm_name(llm: LLM) -> str:
-    ident = llm.identity()
-    return f"{ident.get('backend')}:{ident.get('model')}"
 
 
 def _calibrate(args: argparse.Namespace, llm: LLM | None) -> int:

@@ -11,6 +11,8 @@ One estimator for both commands: ``hf-rgda calibrate`` (:func:`hf_rgda.canaries.
 from __future__ import annotations
 
 import copy
+import os
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,7 +86,24 @@ class Rehearsal(LLM):
 
 
 class PeekCache(ResponseCache):
-    """A response cache read but never written."""
+    """A response cache read but never written: opened read-only, and where its file does not exist, not at all (a
+    dry run creates nothing)."""
+
+    def _open(self) -> sqlite3.Connection:
+        # without a write-ahead log beside it every answer is in the file: read it as immutable, which creates no
+        # -wal and -shm files (a read-only connection to a WAL database does, and cannot remove them)
+        wal = self.path.with_name(self.path.name + "-wal").exists()
+        return sqlite3.connect(f"{self.path.resolve().as_uri()}?{'mode=ro' if wal else 'immutable=1'}", uri=True,
+                               timeout=60, check_same_thread=False)
+
+    def check(self) -> None:
+        """Read the cache (when its file exists), so that a file that is no cache stops the dry run as it would the
+        run (:class:`~hf_rgda.ConfigError`), and close it again."""
+        if self.path.exists():
+            super().check(write=False)
+
+    def get(self, key: str) -> Completion | None:
+        return super().get(key) if self.path.is_file() else None
 
     def put(self, key: str, completion: Completion) -> None:
         pass
@@ -109,23 +128,41 @@ def estimate_of(fakes: Sequence[Rehearsal], cached: int, prices: PriceTable | No
     return Estimate(calls, cached, prompt, completion, usd)
 
 
-def rehearse_run(augmenter: Any, seeds: Any, *, batch_size: int = 8, prices: PriceTable | None = None) -> Estimate:
+def rehearse_run(augmenter: Any, seeds: Any, *, batch_size: int = 8, prices: PriceTable | None = None,
+                 cache: bool | str | os.PathLike[str] | None = None) -> Estimate:
     """The :class:`Estimate` of ``seeds.map(augmenter, batched=True, batch_size=batch_size)``: the augmenter's
     pipeline run batch by batch on rehearsals of its backends, the response cache read only; nothing is written
-    (no ``datasets`` cache, no failure ledger)."""
+    (no ``datasets`` cache, no failure ledger, no response cache file) and ``augmenter`` is left as it was (its
+    ledger of accepted rows included).
+
+    Args:
+        cache: the response cache to read, as :class:`~hf_rgda.RGDAAugmenter`'s ``cache`` (True: the default
+            one; False: none); None: the augmenter's own.
+
+    Raises:
+        ConfigError: the cache file exists and is no response cache.
+    """
     from .calls import run_sync
+    from .checking.variety import Ledger
     from .records import SeedTrace
     from .summary import RunSummary
 
     dry = copy.copy(augmenter)
     dry.llm = Rehearsal(augmenter.llm)
     dry.debate_llms = [Rehearsal(x) for x in augmenter.debate_llms]
-    path = augmenter.cache_path
-    cache = PeekCache(None if path == "default" else path) if path else None
+    dry._ledger_of_rows = Ledger(augmenter.config.max_entity_repeats)  # the rehearsal's rows are no real run's
+    path = augmenter.cache_path if cache is None else "" if cache is False else "default" if cache is True else cache
+    peek = PeekCache(None if path == "default" else path) if path else None
+    if peek is not None:
+        peek.check()
     summary = RunSummary()
-    for start in range(0, len(seeds), batch_size):
-        batch = seeds[start:start + batch_size]
-        rows = dry._seeds(batch, list(range(start, start + len(batch[augmenter.tokens_column]))))
-        for r in run_sync(dry._pipeline(cache=cache, progress=False).run(rows)):
-            summary.add(SeedTrace.of(r, dry.config.method))
+    try:
+        for start in range(0, len(seeds), batch_size):
+            batch = seeds[start:start + batch_size]
+            rows = dry._seeds(batch, list(range(start, start + len(batch[augmenter.tokens_column]))))
+            for r in run_sync(dry._pipeline(cache=peek, progress=False).run(rows)):
+                summary.add(SeedTrace.of(r, dry.config.method))
+    finally:
+        if peek is not None:
+            peek.close()
     return estimate_of([dry.llm, *dry.debate_llms], summary.to_dict()["cached_calls"], prices)

@@ -32,7 +32,8 @@ from .config import AugmentConfig
 from .inputs import looks_like_path
 from .pricing import usd
 
-__all__ = ["dataset_card", "model_card", "public", "push_augmented", "push_model", "reproduce_command"]
+__all__ = ["dataset_card", "llm_name", "model_card", "public", "public_identity", "push_augmented", "push_model",
+           "reproduce_command"]
 
 #: licenses of the benchmark datasets by folder name (see their provenance); others are read from the source card
 KNOWN_LICENSES = {"fin": "cc-by-3.0", "ncbi_disease": "other", "scierc": "unknown"}
@@ -131,7 +132,9 @@ def dataset_card(dsd: Any, report: Mapping[str, Any] | None, *, repo_id: str, so
         threshold=cfg.get("threshold", "?"),
         probability_threshold=cfg.get("probability_threshold", cfg.get("threshold", "?")),  # older runs: one threshold
         judge_reading=cfg.get("judge_reading", "?"), max_rounds=cfg.get("max_rounds", "?"),
-        llm=_llm_name(report.get("llm")), temperature=cfg.get("temperature", "?"),
+        llm=llm_name(report.get("llm")) + (" (an OpenAI-compatible server of the user's)"
+                                           if (report.get("llm") or {}).get("base_url") else ""),
+        temperature=cfg.get("temperature", "?"),
         judge_temperature=cfg.get("judge_temperature", "?"), seed=cfg.get("seed", "?"),
         representation=cfg.get("representation", "?"), prompts_hash=prompts.templates_hash()[:16],
         labels=", ".join(f"`{x}`" for x in labels), figures=_figures(summary),
@@ -151,7 +154,7 @@ def reproduce_command(report: Mapping[str, Any], repo_id: str) -> str:
     ident = report.get("llm") or {}
     line = ["hf-rgda", "augment", repo_id, "--split", "seed", "--min-entities", "0"]
     if ident.get("backend"):
-        line += ["--llm", _llm_name({k: v for k, v in ident.items() if k != "base_url"})]
+        line += ["--llm", llm_name(ident)]
     if ident.get("base_url"):
         line += ["--base-url", "YOUR_SERVER_URL"]
     for name, value in (report.get("config") or {}).items():
@@ -166,7 +169,9 @@ def reproduce_command(report: Mapping[str, Any], repo_id: str) -> str:
 
 
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s)\]>'\"`]+", re.IGNORECASE)
-_PATH = re.compile(r"(?<![\w.~:/-])(?:~|[A-Za-z]:)?(?:[/\\][^\s/\\'\"`(),;:]+){2,}")
+# a path starts after no word character, no dot, slash or dash, and no drive letter's colon, but may follow another
+# colon (``local:/home/alice/models/x.gguf``: a backend and its model)
+_PATH = re.compile(r"(?<![\w.~/-])(?<!\b[A-Za-z]:)(?:~|[A-Za-z]:)?(?:[/\\][^\s/\\'\"`(),;:]+){2,}")
 
 
 def public(value: Any) -> Any:
@@ -197,11 +202,25 @@ def _card_field(source: str | None, name: str, local: bool) -> Any:
     return value[0] if isinstance(value, list) and value else value or None
 
 
-def _llm_name(identity: Mapping[str, Any] | None) -> str:
+def llm_name(identity: Mapping[str, Any] | None) -> str:
+    """``backend:model`` of a backend's identity as it may be shown and published: a local model given by its path
+    named by its file (:func:`public_identity`), a scripted one by its name; "unknown" without an identity."""
     if not identity:
         return "unknown"
-    name = f"{identity.get('backend')}:{identity.get('model') or identity.get('name')}"
-    return name + (" (an OpenAI-compatible server of the user's)" if identity.get("base_url") else "")
+    identity = public_identity(identity)
+    return f"{identity.get('backend')}:{identity.get('model') or identity.get('name')}"
+
+
+def public_identity(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """A backend's identity with a local model's path (``/home/alice/models/x.gguf``, ``~/x.gguf``, ``./x.gguf``, a
+    file that exists) reduced to the file's name; a Hub name (``ORG/REPO/FILE.gguf``) stays whole."""
+    model = identity.get("model")
+    if identity.get("backend") != "local" or not isinstance(model, str):
+        return dict(identity)
+    path = Path(model).expanduser()
+    if path.is_absolute() or model.startswith((".", "~")) or path.exists():
+        return {**identity, "model": path.name}
+    return dict(identity)
 
 
 def _load(data: Any) -> tuple[Any, dict[str, Any] | None, dict[str, bytes]]:
@@ -246,7 +265,10 @@ def run_files(report: Mapping[str, Any] | None, found: Mapping[str, bytes],
     out = {}
     for name, blob in files.items():
         if name.endswith(".json"):
-            out[name] = json.dumps(public(json.loads(blob)), indent=2, ensure_ascii=False).encode()
+            data = json.loads(blob)
+            if isinstance(data, dict) and isinstance(data.get("llm"), Mapping):  # summary.json, config.json
+                data["llm"] = public_identity(data["llm"])
+            out[name] = json.dumps(public(data), indent=2, ensure_ascii=False).encode()
         elif name.endswith(".jsonl"):
             out[name] = "".join(json.dumps(public(json.loads(line)), ensure_ascii=False) + "\n"
                                 for line in blob.decode().splitlines() if line.strip()).encode()

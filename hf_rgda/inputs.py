@@ -43,19 +43,40 @@ def check_data_file(path: str | os.PathLike[str], *, text: bool = False) -> None
     """Raise :class:`InputError` when the data file ``path`` holds nothing but white space, or (``text``: a text
     format) a byte that is not UTF-8, naming its row (0-based, blank lines skipped; a CSV's header is no row), its
     line and the byte."""
+    blank, lines, rows = True, 0, 0  # the lines of the blocks decoded so far, the non-blank ones among them
+    tail = b""
     with open(path, "rb") as fh:
-        data = fh.read()
-    if not data.strip():
+        while chunk := fh.read(_CHUNK):
+            blank = blank and not chunk.strip()
+            if not text:
+                if not blank:
+                    return  # a binary format (Parquet, Arrow) is not read past its first bytes
+                continue
+            data = tail + chunk
+            cut = data.rfind(b"\n") + 1  # whole lines only: a character cut in two is decoded with its rest
+            block, tail = data[:cut], data[cut:]
+            _decode(block, path, lines, rows)
+            lines += block.count(b"\n")
+            rows += sum(1 for line in block.split(b"\n")[:-1] if line.strip())
+    if blank:
         raise InputError(f"{path}: the file is empty (no rows)")
-    if not text:
-        return
+    if text:
+        _decode(tail, path, lines, rows)
+
+
+_CHUNK = 1 << 20  # bytes read at a time by check_data_file
+
+
+def _decode(block: bytes, path: str | os.PathLike[str], lines: int, rows: int) -> None:
+    """Raise :class:`InputError` at the first byte of ``block`` (whole lines of ``path`` after ``lines`` lines,
+    ``rows`` of them not blank) that is not UTF-8."""
     try:
-        data.decode("utf-8")
+        block.decode("utf-8")
     except UnicodeDecodeError as err:
-        before = data[:err.start].split(b"\n")
-        rows = sum(1 for line in before[:-1] if line.strip()) - (str(path).lower().endswith(".csv"))
-        raise InputError(f"byte 0x{data[err.start]:02x} at column {len(before[-1]) + 1} is not UTF-8; save the file "
-                         "as UTF-8", row=f"{max(rows, 0)} of {path} (line {len(before)})") from None
+        before = block[:err.start].split(b"\n")
+        row = rows + sum(1 for line in before[:-1] if line.strip()) - (str(path).lower().endswith(".csv"))
+        raise InputError(f"byte 0x{block[err.start]:02x} at column {len(before[-1]) + 1} is not UTF-8; save the file "
+                         "as UTF-8", row=f"{max(row, 0)} of {path} (line {lines + len(before)})") from None
 
 
 def check_json_lines(path: str | os.PathLike[str]) -> None:

@@ -62,11 +62,15 @@ def check_out(out: str | os.PathLike[str], sources: Sequence[str] = ()) -> None:
 
 
 def write_outputs(out: str | os.PathLike[str], writers: Mapping[str, Writer]) -> None:
-    """Write a run's files under ``out`` at once: ``writers`` maps each file or folder name to a function that
-    writes it at the path it is given (in a staging folder); all are moved into place once every one is written.
+    """Write a run's files under ``out``, all of them or none: ``writers`` maps each file or folder name to a
+    function that writes it at the path it is given (in a staging folder under ``out``); once every one is written,
+    the entries of an earlier run under those names are moved aside, the new ones moved in, and the old ones
+    removed. A move that fails puts back what was there (the new entries out, the old ones in).
 
     Raises:
-        ConfigError: the folder could not be written (a full disk, no permission); nothing of this call is left.
+        ConfigError: the folder could not be written (a full disk, no permission); nothing of this call is left, and
+            ``out`` holds what it held before (the message names the folder where old entries wait if putting them
+            back failed too).
     """
     out = Path(out)
     stage: Path | None = None
@@ -76,8 +80,7 @@ def write_outputs(out: str | os.PathLike[str], writers: Mapping[str, Writer]) ->
         stage = Path(tempfile.mkdtemp(prefix=".hf_rgda-writing-", dir=out))
         for name, write in writers.items():
             write(stage / name)
-        for name in writers:
-            _swap(stage / name, out / name)
+        _move_in(stage, out, list(writers))
     except OSError as err:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
@@ -91,12 +94,29 @@ def write_outputs(out: str | os.PathLike[str], writers: Mapping[str, Writer]) ->
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def _swap(new: Path, dest: Path) -> None:
-    """Put ``new`` at ``dest``: a file by ``os.replace``; a folder by renaming the old one aside first."""
-    if new.is_dir() and dest.exists():
-        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-        os.replace(dest, old)
-        os.replace(new, dest)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(new, dest)
+def _move_in(stage: Path, out: Path, names: list[str]) -> None:
+    """Move ``names`` from ``stage`` into ``out``, the entries they replace moved aside first and removed after;
+    on an error, the moves done are undone before it is raised again."""
+    aside = Path(tempfile.mkdtemp(prefix=".hf_rgda-old-", dir=out))
+    moved_aside: list[str] = []
+    moved_in: list[str] = []
+    try:
+        for name in names:
+            if os.path.lexists(out / name):
+                os.replace(out / name, aside / name)
+                moved_aside.append(name)
+        for name in names:
+            os.replace(stage / name, out / name)
+            moved_in.append(name)
+    except OSError as err:
+        try:
+            for name in reversed(moved_in):
+                os.replace(out / name, stage / name)
+            for name in reversed(moved_aside):
+                os.replace(aside / name, out / name)
+        except OSError:
+            raise OSError(err.errno, f"{err.strerror or err}; the earlier entries could not all be put back: "
+                                     f"they are in {aside}") from None
+        shutil.rmtree(aside, ignore_errors=True)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)

@@ -208,6 +208,8 @@ class Run:
         load_from_cache_file: passed on to the ``filter`` calls that select rows by status.
         from_cache: ``datasets`` served every row from the cache of an earlier identical run: the summary's calls
             and cost are that run's, none was paid by this one.
+        cached_parts, parts: of the map's cache files (one per ``num_proc`` worker), how many ``datasets`` read
+            from an earlier run's rather than wrote; between 0 and ``parts``, part of the cost was not paid again.
     """
 
     rows: Any
@@ -216,6 +218,8 @@ class Run:
     seeds: int
     load_from_cache_file: bool | None = None
     from_cache: bool = False
+    cached_parts: int = 0
+    parts: int = 0
 
     def too_many_failed(self, limit: float = DEFAULT_MAX_FAILED) -> str:
         """``""``, or the line saying that every seed failed or more than ``limit`` did (an ``int``: a count; a
@@ -303,15 +307,17 @@ def augment(seeds: Any, augmenter: Any, *, batch_size: int = 8, num_proc: int | 
     Raises:
         RuntimeError: the rows and their traces disagree on the accepted count (rows from a stale cache).
     """
-    start, started = time.perf_counter(), time.time()
+    before = _cache_files_beside(seeds)
+    start = time.perf_counter()
     rows = seeds.map(augmenter, batched=True, batch_size=batch_size, num_proc=num_proc, with_indices=True,
                      load_from_cache_file=load_from_cache_file, desc=desc)
     wall = time.perf_counter() - start
-    # every cache file older than the map: datasets served the rows an earlier run made (and paid for)
+    # the map's every cache file was there before it: datasets served the rows an earlier run made (and paid for)
     files = [f["filename"] for f in getattr(rows, "cache_files", None) or []]
-    from_cache = bool(files) and all(os.path.getmtime(f) < started for f in files if os.path.exists(f))
+    cached = sum(f in before for f in files)
     summary = summarise(rows, augmenter, wall, desc)
-    return Run(rows, summary, augmenter, len(seeds), load_from_cache_file, from_cache)
+    return Run(rows, summary, augmenter, len(seeds), load_from_cache_file, bool(files) and cached == len(files),
+               cached, len(files))
 
 
 def summarise(rows: Any, augmenter: Any, wall: float, desc: str | None = None) -> RunSummary | None:
@@ -330,3 +336,11 @@ def summarise(rows: Any, augmenter: Any, wall: float, desc: str | None = None) -
     if summary.accepted != accepted:
         raise RuntimeError(f"{desc or 'augment'}: {accepted} accepted rows but the traces count {summary.accepted}")
     return summary
+
+
+def _cache_files_beside(ds: Any) -> set[str]:
+    """The files now in the folders of ``ds``'s cache files (where ``datasets`` writes a map's output): after the
+    map, an output file among them was read, not written. Names, not times: a coarse file-system clock cannot tell
+    a file written during the map from one written just before."""
+    folders = {os.path.dirname(f["filename"]) for f in getattr(ds, "cache_files", None) or []}
+    return {os.path.join(d, name) for d in folders if os.path.isdir(d) for name in os.listdir(d)}

@@ -91,6 +91,7 @@ def test_dry_run_estimates_and_makes_no_call(data: Path, tmp_path: Path, capsys)
     llm = ScriptedLLM(oracle, name="oracle")
     assert _calibrate(data, tmp_path, llm, "--dry-run", "--scorers", "entity") == 0
     assert llm.calls == [] and not (tmp_path / "calibration.json").exists()
+    assert not list(tmp_path.glob("cache.sqlite3*"))  # the response cache was read, where there is one: none made
     out = capsys.readouterr().out
     assert "estimate: " in out and "0 answers already in the cache" in out
 

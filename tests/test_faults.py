@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import json
 import logging
 import re
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +171,43 @@ def test_a_full_disk_leaves_nothing_half_written_and_the_rerun_pays_nothing(tmp_
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging folder left
 
 
+@pytest.mark.parametrize("fail_at", [1, 2, 4])  # moving an old entry aside, the 2nd aside, the 1st one moved in
+def test_writing_the_outputs_is_all_or_nothing_when_a_move_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               fail_at: int) -> None:
+    """A run's files replace an earlier run's under --out all together or not at all: when a move fails, the folder
+    holds the earlier files as they were and nothing else (no staging folder, no .NAME.old-PID copy)."""
+    from hf_rgda import ConfigError, outputs
+
+    out = tmp_path / "out"
+
+    def writers(tag: str) -> dict[str, Any]:
+        def folder(path: Path) -> None:
+            path.mkdir()
+            (path / "part.txt").write_text(tag)
+
+        return {"dataset": folder, "summary.json": lambda p: p.write_text(tag), "config.json": lambda p: p.write_text(tag)}
+
+    outputs.write_outputs(out, writers("old"))
+    before = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()}
+    replace, moves = outputs.os.replace, []
+
+    def failing(src: Any, dst: Any) -> None:
+        moves.append((src, dst))
+        if len(moves) == fail_at:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        replace(src, dst)
+
+    monkeypatch.setattr(outputs.os, "replace", failing)
+    with pytest.raises(ConfigError, match="nothing was written"):
+        outputs.write_outputs(out, writers("new"))
+    monkeypatch.setattr(outputs.os, "replace", replace)
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "dataset", "summary.json"]
+    assert {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()} == before
+    outputs.write_outputs(out, writers("new"))  # and a later write replaces them all
+    assert {p.read_text() for p in out.rglob("*") if p.is_file()} == {"new"}
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "dataset", "summary.json"]
+
+
 # ---------------------------------------------------------------- the label set and the entity verifier
 def test_more_entity_types_than_the_verifier_can_letter_are_refused_before_any_call(tmp_path: Path, capsys) -> None:
     types = [f"Type{chr(65 + i)}" for i in range(25)]
@@ -243,6 +282,52 @@ def test_a_config_name_reaches_the_hub_loader_and_is_refused_for_local_files(tmp
     _one_line(capsys, "--config en", "Hub dataset")
 
 
+def test_a_data_file_is_checked_in_chunks_and_only_a_text_file_decoded(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_data_file reads a bounded chunk at a time: a binary file (Parquet) is read up to its first non-blank
+    bytes, and a text file's bad byte is named at the same row, line and column whatever the chunk size (a
+    character cut in two by a chunk's end is no bad byte)."""
+    from hf_rgda import InputError, inputs
+
+    text = tmp_path / "rows.csv"
+    text.write_bytes("tokens,ner_tags\n\n\"[\u00e9t\u00e9]\",x\n\"[a]\",y\n\"[b\xff]\",z\n".encode().replace(
+        b"\xc3\xbf", b"\xff"))
+    found = set()
+    for size in (1 << 20, 3, 7, 1):
+        monkeypatch.setattr(inputs, "_CHUNK", size)
+        with pytest.raises(InputError) as err:
+            inputs.check_data_file(text, text=True)
+        found.add(str(err.value))
+    message = found.pop()
+    assert not found and "byte 0xff at column 4" in message and "2 of" in message and "(line 5)" in message, message
+    binary = tmp_path / "rows.parquet"
+    binary.write_bytes(b"PAR1" + bytes(range(256)) * 8192)  # 2 MiB, no UTF-8
+    reads: list[int] = []
+    real_open = open
+
+    class Counted:
+        def __init__(self, fh: Any) -> None:
+            self.fh = fh
+
+        def __enter__(self) -> Counted:  # noqa: PYI034 (typing.Self needs 3.11)
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+        def read(self, size: int = -1) -> bytes:
+            reads.append(size)
+            return self.fh.read(size)
+
+    monkeypatch.setattr(inputs, "_CHUNK", 1 << 16)
+    monkeypatch.setattr(inputs, "open", lambda *a, **k: Counted(real_open(*a, **k)), raising=False)
+    inputs.check_data_file(binary)
+    assert reads == [1 << 16]
+    (tmp_path / "blank.parquet").write_bytes(b" \n" * 70000)
+    with pytest.raises(InputError, match="empty"):
+        inputs.check_data_file(tmp_path / "blank.parquet")
+
+
 # ---------------------------------------------------------------- rate limits
 def test_a_negative_rate_limit_is_a_configuration_error(tmp_path: Path, capsys) -> None:
     code = main(["augment", str(_folder(tmp_path)), "--llm", "openai:gpt-5.5", "--rpm", "-5",
@@ -279,6 +364,7 @@ def test_rpm_holds_at_the_server_when_a_new_client_delays_the_first_request(monk
             msgs = [{"role": "user", "content": "Name a disease."}]
             await asyncio.gather(*(llm.complete(msgs, schema=schema, params={"max_tokens": 8, "seed": i})
                                    for i in range(4)))
+            await llm.aclose()  # else the SDK's client, collected while a later test's loop runs, closes there
 
         asyncio.run(calls())
         arrivals = sorted(t for t, step in server.events if step == 1)
@@ -358,7 +444,7 @@ def test_a_default_run_logs_no_request_and_a_key_in_the_url_query_stays_secret(t
     world = FakeWorld().serve()
     with ProviderServer(**world) as server:
         folder = _folder(tmp_path)
-        base = ["augment", str(folder), "--llm", "openai:gpt-5.5", "--max-failed", "1.0"]
+        base = ["augment", str(folder), "--llm", "openai:gpt-5.5"]  # the default --max-failed: a failed seed is 3
         assert main([*base, "--method", "gda", "--cache", str(tmp_path / "a.sqlite3"), "--base-url",
                      server.url("openai"), "--out", str(tmp_path / "a")]) == 0
         captured = capsys.readouterr()
@@ -368,10 +454,16 @@ def test_a_default_run_logs_no_request_and_a_key_in_the_url_query_stays_secret(t
         code = main(["-vv", *base, "--method", "naive", "--cache", str(tmp_path / "b.sqlite3"), "--base-url",
                      f"{server.url('openai')}?api-key={secret}", "--out", str(tmp_path / "b")])
         logging.getLogger().handlers.clear()
-        assert len(server.requests) > seen and all(secret in r.path for r in server.requests[seen:])
+        assert len(server.requests) > seen
+        for r in server.requests[seen:]:  # the key is a query parameter of each request, after the path
+            url = urllib.parse.urlsplit(r.path)
+            assert url.path == "/v1/chat/completions" and urllib.parse.parse_qs(url.query) == {"api-key": [secret]}
     captured = capsys.readouterr()
-    assert code in (0, 3) and "HTTP Request" in captured.err  # -vv shows the requests
+    assert code == 0, captured.err[-2000:]
+    assert "HTTP Request" in captured.err  # -vv shows the requests
     assert secret not in captured.out + captured.err
+    for run in ("a", "b"):  # every seed ran: exit 0 under a --max-failed of 1.0 (as it was) hid a failed one
+        assert json.loads((tmp_path / run / "summary.json").read_text())["summary"]["failed_seeds"] == 0
     for path in (tmp_path / "b").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
@@ -404,10 +496,108 @@ def test_dry_run_prints_the_estimate_and_calls_nothing(tmp_path: Path, capsys) -
             assert code == 0 and "estimate: " in out and " calls to make" in out and "prompt tokens" in out, out
             assert cost in out and "$0.0000" not in out
         assert server.requests == [] and not (tmp_path / "out").exists()
+        assert not list(tmp_path.glob("r.sqlite3*"))  # the response cache was not even created
     assert main(["augment", str(_folder(tmp_path)), "--method", "biorda", "--attribution-model", "seeds", "--dry-run",
                  "--out", str(tmp_path / "out")], llm=Counting()) == 2  # it would fine-tune a model into --out
     _one_line(capsys, "--dry-run writes nothing")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dry_run_reads_the_response_cache_and_writes_nothing_to_it(tmp_path: Path, capsys) -> None:
+    """--dry-run counts the answers an earlier run left in the cache, and leaves the file as it found it (no write,
+    no -wal or -shm file beside it); a file that is no cache stops it as it would the run."""
+    cache = tmp_path / "r.sqlite3"
+    assert _augment(tmp_path, _folder(tmp_path)) == 0
+    gc.collect()  # the run's connections closed, as at the end of its process: its write-ahead log merged
+    before = {p.name: p.read_bytes() for p in tmp_path.glob("r.sqlite3*")}
+    assert list(before) == ["r.sqlite3"]
+    llm = Counting()
+    assert _augment(tmp_path, _folder(tmp_path), "--dry-run", llm=llm) == 0
+    assert llm.paid == 0 and re.search(r"estimate: 0 calls to make \([1-9]\d* answers already in the cache",
+                                       capsys.readouterr().out)
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("r.sqlite3*")} == before
+    cache.write_text("not a database " * 100)
+    assert _augment(tmp_path, _folder(tmp_path), "--dry-run", llm=llm) == 2
+    _one_line(capsys, "hf-rgda: error: response cache", "is not a response cache")
+
+
+def test_a_dry_run_leaves_the_augmenters_ledger_of_rows_as_it_was(tmp_path: Path) -> None:
+    """The rehearsal's scripted rows are no real run's: a real run on the same object after it accepts what a fresh
+    object accepts (the ledger shared by a shallow copy rejected them as repeated_entity, cross_seed_duplicate)."""
+    from datasets import Dataset
+
+    from hf_rgda import RGDAAugmenter
+    from hf_rgda.estimate import rehearse_run
+    from hf_rgda.recipe import augment
+
+    seeds = Dataset.from_list(DISEASE[:2])
+
+    def build() -> RGDAAugmenter:
+        return RGDAAugmenter(ScriptedLLM(FakeWorld(), name="world"), label_names=["O", "B-Disease", "I-Disease"],
+                             method="gda", cache=False, keep_rejected=True, max_entity_repeats=1)
+
+    fresh, rehearsed = build(), build()
+    assert rehearse_run(rehearsed, seeds).calls > 0
+    assert rehearsed._ledger_of_rows.rows == {}
+    expected = augment(seeds, fresh, load_from_cache_file=False).rows
+    got = augment(seeds, rehearsed, load_from_cache_file=False).rows
+    assert got["rgda_status"] == expected["rgda_status"] and got["rgda_reason"] == expected["rgda_reason"]
+    assert "accepted" in got["rgda_status"]
+
+
+@pytest.mark.parametrize("clock", ["coarse", "no_cache_file"])
+def test_a_fresh_paid_run_is_not_taken_for_one_served_from_datasets_cache(tmp_path: Path, clock: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether datasets served a map from its cache is decided by the cache files that were there before it: a file
+    system whose clock is coarser than the run (its files look older than the map's start), or a run whose cache
+    file cannot be found, made a paid run print "cost: nothing paid"."""
+    import time
+
+    from datasets import load_dataset
+
+    from hf_rgda import RGDAAugmenter, recipe
+
+    folder = _folder(tmp_path)
+    seeds = load_dataset("json", data_files=str(folder / "train.jsonl"), split="train",
+                         cache_dir=str(tmp_path / "hf")).select([0, 1])
+
+    def run() -> Any:
+        llm = Counting()
+        aug = RGDAAugmenter(llm, label_names=["O", "B-Disease", "I-Disease"], method="gda", cache=False)
+        return recipe.augment(seeds, aug), llm
+
+    if clock == "coarse":  # the map's files carry a time before the moment it started
+        real = time.time
+        monkeypatch.setattr(recipe.time, "time", lambda: real() + 3600)
+    else:
+        monkeypatch.setattr(recipe.os.path, "exists", lambda path: False)
+    first, llm = run()
+    assert llm.paid > 0 and first.rows.cache_files and not first.from_cache
+    monkeypatch.undo()
+    again, llm = run()
+    assert llm.paid == 0 and again.from_cache
+
+
+def test_a_num_proc_run_partly_served_from_datasets_cache_says_so(tmp_path: Path) -> None:
+    """With num_proc each worker writes its part; a rerun that finds some parts cached pays for the others only."""
+    from datasets import load_dataset
+
+    from hf_rgda import RGDAAugmenter, recipe
+
+    folder = _folder(tmp_path)
+    seeds = load_dataset("json", data_files=str(folder / "train.jsonl"), split="train",
+                         cache_dir=str(tmp_path / "hf")).select([0, 1])
+
+    def run() -> Any:
+        aug = RGDAAugmenter(Counting(), label_names=["O", "B-Disease", "I-Disease"], method="naive", cache=False)
+        return recipe.augment(seeds, aug, batch_size=1, num_proc=2)
+
+    first = run()
+    assert (first.cached_parts, first.parts, first.from_cache) == (0, 2, False)
+    Path(first.rows.cache_files[1]["filename"]).unlink()  # one worker's part is gone: computed again
+    again = run()
+    assert (again.cached_parts, again.parts, again.from_cache) == (1, 2, False)
+    assert (run().cached_parts, run().from_cache) == (2, True)
 
 
 def test_a_rerun_served_from_the_cache_does_not_print_the_first_runs_cost_as_spent(tmp_path: Path, capsys) -> None:

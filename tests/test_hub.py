@@ -225,3 +225,50 @@ print(app.push(run.rows.to_list(), run.report(source=app.SOURCE, split="seed"), 
     card = files["README.md"].decode()
     _check_provenance(card, files, "tester/space", (str(tmp_path),))
     assert "Method: `rgda`" in card and "unknown" not in yaml.safe_load(card.split("---")[1])["source_datasets"]
+
+
+class _LocalModel(ScriptedLLM):
+    """The scripted world under a local model's identity: a .gguf file given by its absolute path."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(stateless_handler, name="local")
+        self.path = path
+
+    def identity(self) -> dict:
+        return {"backend": "local", "model": str(self.path), "n_ctx": 4096}
+
+
+def test_a_local_models_folder_is_published_nowhere(hub: HubServer, tmp_path: Path) -> None:
+    """``--llm /home/alice/models/x.gguf``: the card's backend, its Reproduce command and run/summary.json,
+    run/config.json name the model file, never the folders it is in."""
+    model = tmp_path / "alice_home" / "my-models" / "qwen-q4.gguf"
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text(json.dumps({"tokens": ["Gout", "flares", "were", "rare", "."],
+                                                    "ner_tags": ["B-Disease", "O", "O", "O", "O"]}) + "\n")
+    out = tmp_path / "aug"
+    assert main(["augment", str(folder), "--method", "gda", "--out", str(out), "--cache", str(tmp_path / "r.sqlite3"),
+                 "--temperature", "0.5"], llm=_LocalModel(model)) == 0
+    push = f"from hf_rgda.cli import main; raise SystemExit(main(['push', {str(out)!r}, 'tester/local']))"
+    done = run_py(hub, push, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = hub.files("dataset", "tester/local")
+    card = files["README.md"].decode()
+    assert "local:qwen-q4.gguf" in card and "--llm local:qwen-q4.gguf" in card, card
+    for name in ("run/summary.json", "run/config.json"):
+        assert json.loads(files[name])["llm"]["model"] == "qwen-q4.gguf"
+    for path, blob in files.items():
+        if path.endswith((".md", ".json", ".jsonl")):
+            text = blob.decode()
+            for part in (str(model.parent), "alice_home", "my-models", str(tmp_path)):
+                assert part not in text, (path, part)
+
+
+def test_public_reduces_a_path_after_a_backend_name_to_its_last_part() -> None:
+    from hf_rgda.hub import llm_name, public
+
+    assert public("LLM: `local:/home/alice/models/x.gguf`, then ~/data/y.jsonl") == "LLM: `local:x.gguf`, then y.jsonl"
+    assert public("at C:\\Users\\alice\\x.gguf and local:~/m/x.gguf") == "at x.gguf and local:x.gguf"
+    assert public("ratio 3:1, see http://10.0.0.5:8000/v1") == "ratio 3:1, see <url>"
+    assert llm_name({"backend": "local", "model": "Qwen/Qwen2.5-GGUF/q4.gguf"}) == "local:Qwen/Qwen2.5-GGUF/q4.gguf"
+    assert llm_name({"backend": "scripted", "name": "s"}) == "scripted:s" and llm_name(None) == "unknown"

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,13 @@ def _with_password(url: str) -> str:
 
 
 def _call(llm) -> None:
-    asyncio.run(llm.complete(MSGS, schema=SCHEMA, params=PARAMS))
+    async def call() -> None:
+        try:
+            await llm.complete(MSGS, schema=SCHEMA, params=PARAMS)
+        finally:
+            await llm.aclose()  # the SDK's client, collected while a later test's loop runs, would close there
+
+    asyncio.run(call())
 
 
 # ---------------------------------------------------------------- credentials in URLs
@@ -112,6 +119,38 @@ def test_cli_with_url_password_prints_no_password(server, tmp_path: Path) -> Non
     assert PASSWORD not in proc.stdout + proc.stderr
     saved = "".join(p.read_text(errors="replace") for p in (tmp_path / "out").rglob("*.json"))
     assert PASSWORD not in saved
+
+
+def test_a_base_url_query_goes_with_each_request_and_only_its_credentials_stay_secret(server) -> None:
+    """``?api-version=...&api-key=...`` (Azure's form): both reach the server as query parameters of each request, on
+    the request's own path (a query left in the SDK's base URL ended up before the path: ``/v1/?api-key=...chat/
+    completions``); the key stays out of the identity, the version stays in it (it changes the answers, so the
+    cache keys)."""
+    pytest.importorskip("anthropic")
+    query = f"api-version=2024-06-01&api-key={PASSWORD}"
+    for provider, model, path in (("openai", "m", "/v1/chat/completions"), ("anthropic", "claude-x", "/v1/messages")):
+        llm = load_llm(f"{provider}:{model}", base_url=f"{server.url(provider)}?{query}", api_key="k-in-code",
+                       retry=FAST)
+        for backend in (llm, pickle.loads(pickle.dumps(llm))):  # a num_proc worker's copy finds the key too
+            _call(backend)
+            sent = urllib.parse.urlsplit(server.requests[-1].path)
+            assert sent.path == path, server.requests[-1].path
+            assert urllib.parse.parse_qs(sent.query) == {"api-version": ["2024-06-01"], "api-key": [PASSWORD]}
+        assert llm.identity()["base_url"] == f"{server.url(provider)}?api-version=2024-06-01"
+        assert PASSWORD not in str(llm.identity()) + repr(llm) and PASSWORD.encode() not in pickle.dumps(llm)
+        other = load_llm(f"{provider}:{model}", base_url=f"{server.url(provider)}?api-version=2025-01-01")
+        assert other.identity() != llm.identity()
+
+
+def test_gemini_refuses_a_base_url_query_it_could_not_send() -> None:
+    """google-genai's HttpOptions take no query parameters: a query would silently never be sent."""
+    from hf_rgda import ConfigError
+
+    pytest.importorskip("google.genai")
+    with pytest.raises(ConfigError, match="query") as err:
+        load_llm("gemini:gemini-x", base_url=f"http://127.0.0.1:9/?key={PASSWORD}")
+    assert PASSWORD not in str(err.value)
+    load_llm("gemini:gemini-x", base_url="http://127.0.0.1:9/")
 
 
 def test_redact_hides_url_user_info() -> None:

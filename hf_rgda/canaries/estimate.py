@@ -27,8 +27,13 @@ async def rehearse(llm: LLM, judges: Callable[[LLM, ResponseCache | None], Judge
         cache: the run's response cache, or None.
     """
     fake = Rehearsal(llm)
-    dry = judges(fake, None if cache is None else PeekCache(cache.path))
+    peek = None if cache is None else PeekCache(cache.path)
+    dry = judges(fake, peek)
     cached = 0
-    for name in scorers:
-        cached += (await score_cell(SCORERS[name], dry, canaries))["cached_calls"]
+    try:
+        for name in scorers:
+            cached += (await score_cell(SCORERS[name], dry, canaries))["cached_calls"]
+    finally:
+        if peek is not None:
+            peek.close()
     return estimate_of([fake], cached, prices)

@@ -72,8 +72,9 @@ class AnthropicLLM(Adaptive, RemoteLLM):
         super().__init__(model, **options)
         self._setup_capabilities(capabilities)
 
-    def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
-        return _sdk().AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0)
+    def _new_client(self, api_key: str | None, base_url: str | None, query: Mapping[str, str]) -> Any:
+        return _sdk().AsyncAnthropic(api_key=api_key, base_url=base_url, default_query=dict(query) or None,
+                                timeout=self.timeout, max_retries=0)
 
     def _body(self, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
               params: Mapping[str, Any]) -> dict[str, Any]:

@@ -76,6 +76,8 @@ class GeminiLLM(Adaptive, RemoteLLM):
     backend = "gemini"
     key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     keyless_with_base_url = False
+    no_query = ("the google-genai SDK's HttpOptions take no query parameters, so they would never be sent; give the "
+                "key as api_key or in GEMINI_API_KEY instead")
     live_fields = (*RemoteLLM.live_fields, *Adaptive.ADAPTIVE_LIVE)
 
     def __init__(self, model: str, *, capabilities: Mapping[str, Any] | None = None, **options: Any) -> None:
@@ -85,7 +87,7 @@ class GeminiLLM(Adaptive, RemoteLLM):
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), **self._capability_identity()}
 
-    def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
+    def _new_client(self, api_key: str | None, base_url: str | None, query: Mapping[str, str]) -> Any:
         genai, types, _ = _sdk()
         http = types.HttpOptions(timeout=int(self.timeout * 1000), retry_options=types.HttpRetryOptions(attempts=1),
                                  **({"base_url": base_url} if base_url else {}))  # one retry policy: ours

@@ -78,8 +78,9 @@ class OpenAILLM(Adaptive, RemoteLLM):
         super()._init_live()
         self._json_object = self.schema_mode == "json_object"  # True once a server rejected json_schema
 
-    def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
-        return _sdk().AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0)
+    def _new_client(self, api_key: str | None, base_url: str | None, query: Mapping[str, str]) -> Any:
+        return _sdk().AsyncOpenAI(api_key=api_key, base_url=base_url, default_query=dict(query) or None,
+                                timeout=self.timeout, max_retries=0)
 
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
                        params: Mapping[str, Any]) -> Completion:

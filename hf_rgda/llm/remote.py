@@ -23,7 +23,9 @@ hashes into its fingerprint and sends to ``num_proc`` workers) has the id only, 
 the key, and the workers find the secret in the memory they inherit (fork) or in the ``HF_RGDA_SECRET_<id>``
 variable (spawn, forkserver); a worker that finds neither stops with an :class:`~hf_rgda.AuthenticationError` that
 says so (never a silent fallback to another key). The base URLs kept and shown are without their user info and
-query; both are put back only in the URL handed to the SDK, and a filter on the HTTP stack's loggers
+the query's credential parameters (a parameter such as ``api-version`` stays: it is part of the identity); the user
+info is put back only in the URL handed to the SDK, the query's parameters are handed to it apart from the URL (the
+SDK sends them with every request), and a filter on the HTTP stack's loggers
 (:func:`~hf_rgda._secrets.install_log_redaction`) scrubs user info and every known key from their records at every
 level. Secrets are kept out of ``identity()``, ``repr``, ``__getstate__`` and every message raised or logged (:func:`redact`).
 """
@@ -44,7 +46,16 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .._exceptions import AuthenticationError, BackendError, ConfigError
-from .._secrets import install_log_redaction, query_secrets, redact, register_secret, registered_secret, secret_id
+from .._secrets import (
+    install_log_redaction,
+    public_url,
+    query_secrets,
+    redact,
+    register_secret,
+    registered_secret,
+    secret_id,
+    split_url,
+)
 from .base import LLM, Completion, Message, OptionProbs
 from .limits import RateLimiter, shared_limiter
 from .options import check_options, top_logprobs_of
@@ -114,6 +125,8 @@ class RemoteLLM(LLM):
                                     "_url_query")
     #: seconds of the ``rpm``/``tpm`` sliding window (a test may shorten it on an instance)
     rate_window: float = 60.0
+    #: why the SDK cannot send a base URL's query parameters ("" where it can): such a URL is refused
+    no_query: str = ""
     #: the secret registry id of the secrets given in code; set (and pickled) only when there are some
     _secret_id: str | None = None
 
@@ -140,9 +153,11 @@ class RemoteLLM(LLM):
         urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
         self.base_urls: list[str] = []
         self._url_auth: dict[str, str] = {}  # base URL (as kept) -> its user info
-        self._url_query: dict[str, str] = {}  # base URL (as kept) -> its query (``?api-key=...``)
+        self._url_query: dict[str, str] = {}  # base URL (as kept) -> its whole query, where it holds a credential
         for u in urls:
-            public, userinfo, query = _split_userinfo(u.rstrip("/"))
+            if self.no_query and urllib.parse.urlsplit(u).query:
+                raise ConfigError(f"{self.backend}: a base_url with a query (?...) cannot be used: {self.no_query}")
+            public, userinfo, query = split_url(u.rstrip("/"))
             self.base_urls.append(public)
             if userinfo:
                 self._url_auth[public] = userinfo
@@ -203,22 +218,24 @@ class RemoteLLM(LLM):
         found = [self._api_key or "", *userinfo, *query] + [os.environ.get(n, "") for n in self.key_env]
         return sorted({s for s in found if s and s != "not-needed"}, key=len, reverse=True)
 
-    def _full_url(self, base_url: str | None) -> str | None:
-        """The URL for the SDK: ``base_url`` with its user info and query put back."""
+    def _sdk_target(self, base_url: str | None) -> tuple[str | None, dict[str, str]]:
+        """What the SDK is given for ``base_url``: the URL with its user info and without its query (a query left in
+        it ends up before each request's path), and the query's parameters, which the SDK sends with each request."""
         if base_url is None:
-            return None
+            return None, {}
         self._given_secrets()
-        userinfo, query = self._url_auth.get(base_url), self._url_query.get(base_url)
-        url = base_url + (f"?{query}" if query else "")
-        if not userinfo:
-            return url
-        scheme, rest = url.split("://", 1)
-        return f"{scheme}://{userinfo}@{rest}"
+        parts = urllib.parse.urlsplit(base_url)
+        query = self._url_query.get(base_url, parts.query)
+        url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        if userinfo := self._url_auth.get(base_url):
+            scheme, rest = url.split("://", 1)
+            url = f"{scheme}://{userinfo}@{rest}"
+        return url, dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
 
     def identity(self) -> dict[str, Any]:
         ident: dict[str, Any] = {"backend": self.backend, "model": self.model}
         if self.base_urls:
-            urls = [_public_url(u) for u in self.base_urls]
+            urls = [public_url(u) for u in self.base_urls]
             ident["base_url"] = urls[0] if len(urls) == 1 else urls
         return ident
 
@@ -237,7 +254,7 @@ class RemoteLLM(LLM):
         loop = asyncio.get_running_loop()  # SDK clients hold an httpx client bound to the loop that made it
         per_loop = self._clients.setdefault(loop, {})
         if base_url not in per_loop:
-            per_loop[base_url] = self._new_client(self._key(), self._full_url(base_url))
+            per_loop[base_url] = self._new_client(self._key(), *self._sdk_target(base_url))
             install_log_redaction()  # after the SDK's import, so its loggers exist
         return per_loop[base_url]
 
@@ -314,8 +331,9 @@ class RemoteLLM(LLM):
         return type(err)(redact(str(err), self._secrets()), status=err.status, retry_after=err.retry_after)
 
     @abc.abstractmethod
-    def _new_client(self, api_key: str | None, base_url: str | None) -> Any:
-        """Create the provider SDK's async client (SDK retries off)."""
+    def _new_client(self, api_key: str | None, base_url: str | None, query: Mapping[str, str]) -> Any:
+        """Create the provider SDK's async client (SDK retries off) for ``base_url`` (no query in it), sending the
+        parameters ``query`` with every request."""
 
     @abc.abstractmethod
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
@@ -365,21 +383,3 @@ def status_error(cls_by_status: Mapping[int, type[BackendError]], status: int, m
 
     cls = cls_by_status.get(status) or (ServerError if status >= 500 else BackendError)
     return cls(message[:500], status=status, retry_after=retry_after)
-
-
-def _split_userinfo(url: str) -> tuple[str, str, str]:
-    """``url`` without its user info and query, the user info (``user:password``; "" when none) and the query
-    (``api-key=...``; "" when none): a key can be written in either, and both stay out of what is kept and shown."""
-    parts = urllib.parse.urlsplit(url)
-    userinfo, at, hostport = parts.netloc.rpartition("@")
-    public = urllib.parse.urlunsplit((parts.scheme, hostport if at else parts.netloc, parts.path.rstrip("/"), "",
-                                      parts.fragment))
-    return public, userinfo if at else "", parts.query
-
-
-def _public_url(url: str) -> str:
-    """``url`` without user info or query (where a key could be written): the identity reaches summaries and cards."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
