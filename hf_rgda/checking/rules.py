@@ -35,7 +35,7 @@ from .sentence import SeedFacts, Sentence, seed_facts
 from .stats import SplitStats, is_letterless, is_lowercase
 from .stutter import keep_one_copy, stutter
 from .table import Example, Finding, Repair, Rule, first_failure
-from .variety import cross_seed_duplicate, near_duplicate, repeated_entity, same_entities, similar
+from .variety import cross_seed_duplicate, near_duplicate, occurrences, repeated_entity, same_entities, similar
 
 __all__ = ["LOOPING", "RULES", "UNTAG_RULES", "VARIETY_RULES", "Example", "Finding", "Repair", "Rule", "first_failure",
            "keep_one_sentence", "known_untagged", "repeats_phrase", "sentence_breaks", "tag_known", "untag"]
@@ -138,7 +138,7 @@ def near_copy_of_shown(s: Sentence) -> str | None:
 
 
 def _near_copy(seed: SeedFacts, s: Sentence) -> bool:
-    return similar(seed.low, seed.counts, s.low, s.checker.near_copy_ratio)
+    return similar(seed.low, occurrences(seed.low), s.low, s.checker.near_copy_ratio)
 
 
 def looping(s: Sentence) -> str | None:
