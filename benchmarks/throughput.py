@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="alternating runs of each pair (the fastest kept)")
     p.add_argument("--memory-seeds", type=int, nargs=2, default=[1000, 10000], help="seeds of the two memory runs")
     p.add_argument("--keep-call-log", action="store_true", help="memory runs keep ScriptedLLM's log of every call")
-    p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/throughput[_WORKLOAD].json")
+    p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/throughput/throughput[_WORKLOAD].json")
     p.add_argument("--workload", choices=list(WORKLOADS), default="default",
                    help="the library's defaults, or rgda without the entity verifier and with one-sample judges")
     p.add_argument("--against", metavar="COMMIT", default=None,
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         print(against_table(result))
         return 0
     suffix = "" if args.workload == "default" else "_" + args.workload.replace("-", "_")
-    args.out = args.out or ROOT / "benchmarks" / "results" / f"throughput{suffix}.json"
+    args.out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"throughput{suffix}.json"
     disable_progress_bars()
     if args.memory_run:
         print(json.dumps(memory_run(args.data_dir, args.memory_run, args.keep_call_log, args.workload)))
