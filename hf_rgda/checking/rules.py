@@ -35,7 +35,7 @@ from .sentence import SeedFacts, Sentence, seed_facts
 from .stats import SplitStats, is_letterless, is_lowercase
 from .stutter import keep_one_copy, stutter
 from .table import Example, Finding, Repair, Rule, first_failure
-from .variety import cross_seed_duplicate, near_duplicate, occurrences, repeated_entity, same_entities, similar
+from .variety import cross_seed_duplicate, near_duplicate, repeated_entity, same_entities, similar
 
 __all__ = ["LOOPING", "RULES", "UNTAG_RULES", "VARIETY_RULES", "Example", "Finding", "Repair", "Rule", "first_failure",
            "keep_one_sentence", "known_untagged", "repeats_phrase", "sentence_breaks", "tag_known", "untag"]
@@ -138,7 +138,7 @@ def near_copy_of_shown(s: Sentence) -> str | None:
 
 
 def _near_copy(seed: SeedFacts, s: Sentence) -> bool:
-    return similar(seed.low, occurrences(seed.low), s.low, s.checker.near_copy_ratio)
+    return similar(seed.low, None, s.low, s.checker.near_copy_ratio)
 
 
 def looping(s: Sentence) -> str | None:
@@ -153,6 +153,9 @@ LOOPING = "a phrase repeats (4 words three times, or 8 words twice)"
 
 def repeats_phrase(words: Sequence[str]) -> bool:
     """Whether ``words`` (lower-cased) hold a 4-word phrase three times or an 8-word phrase twice."""
+    counts = Counter(words).values()
+    if sum(c for c in counts if c > 1) < 6:
+        return False  # a phrase's words come again: 4 words three times cover 6 places or more, 8 words twice 9
     for n, times in ((4, 3), (8, 2)):
         grams = list(zip(*(words[i:] for i in range(n))))
         if len(set(grams)) < len(grams) and max(Counter(grams).values()) >= times:  # counted only if one repeats

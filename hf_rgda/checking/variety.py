@@ -112,19 +112,20 @@ def similarity_bound(occ: Occurrences, mine: Occurrences) -> float:
     return 2.0 * len(occ & mine) / total if total else 1.0
 
 
-def similar(low: Sequence[str], occ: Occurrences, words: Sequence[str], ratio: float,
+def similar(low: Sequence[str], occ: Occurrences | None, words: Sequence[str], ratio: float,
             mine: Occurrences | None = None) -> bool:
-    """Whether ``words`` are ``ratio`` similar or more to ``low`` (lower-cased words, ``occ`` their
-    :func:`occurrences`; ``mine``: those of ``words``, where the caller has them): the same words, or difflib's
+    """Whether ``words`` are ``ratio`` similar or more to ``low`` (lower-cased words): the same words, or difflib's
     ratio of the two sequences. Cheapest first: the bound of the lengths (difflib's ``real_quick_ratio``: no more
-    words shared than the shorter has), :func:`similarity_bound`, the ratio."""
+    words shared than the shorter has), the words both share (:func:`similarity_bound`), the ratio. ``occ``,
+    ``mine``: the :func:`occurrences` of ``low`` and of ``words`` where the caller has them (None: made when
+    needed)."""
     n, m = len(low), len(words)
     if n == m and tuple(words) == tuple(low):
         return True
     if 2.0 * min(n, m) / (n + m) < ratio:
         return False
-    return (similarity_bound(occ, occurrences(words) if mine is None else mine) >= ratio
-            and difflib.SequenceMatcher(a=low, b=words).ratio() >= ratio)
+    shared = (occurrences(low) if occ is None else occ) & (occurrences(words) if mine is None else mine)
+    return 2.0 * len(shared) / (n + m) >= ratio and difflib.SequenceMatcher(a=low, b=words).ratio() >= ratio
 
 
 # ---------------------------------------------------------------- rules
@@ -143,7 +144,7 @@ def near_duplicate(s: Sentence) -> str | None:
     ratio = s.checker.near_copy_ratio
     for other in s.accepted:
         low = [t.lower() for t in other.tokens]
-        if low != s.low and similar(low, occurrences(low), s.low, ratio):  # the same words: duplicate's
+        if low != s.low and similar(low, None, s.low, ratio):  # the same words: duplicate's
             return f"{ratio:.0%} similar or more to another output for this seed: {' '.join(other.tokens)!r}"
     return None
 
@@ -152,8 +153,8 @@ def cross_seed_duplicate(s: Sentence) -> str | None:
     if s.ledger is None:
         return None
     ratio = s.checker.near_copy_ratio
-    mine = occurrences(s.low)
-    found = next((low for low, occ in s.ledger.others(s.seed.key) if similar(low, occ, s.low, ratio, mine)), None)
+    words, mine = tuple(s.low), occurrences(s.low)
+    found = next((low for low, occ in s.ledger.others(s.seed.key) if similar(low, occ, words, ratio, mine)), None)
     return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(found)!r}" if found else None
 
 
