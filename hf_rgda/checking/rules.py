@@ -59,16 +59,17 @@ def garbled(s: Sentence) -> str | None:
 
 def placeholder(s: Sentence) -> str | None:
     names, low = {t.lower() for t in s.checker.types}, s.low
-    for i in range(len(low) - 2):
-        if low[i] in ("<", "[", "{") and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
+    for i in sorted(i for bracket in ("<", "[", "{") for i in s.where(bracket)):  # where an opening bracket is
+        if i < len(low) - 2 and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
             return f"{' '.join(s.tokens[i : i + 3])!r} is a placeholder, not text"
     for span in s.spans:  # a bare type name counts unless the split ends such mentions with it (SciERC's "method")
         bare = "".join(low[span.start : span.end])
         if bare.strip("<>[]{}") in names and (bare != bare.strip("<>[]{}")
                                               or not s.checker.stats.ends_mention(bare, span.label)):
             return f"entity {s.text(span)!r} is a type name"
-    for i, (word, tag) in enumerate(zip(s.tokens, s.tags)):  # "... at the RNA level Disease ." (the 1.5B, inline)
-        if i and tag == "O" and word in s.checker.types and word not in s.seed.tokens:
+    for i in sorted(i for name in names for i in s.where(name)):  # "... at the RNA level Disease ." (the 1.5B, inline)
+        word = s.tokens[i]
+        if i and i < len(s.tags) and s.tags[i] == "O" and word in s.checker.types and word not in s.seed.tokens:
             return f"{word!r}, a type name, stands as a word"  # NCBI's train split: once in 5,432 sentences
     return None
 

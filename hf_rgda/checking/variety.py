@@ -154,7 +154,12 @@ def cross_seed_duplicate(s: Sentence) -> str | None:
         return None
     ratio = s.checker.near_copy_ratio
     words, mine = tuple(s.low), occurrences(s.low)
-    found = next((low for low, occ in s.ledger.others(s.seed.key) if similar(low, occ, words, ratio, mine)), None)
+    m, found = len(words), None
+    for low, occ in s.ledger.others(s.seed.key):
+        total = len(low) + m  # the words shared first (a set intersection), the rest only where they allow it
+        if (not total or 2.0 * len(occ & mine) / total >= ratio) and similar(low, occ, words, ratio, mine):
+            found = low
+            break
     return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(found)!r}" if found else None
 
 
