@@ -14,7 +14,8 @@ from datasets import Dataset
 
 from hf_rgda import RGDAAugmenter, RunSummary, ScriptedLLM
 from hf_rgda.checking import Checker
-from hf_rgda.checking.variety import Ledger, occurrences, similar, similarity_bound
+from hf_rgda.checking.sentence import occurrences
+from hf_rgda.checking.variety import Ledger, similar, similarity_bound
 from hf_rgda.records import Candidate, Seed, SeedResult, SeedTrace
 from hf_rgda.tags import parse_inline
 from hf_rgda.testing import FakeWorld

@@ -139,7 +139,7 @@ def near_copy_of_shown(s: Sentence) -> str | None:
 
 
 def _near_copy(seed: SeedFacts, s: Sentence) -> bool:
-    return similar(seed.low, None, s.low, s.checker.near_copy_ratio)
+    return similar(seed.low, seed.occurrences, s.low, s.checker.near_copy_ratio, s.occurrences)
 
 
 def looping(s: Sentence) -> str | None:

@@ -28,14 +28,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..tags import Span, tags_to_spans
-from .sentence import Sentence
+from .sentence import Occurrences, Sentence, occurrences
 
-__all__ = ["Ledger", "Occurrences", "cross_seed_duplicate", "entity_set", "near_duplicate", "occurrences",
-           "repeated_entity", "same_entities", "similar", "similarity_bound"]
+__all__ = ["Ledger", "cross_seed_duplicate", "entity_set", "near_duplicate", "repeated_entity", "same_entities",
+           "similar", "similarity_bound"]
 
-#: a sentence's words as a set that keeps their counts (see :func:`occurrences`)
-Occurrences = frozenset[str | tuple[str, int]]
-#: one accepted row in the ledger: its words lower-cased and their :func:`occurrences`
+#: one accepted row in the ledger: its words lower-cased and their :func:`~.sentence.occurrences`
 Words = tuple[tuple[str, ...], Occurrences]
 
 
@@ -61,7 +59,7 @@ class Ledger:
 
     def add(self, key: str, s: Sentence) -> None:
         """Record ``s``, accepted for seed ``key``."""
-        self.rows.setdefault(key, []).append((tuple(s.low), occurrences(s.low)))
+        self.rows.setdefault(key, []).append((tuple(s.low), s.occurrences))
         new = Counter(new_entities(s))
         self.uses.setdefault(key, Counter()).update(new)
         self._total.update(new)
@@ -88,24 +86,8 @@ def new_entities(s: Sentence) -> set[tuple[str, str]]:
     return {(label, text) for label, text in entity_set(s.low, s.spans) if text not in seed}
 
 
-def occurrences(words: Sequence[str]) -> Occurrences:
-    """``words`` as a set that keeps their counts: a word's first use as itself, its next ones as ``(word, 1)``,
-    ``(word, 2)``, ... The words two sentences share, as multisets, are then the intersection of their sets.
-
-    Example:
-        >>> occurrences(["of", "mice", "of"]) == {"of", "mice", ("of", 1)}
-        True
-    """
-    out: set[str | tuple[str, int]] = set(words)
-    if len(out) < len(words):
-        for word, n in Counter(words).items():
-            if n > 1:
-                out.update((word, k) for k in range(1, n))
-    return frozenset(out)
-
-
 def similarity_bound(occ: Occurrences, mine: Occurrences) -> float:
-    """difflib's ``quick_ratio`` of two sentences' words (their :func:`occurrences`): an upper bound of ``ratio``,
+    """difflib's ``quick_ratio`` of two sentences' words (their :func:`~.sentence.occurrences`): an upper bound of ``ratio``,
     the words both share as multisets, without building the matcher; the slow ``ratio`` is only needed where this
     bound reaches the threshold."""
     total = len(occ) + len(mine)
@@ -117,8 +99,8 @@ def similar(low: Sequence[str], occ: Occurrences | None, words: Sequence[str], r
     """Whether ``words`` are ``ratio`` similar or more to ``low`` (lower-cased words): the same words, or difflib's
     ratio of the two sequences. Cheapest first: the bound of the lengths (difflib's ``real_quick_ratio``: no more
     words shared than the shorter has), the words both share (:func:`similarity_bound`), the ratio. ``occ``,
-    ``mine``: the :func:`occurrences` of ``low`` and of ``words`` where the caller has them (None: made when
-    needed)."""
+    ``mine``: the :func:`~.sentence.occurrences` of ``low`` and of ``words`` where the caller has them (None: made
+    when needed)."""
     n, m = len(low), len(words)
     if n == m and tuple(words) == tuple(low):
         return True
@@ -144,7 +126,7 @@ def near_duplicate(s: Sentence) -> str | None:
     ratio = s.checker.near_copy_ratio
     for other in s.accepted:
         low = [t.lower() for t in other.tokens]
-        if low != s.low and similar(low, None, s.low, ratio):  # the same words: duplicate's
+        if low != s.low and similar(low, None, s.low, ratio, s.occurrences):  # the same words: duplicate's
             return f"{ratio:.0%} similar or more to another output for this seed: {' '.join(other.tokens)!r}"
     return None
 
@@ -153,7 +135,7 @@ def cross_seed_duplicate(s: Sentence) -> str | None:
     if s.ledger is None:
         return None
     ratio = s.checker.near_copy_ratio
-    words, mine = tuple(s.low), occurrences(s.low)
+    words, mine = tuple(s.low), s.occurrences
     m, found = len(words), None
     for low, occ in s.ledger.others(s.seed.key):
         total = len(low) + m  # the words shared first (a set intersection), the rest only where they allow it
