@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -53,17 +55,19 @@ def occurrences(words: Sequence[str]) -> Occurrences:
         True
     """
     out: set[str | tuple[str, int]] = set(words)
-    if len(out) < len(words):
-        for word, n in Counter(words).items():
-            if n > 1:
-                out.update((word, k) for k in range(1, n))
+    if len(out) < len(words):  # number the repeats: in sorted order, each word equal to the one before it
+        ordered, last, k = sorted(words), None, 0
+        for word in itertools.compress(ordered[1:], map(operator.eq, ordered, ordered[1:])):
+            k = k + 1 if word == last else 1
+            last = word
+            out.add((word, k))
     return frozenset(out)
 
 
 @lru_cache(maxsize=1024)
 def seed_facts(seed: Seed) -> SeedFacts:
     """The seed's spans and words as the rules read them; cached, as every candidate of a seed reads them."""
-    spans, low = tuple(seed.spans), tuple(t.lower() for t in seed.tokens)
+    spans, low = tuple(seed.spans), tuple(map(str.lower, seed.tokens))
     words = tuple(low[s.start : s.end] for s in spans)
     untagged = tuple(g == "O" for g in seed.tags)
     at: dict[str, list[int]] = {}
@@ -89,7 +93,7 @@ class Sentence:
 
     @cached_property
     def low(self) -> list[str]:
-        return [t.lower() for t in self.tokens]
+        return list(map(str.lower, self.tokens))
 
     @cached_property
     def occurrences(self) -> Occurrences:
