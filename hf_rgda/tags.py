@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import operator
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -97,11 +96,7 @@ def tags_to_spans(tags: Sequence[str], scheme: str = "IOB2", *, strict: bool = T
             spans.append(Span(start, end, label))
         start, label = -1, ""
 
-    tags = tags if isinstance(tags, (list, tuple)) else list(tags)
-    other = list(map(operator.ne, tags, itertools.repeat("O")))
-    # only a tag other than "O", or an "O" right after one, can open or close anything: the rest are skipped in C
-    for i in itertools.compress(range(len(tags)), map(operator.or_, other, [False, *other[:-1]])):
-        tag = tags[i]
+    for i, tag in enumerate(tags):
         if tag == "O" and start < 0:  # the common case: outside, nothing open
             continue
         prefix, lab = _split(tag, i)

@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, count, repeat
-from operator import add, ge, mul, truediv
 
 from ..tags import Span, tags_to_spans
 from .sentence import Occurrences, Sentence, occurrences
@@ -53,18 +51,15 @@ class Ledger:
     rows: dict[str, list[Words]] = field(default_factory=dict)
     uses: dict[str, Counter[tuple[str, str]]] = field(default_factory=dict)
     _total: Counter[tuple[str, str]] = field(default_factory=Counter)
-    _flat: tuple[list[str], list[tuple[str, ...]], list[Occurrences]] | None = field(default=None, repr=False, compare=False)
 
     def forget(self, key: str) -> None:
         """Drop seed ``key``'s rows (it is being computed again)."""
         self.rows.pop(key, None)
-        self._flat = None
         self._total.subtract(self.uses.pop(key, Counter()))
 
     def add(self, key: str, s: Sentence) -> None:
         """Record ``s``, accepted for seed ``key``."""
         self.rows.setdefault(key, []).append((tuple(s.low), s.occurrences))
-        self._flat = None
         new = Counter(new_entities(s))
         self.uses.setdefault(key, Counter()).update(new)
         self._total.update(new)
@@ -73,14 +68,11 @@ class Ledger:
         """How many accepted rows carry ``entity`` (``(type, text lower-cased)``)."""
         return self._total[entity]
 
-    def flat(self) -> tuple[list[str], list[tuple[str, ...]], list[Occurrences]]:
-        """Every accepted row, seed by seed as :attr:`rows` holds them: three lists, their seeds' keys, their words,
-        their word sets (kept until the ledger changes)."""
-        if self._flat is None:
-            self._flat = ([seed for seed, rows in self.rows.items() for _ in rows],
-                          [low for rows in self.rows.values() for low, _ in rows],
-                          [occ for rows in self.rows.values() for _, occ in rows])
-        return self._flat
+    def others(self, key: str) -> Iterator[Words]:
+        """The rows accepted from seeds other than ``key``."""
+        for seed, rows in self.rows.items():
+            if seed != key:
+                yield from rows
 
 
 def entity_set(words: Sequence[str], spans: Sequence[Span]) -> frozenset[tuple[str, str]]:
@@ -143,15 +135,13 @@ def cross_seed_duplicate(s: Sentence) -> str | None:
     if s.ledger is None:
         return None
     ratio = s.checker.near_copy_ratio
-    keys, lows, occs = s.ledger.flat()
     words, mine = tuple(s.low), s.occurrences
-    rows: Iterable[int] = range(len(lows))
-    if words:  # first the rows whose shared words allow the ratio (similarity_bound, every row in one pass)
-        bounds = map(truediv, map(mul, repeat(2.0), map(len, map(mine.__and__, occs))),
-                     map(add, map(len, lows), repeat(len(words))))
-        rows = compress(count(), map(ge, bounds, repeat(ratio)))
-    found = next((lows[i] for i in rows if keys[i] != s.seed.key and similar(lows[i], occs[i], words, ratio, mine)),
-                 None)
+    m, found = len(words), None
+    for low, occ in s.ledger.others(s.seed.key):
+        total = len(low) + m  # the words shared first (a set intersection), the rest only where they allow it
+        if (not total or 2.0 * len(occ & mine) / total >= ratio) and similar(low, occ, words, ratio, mine):
+            found = low
+            break
     return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(found)!r}" if found else None
 
 
