@@ -169,7 +169,7 @@ def _decode_entities(item: Mapping[str, Any], types: Sequence[str], style: Token
         return cand.reject("malformed", "item needs 'text' (string) and 'entities' (list)")
     # a doubled final period ("... of the digestive tract..": the 1.5B writes it now and then) is one period
     tokens = tokenize(re.sub(r"(?<!\.)\.\.\s*$", ".", text.rstrip()), style=style)
-    low = list(map(str.lower, tokens))  # entities match case-insensitively; the sentence keeps its own casing
+    low = [t.lower() for t in tokens]  # entities match case-insensitively; the sentence keeps its own casing
     taken = [False] * len(tokens)
     spans: list[Span] = []
     def words(e: Any) -> list[str]:

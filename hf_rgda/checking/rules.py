@@ -174,7 +174,7 @@ def self_coordinated(s: Sentence) -> str | None:
 
 
 def duplicate(s: Sentence) -> str | None:
-    same = any(s.low == list(map(str.lower, other.tokens)) for other in s.accepted)
+    same = any(s.low == [t.lower() for t in other.tokens] for other in s.accepted)
     return "same as another output for this seed" if same else None
 
 

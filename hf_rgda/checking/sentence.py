@@ -67,7 +67,7 @@ def occurrences(words: Sequence[str]) -> Occurrences:
 @lru_cache(maxsize=1024)
 def seed_facts(seed: Seed) -> SeedFacts:
     """The seed's spans and words as the rules read them; cached, as every candidate of a seed reads them."""
-    spans, low = tuple(seed.spans), tuple(map(str.lower, seed.tokens))
+    spans, low = tuple(seed.spans), tuple(t.lower() for t in seed.tokens)
     words = tuple(low[s.start : s.end] for s in spans)
     untagged = tuple(g == "O" for g in seed.tags)
     at: dict[str, list[int]] = {}
@@ -93,7 +93,7 @@ class Sentence:
 
     @cached_property
     def low(self) -> list[str]:
-        return list(map(str.lower, self.tokens))
+        return [t.lower() for t in self.tokens]
 
     @cached_property
     def occurrences(self) -> Occurrences:

@@ -39,7 +39,7 @@ def find_stutter(tokens: Sequence[str], spans: Sequence[Span],
         >>> find_stutter("in New York , New York".split(), [])  # a phrase twice is prose
         >>> find_stutter("patterns of AND and OR".split(), [Span(2, 3, "Generic")])  # "AND" is not "and"
     """
-    low = list(map(str.lower, tokens) if low is None else low)
+    low = [t.lower() for t in tokens] if low is None else list(low)
     if not any(any(map(eq, low, low[k:])) for k in (1, 2, 3)):
         return None  # no word comes again 1 to 3 words later: no copy starts anywhere
     # a copy starts where a word comes again 1 to 3 words later: the only places worth the full look

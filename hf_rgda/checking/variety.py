@@ -116,7 +116,7 @@ def same_entities(s: Sentence) -> str | None:
         return None
     mine = entity_set(s.low, s.spans)
     for other in s.accepted:
-        if entity_set(list(map(str.lower, other.tokens)), tags_to_spans(other.tags)) == mine:
+        if entity_set([t.lower() for t in other.tokens], tags_to_spans(other.tags)) == mine:
             texts = ", ".join(sorted(text for _, text in mine))
             return f"tags the same entities as another output for this seed ({texts})"
     return None
@@ -125,7 +125,7 @@ def same_entities(s: Sentence) -> str | None:
 def near_duplicate(s: Sentence) -> str | None:
     ratio = s.checker.near_copy_ratio
     for other in s.accepted:
-        low = list(map(str.lower, other.tokens))
+        low = [t.lower() for t in other.tokens]
         if low != s.low and similar(low, None, s.low, ratio, s.occurrences):  # the same words: duplicate's
             return f"{ratio:.0%} similar or more to another output for this seed: {' '.join(other.tokens)!r}"
     return None
