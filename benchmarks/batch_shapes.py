@@ -13,7 +13,7 @@ of two tokens or more: a prompt whose length leaves one token over has its last 
 
 Usage:
     python -m benchmarks.batch_shapes                                   # the module ggml picks for this CPU
-    python -m benchmarks.batch_shapes --cpu-module libggml-cpu-zen4.so --out benchmarks/results/batch_shapes_zen4.json
+    python -m benchmarks.batch_shapes --cpu-module libggml-cpu-zen4.so --out benchmarks/results/batch_shapes/batch_shapes_zen4.json
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tokens", type=int, default=400, help="the composer prompt's first N tokens (at most all of it)")
     p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "batch_shapes.json")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "batch_shapes" / "batch_shapes.json")
     add_cpu_module(p)
     args = p.parse_args(argv)
     use_cpu_module(args)

@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sigma", type=int, default=80)
     p.add_argument("--llm", default=DEFAULT_LLM)
     p.add_argument("--cache-dir", type=Path, default=Path("benchmarks/.cache/biorda"))
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/biorda.json"))
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/biorda/biorda.json"))
     args = p.parse_args(argv)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}

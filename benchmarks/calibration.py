@@ -4,7 +4,7 @@ Per dataset, builds the canaries of ``canaries.py`` from the gold dev sentences 
 score in [0, 1] per canary of its level (higher = good); reports AUROC, the accuracy at a threshold chosen on the
 other half of the canaries, the accuracy at the product's own threshold and a per-class breakdown (entity scorers
 also per presented type), with every canary's score, the calls and tokens it took, the command, machine and commit, in
-``benchmarks/results/calibration_<llm>.json``. One command per backend (``--llm``), so a user calibrates their own
+``benchmarks/results/calibration/calibration_<llm>.json``. One command per backend (``--llm``), so a user calibrates their own
 API model; every call goes through a response cache (``--cache``), so a rerun is free.
 
 Scorers (``--scorers``), each a function from a canary to a score, are the package's (``hf_rgda.canaries.judges``,
@@ -62,7 +62,7 @@ Usage:
     python benchmarks/calibration.py --llm local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \\
         --datasets ncbi_disease scierc fin --per-class 3 --scorers ac gr debate
     python benchmarks/calibration.py --llm local:... --datasets ncbi_disease scierc fin --per-class 20 --scorers entity
-    python benchmarks/calibration.py --report benchmarks/results/calibration_local_default_entity.json
+    python benchmarks/calibration.py --report benchmarks/results/calibration/calibration_local_default_entity.json
 """
 
 from __future__ import annotations
@@ -255,10 +255,10 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def default_out(llm: str) -> Path:
-    """``benchmarks/results/calibration_<backend>-<model file stem>.json``."""
+    """``benchmarks/results/calibration/calibration_<backend>-<model file stem>.json``."""
     backend, _, model = llm.partition(":")
     slug = re.sub(r"[^a-z0-9.]+", "-", f"{backend}-{Path(model).stem}".lower()).strip("-")
-    return Path("benchmarks/results") / f"calibration_{slug}.json"
+    return Path("benchmarks/results/calibration") / f"calibration_{slug}.json"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scorers", nargs="+", default=["ac", "gr", "debate"], choices=list(SCORERS))
     p.add_argument("--seed", type=int, default=0, help="the canaries' seed")
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/calibration.sqlite3"))
-    p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/calibration_<llm>.json")
+    p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/calibration/calibration_<llm>.json")
     p.add_argument("--descriptions", choices=["none", "dataset", "examples"], default="none",
                    help="the type_descriptions passed to the pipeline (module docstring)")
     p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE", type=_option,

@@ -13,7 +13,7 @@ what rules added since say of rows the pipeline accepted.
 
 Usage:
     python -m benchmarks.checker_gold --datasets ncbi_disease scierc fin
-    python -m benchmarks.checker_gold --datasets ncbi_disease scierc fin --rows benchmarks/results/protocol.json
+    python -m benchmarks.checker_gold --datasets ncbi_disease scierc fin --rows benchmarks/results/protocol/protocol.json
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="override the checker's share below which a head is atypical of a type (default: its own)")
     p.add_argument("--rows", type=Path, default=None, metavar="PROTOCOL_JSON",
                    help="also check the rows a protocol.py results file stores (see stored_rows)")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/checker_gold.json"))
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/checker_gold/checker_gold.json"))
     args = p.parse_args(argv)
     results = {**header("checker_gold", argv, note=""),
                "datasets": {name: run(args.data_dir, name, args.examples, args.sample_seed,

@@ -1,13 +1,13 @@
 """Rows of an A/B results file that copy a sentence of the dataset their composer was shown.
 
 The composer's request shows one other seed of the run as a format example (the first seed of the batch that is not
-its own). For each arm of a ``results/local_speed*.json`` file this counts the accepted rows that the checker's
+its own). For each arm of a ``results/local_speed/local_speed*.json`` file this counts the accepted rows that the checker's
 ``near_copy_of_shown`` rule rejects (a row ``near_copy_ratio``, 0.85, similar to that example or more; the checker
 before it compared a row with its own seed only), and prints each with the seed it copies. The A/B runs each chunk
 of 4 seeds as one batch, so a row's example is the first other seed of its chunk.
 
 Usage:
-    python -m benchmarks.copies benchmarks/results/local_speed_cuts.json benchmarks/results/local_speed_example_seeds20-39.json
+    python -m benchmarks.copies benchmarks/results/local_speed/local_speed_cuts.json benchmarks/results/local_speed/local_speed_example_seeds20-39.json
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ adds the stage-major vs row-major comparison on N seeds (same seeds, same run, s
 the other's answers). ``--representations N`` runs rgda with the ``segments`` output representation on the same
 first N seeds with its own cache; the stage-major cell (``entities``, the default) is its comparison.
 
-Usage (the committed results come from the command in results/local_pipeline.json's "command"):
+Usage (the committed results come from the command in results/local_pipeline/local_pipeline.json's "command"):
     python -m benchmarks.local_pipeline --data-dir ../shared/data --datasets ncbi_disease scierc --num-seeds 20
 """
 
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--representations", type=int, default=0, metavar="N",
                    help="also run rgda with representation=segments on the first N seeds of the first dataset (compare "
                         "with the schedule=stage cell, which uses entities; give N equal to --schedules)")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/local_pipeline.json"))
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/local_pipeline/local_pipeline.json"))
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/local_pipeline_v2.sqlite3"))
     p.add_argument("--report", action="store_true", help="only write the markdown report from --out")
     p.add_argument("--stats", choices=["train", "seeds"], default="train",

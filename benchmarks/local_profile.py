@@ -5,13 +5,13 @@ an empty response cache) in this process, with the local backend's calls observe
 tokens, prompt tokens llama.cpp evaluated (the rest came from a kept KV state), completion tokens, and llama.cpp's
 own timers (``llama_perf_context``: prompt evaluation and generation milliseconds); what is left of the call's
 seconds is sampling, grammar and Python overhead. Writes per-call rows and per-stage totals to
-``results/local_profile.json``.
+``results/local_profile/local_profile.json``.
 
 Usage:
     python -m benchmarks.local_profile                      # the default engine
     python -m benchmarks.local_profile --grammar in_chain --out /tmp/profile_in_chain.json
-    python -m benchmarks.local_profile --schedule row --out benchmarks/results/local_profile_row.json
-    python -m benchmarks.local_profile --parallel 4 --out benchmarks/results/local_profile_parallel4.json
+    python -m benchmarks.local_profile --schedule row --out benchmarks/results/local_profile/local_profile_row.json
+    python -m benchmarks.local_profile --parallel 4 --out benchmarks/results/local_profile/local_profile_parallel4.json
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="the most guesses prompt-lookup drafting checks in one decode (default: the drafter's default)")
     p.add_argument("--parallel", type=int, default=None,
                    help="the local backend's parallel slots (default: the backend's default, 1)")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile.json")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile" / "local_profile.json")
     add_cpu_module(p)
     args = p.parse_args(argv)
     if args.lookup_max_tokens is not None and (args.lookup_max_tokens < 1 or args.lookup == "off"

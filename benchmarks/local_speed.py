@@ -8,7 +8,7 @@ so load that comes and goes falls on both. Every chunk runs in a fresh process o
 (the code imported is the arm's own) and the results file is rewritten after every chunk, so it can be read while the
 run goes on. Reported per arm: LLM seconds and wall seconds per accepted row, accepted rows per seed (mean and 95%
 interval over seeds), completion tokens per accepted row, rejections by reason, and the accepted rows themselves
-(``cells``: ``python benchmarks/silver.py --datasets ncbi_disease --rows benchmarks/results/local_speed.json`` scores
+(``cells``: ``python benchmarks/silver.py --datasets ncbi_disease --rows benchmarks/results/local_speed/local_speed.json`` scores
 them against the silver tagger). The load average before and after each chunk is kept: other work on the machine
 slows both arms.
 
@@ -38,11 +38,11 @@ Usage:
     git worktree add /tmp/base 8ae9ee0
     python -m benchmarks.local_speed --arm base=/tmp/base::/tmp/portable_lib --arm main=. --num-seeds 20 --chunk 4
     python -m benchmarks.local_speed --arm a=/tmp/a --arm b=/tmp/b --first-seed 20 --num-seeds 20   # a fresh draw
-    python -m benchmarks.local_speed --decode 4 --out benchmarks/results/local_decode.json
+    python -m benchmarks.local_speed --decode 4 --out benchmarks/results/local_speed/local_decode.json
     python -m benchmarks.local_speed --kernels portable=/tmp/portable/lib variants=.venv/lib/python3.11/site-packages/llama_cpp/lib \
         native=/tmp/nativelib haswell=.venv/lib/python3.11/site-packages/llama_cpp/lib:libggml-cpu-haswell.so
-    python -m benchmarks.local_speed --batches --out benchmarks/results/local_batches.json
-    python -m benchmarks.local_speed --layouts --out benchmarks/results/local_layouts.json
+    python -m benchmarks.local_speed --batches --out benchmarks/results/local_speed/local_batches.json
+    python -m benchmarks.local_speed --layouts --out benchmarks/results/local_speed/local_layouts.json
 """
 
 from __future__ import annotations
@@ -562,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     default = ("local_kernels.json" if args.kernels else "local_decode.json" if args.decode
                else "local_batches.json" if args.batches else "local_layouts.json" if args.layouts
                else "local_speed.json")
-    args.out = args.out or ROOT / "benchmarks" / "results" / default
+    args.out = args.out or ROOT / "benchmarks" / "results" / "local_speed" / default
     if args.batches:
         batches(args)
         return 0

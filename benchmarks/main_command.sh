@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's main command as a new user runs it: a fresh clone of this checkout's HEAD beside ../shared, the
 # README's set-up then the augment command, each timed, with an empty response cache and datasets cache (a new user
-# has neither; pip's wheel cache and the Hugging Face model cache are what the machine has). Writes benchmarks/results/main_command.json
+# has neither; pip's wheel cache and the Hugging Face model cache are what the machine has). Writes benchmarks/results/main_command/main_command.json
 # (times, commit, machine, the run's summary.json, and what a decode cost right after: benchmarks.common.decode_probe)
 # and prints the accepted rows.
 #
@@ -19,7 +19,7 @@ t0=$(date +%s); bash scripts/setup.sh; t1=$(date +%s)
 .venv/bin/hf-rgda augment ../shared/data/ncbi_disease --num-seeds 4 --method rgda \
   --domain "biomedical research abstracts (disease mentions)" --out out/ncbi-rgda
 t2=$(date +%s)
-.venv/bin/python - "$repo/benchmarks/results/main_command.json" "$((t1 - t0))" "$((t2 - t1))" "$load_before" <<'PY'
+.venv/bin/python - "$repo/benchmarks/results/main_command/main_command.json" "$((t1 - t0))" "$((t2 - t1))" "$load_before" <<'PY'
 import json, os, platform, subprocess, sys
 from datasets import load_from_disk
 from hf_rgda.tags import format_inline

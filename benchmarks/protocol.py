@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=8, help="seeds per augmentation batch")
     p.add_argument("--llm", default=None, help="LLM for the LLM methods (default: the embedded local model)")
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/protocol.sqlite3"))
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/protocol.json"))
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/protocol/protocol.json"))
     p.add_argument("--report", action="store_true", help="only write the markdown table and plots from --out")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--recheck", action="store_true",

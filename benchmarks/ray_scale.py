@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency", type=float, default=0.3)
     p.add_argument("--repeats", type=int, default=2, help="runs of each Ray configuration, alternated")
     p.add_argument("--method", default="rgda")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/ray_scale.json"))
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/ray_scale/ray_scale.json"))
     args = p.parse_args(argv)
 
     import ray

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency", type=float, default=0.2)
     p.add_argument("--method", default="rgda")
     p.add_argument("--concurrency", type=int, nargs=2, default=[1, 16])
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/remote_concurrency.json"))
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/remote_concurrency/remote_concurrency.json"))
     args = p.parse_args(argv)
     ds = seeds(args.seeds)
     lo, hi = (run(ds, args.latency, c, args.method) for c in args.concurrency)

@@ -10,7 +10,7 @@ none) and rejections by reason; and for the repairs: their calls, the rows they 
 wrote that were rejected (by reason: the difference of the two runs' rejections) and the seconds per row they added.
 
 Usage:
-    python -m benchmarks.repairs --num-seeds 12 --out benchmarks/results/repairs.json
+    python -m benchmarks.repairs --num-seeds 12 --out benchmarks/results/repairs/repairs.json
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--num-seeds", type=int, default=12)
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "repairs.json")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "repairs" / "repairs.json")
     args = p.parse_args(argv)
 
     from hf_rgda.recipe import load_split, sample_seeds

@@ -27,7 +27,7 @@ Rows come from a ``protocol.py`` cell that stored them, or with ``--rows`` from 
 Usage:
     python -m benchmarks.row_ablation --data-dir ../shared/data --dataset ncbi_disease --seeds 40 --method rgda
     python -m benchmarks.row_ablation --dataset ncbi_disease --seeds 20 --epochs 30 --method rgda \\
-        --rows benchmarks/results/verification_rows.json
+        --rows benchmarks/results/local_pipeline/verification_rows.json
 """
 
 from __future__ import annotations
@@ -116,11 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-batch", type=int, default=16)
     p.add_argument("--silver-epochs", type=float, default=3.0)
     p.add_argument("--silver-cache", type=Path, default=ROOT / "benchmarks" / ".cache" / "silver")
-    p.add_argument("--protocol", type=Path, default=ROOT / "benchmarks" / "results" / "protocol.json",
+    p.add_argument("--protocol", type=Path, default=ROOT / "benchmarks" / "results" / "protocol" / "protocol.json",
                    help="the rows of the protocol cell of --method at this scale (one that stored them)")
     p.add_argument("--rows", type=Path, default=None,
                    help="instead: a local_pipeline.py results file, its --method rows of the first --seeds seeds")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "row_ablation.json")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "row_ablation" / "row_ablation.json")
     args = p.parse_args(argv)
 
     from datasets import Dataset, Features, Sequence, Value

@@ -18,7 +18,7 @@ accepted rows of every cell of a ``local_pipeline.py`` results file (its chunks 
 
 Usage:
     python -m benchmarks.row_sources --data-dir ../shared/data \
-        --rows benchmarks/results/protocol.json benchmarks/results/verification_rows.json
+        --rows benchmarks/results/protocol/protocol.json benchmarks/results/local_pipeline/verification_rows.json
 """
 
 from __future__ import annotations
@@ -134,9 +134,9 @@ def analyse(data_dir: Path, rows_paths: Sequence[Path]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
-    p.add_argument("--rows", type=Path, nargs="+", default=[BENCH / "results" / "protocol.json"],
+    p.add_argument("--rows", type=Path, nargs="+", default=[BENCH / "results" / "protocol" / "protocol.json"],
                    help="protocol.py results files whose cells stored their rows, or local_pipeline.py results files")
-    p.add_argument("--out", type=Path, default=BENCH / "results" / "row_sources.json")
+    p.add_argument("--out", type=Path, default=BENCH / "results" / "row_sources" / "row_sources.json")
     args = p.parse_args(argv)
     results = {**header("row_sources", argv, note=""), "cells": analyse(args.data_dir, args.rows)}
     args.out.parent.mkdir(parents=True, exist_ok=True)

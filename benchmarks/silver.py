@@ -23,7 +23,7 @@ changes what the later stages and judges see).
 
 Usage:
     python -m benchmarks.silver --data-dir ../shared/data --datasets ncbi_disease \\
-        --rows benchmarks/results/verification_rows.json
+        --rows benchmarks/results/local_pipeline/verification_rows.json
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
     p.add_argument("--epochs", type=float, default=3.0)
     p.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / ".cache" / "silver")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "silver.json")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "silver" / "silver.json")
     args = p.parse_args(argv)
 
     from hf_rgda.tags import to_tag_names

@@ -5,7 +5,7 @@
 
 Every row is one arm of ``row_ablation.py``: the same training seeds, encoder, optimizer steps and test split, with one
 thing changed (what is added to the seed sentences). F1 is entity-level on the full test split, mean ± sd over the
-training runs of ``results/row_ablation.json``.
+training runs of ``results/row_ablation/row_ablation.json``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import statistics
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
+#: the results folder: one folder per benchmark (``row_ablation/``, ``local_pipeline/``, ...)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 #: (arm, how the rows were made) -> label; arms not named here are left out of the summary
@@ -46,9 +47,16 @@ def _r3(x: float) -> str:
     return str(Decimal(str(x)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
 
 
+def _where(results: Path, name: str) -> str:
+    """The results file ``name`` (as row_ablation.py records its rows file) as ``results/<benchmark>/<name>``."""
+    found = sorted(results.glob(f"*/{name}"))
+    assert len(found) == 1, (name, found)
+    return found[0].relative_to(results.parent).as_posix()
+
+
 def rows(results: Path = RESULTS) -> list[dict[str, str]]:
     """One dict per table row, in table order; an arm measured in two experiments the same way is listed once."""
-    data = json.loads((results / "row_ablation.json").read_text())
+    data = json.loads((results / "row_ablation" / "row_ablation.json").read_text())
     out: dict[tuple[str, str, str, str], dict[str, str]] = {}
     for key, exp in data["experiments"].items():
         info = _experiment(key)
@@ -72,8 +80,9 @@ def rows(results: Path = RESULTS) -> list[dict[str, str]]:
                 "seeds": info["seeds"], "steps": str(step), "arm": label, "added": str(cell["augmented"]),
                 "f1": f"{_r3(mean)} ± {_r3(sd)} ({len(f1)} runs)",
                 "encoder": info["encoder"].split("/")[-1], "machine": data["machine"],
-                "source": f"`results/row_ablation.json` (rows: `results/{info['rows']}`)" if arm == "as_generated"
-                else "`results/row_ablation.json`",
+                "source": f"`results/row_ablation/row_ablation.json` (rows: `{_where(results, info['rows'])}`)"
+                if arm == "as_generated"
+                else "`results/row_ablation/row_ablation.json`",
             }
     return sorted(out.values(), key=lambda r: (int(r["seeds"]), int(r["steps"]), ORDER.index(r["arm"])))
 

@@ -24,8 +24,15 @@ two pairs alternate ``--repeats`` times and each keeps its fastest (other work o
 time; every run's seconds per seed are listed). Seeds beyond the split's sentences with entities are perturbed
 copies of them (the same perturbation).
 
+``--against COMMIT`` measures one thing instead: seeds per second in one process of this checkout's library
+against COMMIT's (a git worktree under ``benchmarks/.gen/``), each run a fresh interpreter running
+``throughput_run.py`` with ``PYTHONPATH`` on one side's tree (the same driver, seeds and clock; no call log), the
+sides alternated ABBA for ``--repeats`` rounds in one run, and the ratio reported with the machine and its load.
+Each side's accepted rows are hashed: a change meant to be faster only shows the same digest as before.
+
 Usage:
     python -m benchmarks.throughput --data-dir ../shared/data
+    python -m benchmarks.throughput --against 8ae9ee0 --seeds 1000 --repeats 4
 """
 
 from __future__ import annotations
@@ -35,108 +42,20 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from datasets import Dataset, disable_progress_bars
-from datasets.fingerprint import Hasher
 
 from benchmarks.common import DATA_DIR, ROOT, command, commit
-from hf_rgda import RGDAAugmenter, ScriptedLLM
-from hf_rgda.testing import stateless_answer
+from benchmarks.throughput_run import WORKLOADS, augment, grown, read_split, seed_rows
 
-
-class _NoLog(list):
-    """A call log that keeps nothing (see ``--keep-call-log``)."""
-
-    def append(self, item: Any) -> None:
-        pass
-
-
-class TimedLLM(ScriptedLLM):
-    """:class:`~hf_rgda.ScriptedLLM` answering with ``stateless_answer``, with a clock around each of its calls (the
-    fake's own bookkeeping included: its call record, word counts, reading its answer into option probabilities):
-    the scripted backend's own cost."""
-
-    def __init__(self) -> None:
-        super().__init__(stateless_answer, name="throughput")
-        self.seconds, self.count = 0.0, 0
-
-    async def complete(self, messages: Any, *, schema: Any, params: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return await super().complete(messages, schema=schema, params=params)
-        finally:
-            self.seconds += time.perf_counter() - start
-            self.count += 1
-
-    async def option_probs(self, messages: Any, options: Any, *, params: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return await super().option_probs(messages, options, params=params)
-        finally:
-            self.seconds += time.perf_counter() - start
-            self.count += 1
-
-
-def _suffix(copy: int) -> str:
-    """The letters appended to every alphabetic word of copy ``copy`` (none for the original)."""
-    return "".join(chr(ord("a") + int(d)) for d in str(copy)) if copy else ""
-
-
-def grown(rows: Sequence[Mapping[str, list[str]]], n: int) -> Dataset:
-    """``n`` rows: ``rows`` in order, then perturbed copies of them (copy k appends ``_suffix(k)`` to each word)."""
-    out: dict[str, list[list[str]]] = {"tokens": [], "ner_tags": []}
-    for i in range(n):
-        row, end = rows[i % len(rows)], _suffix(i // len(rows))
-        out["tokens"].append([t + end if t.isalpha() else t for t in row["tokens"]])
-        out["ner_tags"].append(list(row["ner_tags"]))
-    return Dataset.from_dict(out)
-
-
-def read_split(data_dir: Path) -> list[dict[str, list[str]]]:
-    with (data_dir / "ncbi_disease" / "train.jsonl").open() as fh:
-        return [json.loads(line) for line in fh]
-
-
-#: the configurations measured (``--workload``): the library's defaults, and the rgda pipeline as issue 16 measured
-#: it before the entity verifier and the probability-read judges existed (5 scripted calls per seed instead of 15)
-WORKLOADS: dict[str, dict[str, Any]] = {"default": {}, "no-verification": {"verify_entities": False,
-                                                                           "judge_reading": "sample"}}
-
-
-def augment(split: Dataset, seeds: Dataset, num_proc: int = 1, *, call_log: bool = True,
-            workload: str = "default") -> dict[str, Any]:
-    """One ``map`` over ``seeds`` with statistics from ``split``: rates, the backend's cost, the run summary."""
-    llm = TimedLLM()
-    if not call_log:
-        llm.calls = _NoLog()
-    start = time.perf_counter()
-    aug = RGDAAugmenter.from_dataset(split, llm=llm, method="rgda", cache=False, **WORKLOADS[workload])
-    stats_s = time.perf_counter() - start
-    start = time.perf_counter()
-    fingerprint = Hasher.hash(aug)  # what map would hash first: once per call, and larger with larger statistics
-    fingerprint_s = time.perf_counter() - start
-    with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        out = seeds.map(aug, batched=True, batch_size=64, num_proc=num_proc if num_proc > 1 else None,
-                        load_from_cache_file=False, cache_file_name=f"{tmp}/out.arrow", new_fingerprint=fingerprint)
-        wall = time.perf_counter() - start
-        accepted = sum(s == "accepted" for s in out["rgda_status"])
-    res = {"seeds": len(seeds), "split_sentences": len(split), "num_proc": num_proc, "statistics_s": round(stats_s, 3),
-           "fingerprint_s": round(fingerprint_s, 3), "wall_s": round(wall, 3), "accepted": accepted,
-           "accepted_rows_per_s": round(accepted / wall, 1),
-           "seeds_per_s": round(len(seeds) / wall, 1), "seconds_per_seed": round(wall / len(seeds), 5)}
-    if num_proc == 1:  # the backend's clock and the summary live in the workers otherwise
-        res.update(backend_s=round(llm.seconds, 3), backend_calls=llm.count,
-                   backend_share=round(llm.seconds / wall, 3), failed_seeds=aug.summary.failed_seeds)
-    return res
+RUN = Path(__file__).with_name("throughput_run.py")
 
 
 def fastest(runs: Sequence[Callable[[], dict[str, Any]]], repeats: int) -> list[dict[str, Any]]:
@@ -152,8 +71,7 @@ def fastest(runs: Sequence[Callable[[], dict[str, Any]]], repeats: int) -> list[
 def memory_run(data_dir: Path, n: int, call_log: bool, workload: str) -> dict[str, Any]:
     """Peak RSS of one process that augments ``n`` seeds (run in a fresh interpreter by :func:`memory`)."""
     rows = read_split(data_dir)
-    seeds = grown([r for r in rows if any(t != "O" for t in r["ner_tags"])], n)
-    res = augment(Dataset.from_list(rows), seeds, call_log=call_log, workload=workload)
+    res = augment(Dataset.from_list(rows), seed_rows(rows, n), call_log=call_log, workload=workload)
     return {**res, "call_log": call_log, "peak_rss_mb": peak_rss_mb()}
 
 
@@ -176,6 +94,55 @@ def memory(data_dir: Path, n: int, call_log: bool, workload: str) -> dict[str, A
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def one_run(tree: Path, data_dir: Path, seeds: int, workload: str) -> dict[str, Any]:
+    """One run of ``throughput_run.py`` in a fresh interpreter whose ``hf_rgda`` is ``tree``'s (``-P``: the script's
+    own folder is not on the path, so nothing but ``PYTHONPATH`` says where the library comes from)."""
+    cmd = [sys.executable, "-P", str(RUN), "--data-dir", str(data_dir.resolve()), "--seeds", str(seeds),
+           "--workload", workload]
+    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=tree, env=env)
+    res = json.loads(done.stdout.strip().splitlines()[-1])
+    if Path(res["hf_rgda"]) != (tree / "hf_rgda").resolve():
+        raise SystemExit(f"the run imported hf_rgda from {res['hf_rgda']}, not from {tree}")
+    return res
+
+
+def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int) -> dict[str, Any]:
+    """This checkout's library against commit ``other``'s (a git worktree of it under ``benchmarks/.gen/``), the
+    same driver, seeds and clock, one fresh process per run: ``repeats`` rounds, the two sides' order swapped every
+    round (ABBA...), so that load on the machine falls on both alike. Per side every run's seconds per seed, its
+    fastest and median; the ratio of seeds per second (this / other) of the fastest runs, of the medians and per
+    round."""
+    from benchmarks.protocol200 import full_commit, worktree  # git worktrees of a commit, made once
+
+    full = full_commit(other)
+    trees = {"this": ROOT, other: worktree(full)}
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
+    for k in range(repeats):
+        for side in list(trees)[:: 1 if k % 2 == 0 else -1]:
+            runs[side].append(one_run(trees[side], data_dir, seeds, workload))
+    sides = {}
+    for side, out in runs.items():
+        per_seed = [r["seconds_per_seed"] for r in out]
+        if len({(r["accepted"], r["accepted_digest"]) for r in out}) != 1:
+            raise SystemExit(f"{side}: its runs accepted different rows: {[r['accepted_digest'] for r in out]}")
+        sides[side] = {"commit": commit() if side == "this" else full[:7], **min(out, key=lambda r: r["seconds_per_seed"]),
+                       "runs_seconds_per_seed": per_seed, "median_seconds_per_seed": statistics.median(per_seed)}
+    this, base = sides["this"], sides[other]
+    return {"seeds": seeds, "repeats": repeats, "this": this, "against": base,
+            "ratio_seeds_per_s_fastest": round(base["seconds_per_seed"] / this["seconds_per_seed"], 3),
+            "ratio_seeds_per_s_median": round(base["median_seconds_per_seed"] / this["median_seconds_per_seed"], 3),
+            "ratio_seeds_per_s_by_round": [round(b / a, 3) for a, b in zip(this["runs_seconds_per_seed"],
+                                                                            base["runs_seconds_per_seed"])],
+            "same_rows_accepted": this["accepted_digest"] == base["accepted_digest"]}
+
+
+def machine_info(load_before: tuple[float, ...]) -> dict[str, Any]:
+    return {"platform": platform.platform(), "machine": platform.machine(), "processor": _processor(),
+            "python": platform.python_version(), "cpu_count": os.cpu_count(),
+            "load_average_1_5_15_min": {"before": load_before, "after": os.getloadavg()}}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
@@ -186,13 +153,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="alternating runs of each pair (the fastest kept)")
     p.add_argument("--memory-seeds", type=int, nargs=2, default=[1000, 10000], help="seeds of the two memory runs")
     p.add_argument("--keep-call-log", action="store_true", help="memory runs keep ScriptedLLM's log of every call")
-    p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/throughput[_WORKLOAD].json")
+    p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/throughput/throughput[_WORKLOAD].json")
     p.add_argument("--workload", choices=list(WORKLOADS), default="default",
                    help="the library's defaults, or rgda without the entity verifier and with one-sample judges")
+    p.add_argument("--against", metavar="COMMIT", default=None,
+                   help="only this: one-process seeds/s of this checkout against COMMIT's library, alternated in one run "
+                        "(--seeds, --repeats; default out: benchmarks/results/throughput/against_COMMIT.json)")
     p.add_argument("--memory-run", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.against:
+        load_before = os.getloadavg()
+        res = against(args.against, args.data_dir, args.seeds, args.workload, args.repeats)
+        out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"against_{args.against}.json"
+        result = {"command": command("throughput", argv), "commit": commit(), "machine": machine_info(load_before),
+                  "workload": {args.workload: WORKLOADS[args.workload]}, **res}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+        print(against_table(result))
+        return 0
     suffix = "" if args.workload == "default" else "_" + args.workload.replace("-", "_")
-    args.out = args.out or ROOT / "benchmarks" / "results" / f"throughput{suffix}.json"
+    args.out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"throughput{suffix}.json"
     disable_progress_bars()
     if args.memory_run:
         print(json.dumps(memory_run(args.data_dir, args.memory_run, args.keep_call_log, args.workload)))
@@ -200,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()  # other work on the machine slows every run: shown beside the results
     rows = read_split(args.data_dir)
     train = Dataset.from_list(rows)
-    seeds = grown([r for r in rows if any(t != "O" for t in r["ner_tags"])], args.seeds)
+    seeds = seed_rows(rows, args.seeds)
     run = partial(augment, workload=args.workload)
     one, two = fastest([partial(run, train, seeds), partial(run, train, seeds, num_proc=2)], args.repeats)
     few, splits = seeds.select(range(args.scale_seeds)), [grown(rows, n) for n in args.splits]
@@ -209,9 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": command("throughput", argv),
         "commit": commit(),  # the library measured (flagged when hf_rgda/ has edits)
-        "machine": {"platform": platform.platform(), "machine": platform.machine(), "processor": _processor(),
-                    "python": platform.python_version(), "cpu_count": os.cpu_count(),
-                    "load_average_1_5_15_min": {"before": load_before, "after": os.getloadavg()}},
+        "machine": machine_info(load_before),
         "workload": {args.workload: WORKLOADS[args.workload]}, "one_process": one, "num_proc_2": two, "split_scale": scale,
         "split_scale_ratio": round(scale[1]["seconds_per_seed"] / scale[0]["seconds_per_seed"], 3),
         "memory": mem, "memory_ratio": round(mem[1]["peak_rss_mb"] / mem[0]["peak_rss_mb"], 3),
@@ -227,6 +205,18 @@ def _processor() -> str:
     info = Path("/proc/cpuinfo")
     lines = info.read_text().splitlines() if info.is_file() else []
     return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), platform.processor())
+
+
+def against_table(r: Mapping[str, Any]) -> str:
+    this, base = r["this"], r["against"]
+    lines = ["| library | seeds/s (fastest) | s/seed, every run | accepted rows |", "|---|---|---|---|"]
+    lines += [f"| {s['commit']} | {s['seeds_per_s']} | {', '.join(map(str, s['runs_seconds_per_seed']))} | "
+              f"{s['accepted']} ({s['accepted_digest']}) |" for s in (this, base)]
+    lines.append(f"ratio of seeds/s, this / {base['commit']}: fastest {r['ratio_seeds_per_s_fastest']}, median "
+                 f"{r['ratio_seeds_per_s_median']}, by round {r['ratio_seeds_per_s_by_round']} "
+                 f"({r['machine']['processor']}, {r['machine']['cpu_count']} cores, load "
+                 f"{r['machine']['load_average_1_5_15_min']['before'][0]:.1f})")
+    return "\n".join(lines)
 
 
 def table(r: Mapping[str, Any]) -> str:

@@ -8,7 +8,7 @@ spliced, an entity moved where it has no business and off-domain text each put a
 sentence, which a mean over every token dilutes. The gate and the calibration scorer read it as a probability,
 ``exp(sense)`` (the geometric mean probability of those tokens), against an absolute threshold that calibration sets
 per dataset and model. Read relative to the seed instead (``sense(row) - sense(seed)``) it ranked NCBI-disease's
-canaries worse (``benchmarks/results/calibration_sense.json``: garbled 0.805 against 0.964 for the row alone).
+canaries worse (``benchmarks/results/calibration/calibration_sense.json``: garbled 0.805 against 0.964 for the row alone).
 
 Measured before this module (scratch probe, NCBI-disease dev, 40 sentences against 40 of each class, local 1.5B):
 AUROC against good sentences, mean of all tokens / mean of the 3 least likely: garbled 0.989 / 0.969, spliced

@@ -4,15 +4,18 @@ distinct n-grams."""
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
+import random
 from typing import Any
 
 from datasets import Dataset
 
 from hf_rgda import RGDAAugmenter, RunSummary, ScriptedLLM
 from hf_rgda.checking import Checker
-from hf_rgda.checking.variety import Ledger
+from hf_rgda.checking.sentence import occurrences
+from hf_rgda.checking.variety import Ledger, similar, similarity_bound
 from hf_rgda.records import Candidate, Seed, SeedResult, SeedTrace
 from hf_rgda.tags import parse_inline
 from hf_rgda.testing import FakeWorld
@@ -147,3 +150,19 @@ def test_the_summary_reports_entity_novelty_and_distinct_ngrams() -> None:
     assert "variety: 2 entity texts, 50% new to the seeds; distinct-1 0.8, distinct-2 1.0" in summary.format()
     assert RunSummary().to_dict()["variety"] == {"entity_texts": 0, "novel_entity_texts": 0, "entity_novelty": None,
                                                  "distinct_1": None, "distinct_2": None}
+
+
+def test_similar_decides_as_difflibs_ratio_and_its_bound_is_quick_ratio() -> None:
+    """The cheap tests ``similar`` makes before difflib's ratio (the lengths, the words shared as one set
+    intersection of :func:`occurrences`) only ever skip pairs the ratio rejects, and the bound is ``quick_ratio``."""
+    rng = random.Random(7)
+    words = "the of and , . cancer breast gene BRCA1 risk mice of the".lower().split()
+    for _ in range(3000):
+        a = [rng.choice(words) for _ in range(rng.randint(1, 12))]
+        b = a[: rng.randint(0, len(a))] + [rng.choice(words) for _ in range(rng.randint(0, 4))]
+        if rng.random() < 0.5:
+            rng.shuffle(b)
+        matcher = difflib.SequenceMatcher(a=a, b=b)
+        assert similarity_bound(occurrences(a), occurrences(b)) == matcher.quick_ratio()
+        for ratio in (0.5, 0.85, 1.0):
+            assert similar(a, occurrences(a), b, ratio) == (a == b or matcher.ratio() >= ratio), (a, b, ratio)

@@ -59,16 +59,17 @@ def garbled(s: Sentence) -> str | None:
 
 def placeholder(s: Sentence) -> str | None:
     names, low = {t.lower() for t in s.checker.types}, s.low
-    for i in range(len(low) - 2):
-        if low[i] in ("<", "[", "{") and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
+    for i in sorted(i for bracket in ("<", "[", "{") for i in s.where(bracket)):  # where an opening bracket is
+        if i < len(low) - 2 and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
             return f"{' '.join(s.tokens[i : i + 3])!r} is a placeholder, not text"
     for span in s.spans:  # a bare type name counts unless the split ends such mentions with it (SciERC's "method")
         bare = "".join(low[span.start : span.end])
         if bare.strip("<>[]{}") in names and (bare != bare.strip("<>[]{}")
                                               or not s.checker.stats.ends_mention(bare, span.label)):
             return f"entity {s.text(span)!r} is a type name"
-    for i, (word, tag) in enumerate(zip(s.tokens, s.tags)):  # "... at the RNA level Disease ." (the 1.5B, inline)
-        if i and tag == "O" and word in s.checker.types and word not in s.seed.tokens:
+    for i in sorted(i for name in names for i in s.where(name)):  # "... at the RNA level Disease ." (the 1.5B, inline)
+        word = s.tokens[i]
+        if i and i < len(s.tags) and s.tags[i] == "O" and word in s.checker.types and word not in s.seed.tokens:
             return f"{word!r}, a type name, stands as a word"  # NCBI's train split: once in 5,432 sentences
     return None
 
@@ -138,7 +139,7 @@ def near_copy_of_shown(s: Sentence) -> str | None:
 
 
 def _near_copy(seed: SeedFacts, s: Sentence) -> bool:
-    return similar(seed.low, seed.counts, s.low, s.checker.near_copy_ratio)
+    return similar(seed.low, seed.occurrences, s.low, s.checker.near_copy_ratio, s.occurrences)
 
 
 def looping(s: Sentence) -> str | None:
@@ -153,6 +154,9 @@ LOOPING = "a phrase repeats (4 words three times, or 8 words twice)"
 
 def repeats_phrase(words: Sequence[str]) -> bool:
     """Whether ``words`` (lower-cased) hold a 4-word phrase three times or an 8-word phrase twice."""
+    counts = Counter(words).values()
+    if sum(c for c in counts if c > 1) < 6:
+        return False  # a phrase's words come again: 4 words three times cover 6 places or more, 8 words twice 9
     for n, times in ((4, 3), (8, 2)):
         grams = list(zip(*(words[i:] for i in range(n))))
         if len(set(grams)) < len(grams) and max(Counter(grams).values()) >= times:  # counted only if one repeats

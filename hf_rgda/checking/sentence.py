@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -12,7 +14,10 @@ from ..records import Candidate, Seed
 from ..tags import Span, tags_to_spans
 from .stats import SplitStats
 
-__all__ = ["SeedFacts", "Sentence", "Settings", "seed_facts"]
+__all__ = ["Occurrences", "SeedFacts", "Sentence", "Settings", "occurrences", "seed_facts"]
+
+#: a sentence's words as a set that keeps their counts (see :func:`occurrences`)
+Occurrences = frozenset[str | tuple[str, int]]
 
 
 class Settings(Protocol):
@@ -38,6 +43,25 @@ class SeedFacts(NamedTuple):
     untagged: tuple[bool, ...]  # per token: outside every entity
     untagged_at: dict[str, tuple[int, ...]]  # per lower-cased word, where the seed has it outside every entity
     counts: Counter[str]  # its lower-cased words, with their counts
+    occurrences: Occurrences  # its lower-cased words as a set that keeps their counts
+
+
+def occurrences(words: Sequence[str]) -> Occurrences:
+    """``words`` as a set that keeps their counts: a word's first use as itself, its next ones as ``(word, 1)``,
+    ``(word, 2)``, ... The words two sentences share, as multisets, are then the intersection of their sets.
+
+    Example:
+        >>> occurrences(["of", "mice", "of"]) == {"of", "mice", ("of", 1)}
+        True
+    """
+    out: set[str | tuple[str, int]] = set(words)
+    if len(out) < len(words):  # number the repeats: in sorted order, each word equal to the one before it
+        ordered, last, k = sorted(words), None, 0
+        for word in itertools.compress(ordered[1:], map(operator.eq, ordered, ordered[1:])):
+            k = k + 1 if word == last else 1
+            last = word
+            out.add((word, k))
+    return frozenset(out)
 
 
 @lru_cache(maxsize=1024)
@@ -51,7 +75,7 @@ def seed_facts(seed: Seed) -> SeedFacts:
         if untagged[i]:
             at.setdefault(word, []).append(i)
     return SeedFacts(spans, low, words, frozenset((m, s.label) for m, s in zip(words, spans)), untagged,
-                     {w: tuple(ix) for w, ix in at.items()}, Counter(low))
+                     {w: tuple(ix) for w, ix in at.items()}, Counter(low), occurrences(low))
 
 
 @dataclass
@@ -70,6 +94,11 @@ class Sentence:
     @cached_property
     def low(self) -> list[str]:
         return [t.lower() for t in self.tokens]
+
+    @cached_property
+    def occurrences(self) -> Occurrences:
+        """Its lower-cased words as a set that keeps their counts (:func:`occurrences`)."""
+        return occurrences(self.low)
 
     @cached_property
     def spans(self) -> list[Span]:

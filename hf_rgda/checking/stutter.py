@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from operator import eq
 
 from ..records import Candidate
 from ..tags import Span, spans_to_tags, tags_to_spans
@@ -19,17 +20,18 @@ def stutter(s: Sentence) -> str | None:
     the gold test sentences of NCBI-disease, SciERC and FIN it fires once, on a FIN signature block ("/ s / Peter
     Case Peter Case Title : Chief"; ``benchmarks/checker_gold.py``); a plain phrase twice is prose ("New York , New
     York")."""
-    found = find_stutter(s.tokens, s.spans)
+    found = find_stutter(s.tokens, s.spans, s.low)
     if found is None:
         return None
     start, k, copies = found
     return f"{' '.join(s.tokens[start : start + k])!r} is written {copies} times in a row"
 
 
-def find_stutter(tokens: Sequence[str], spans: Sequence[Span]) -> tuple[int, int, int] | None:
+def find_stutter(tokens: Sequence[str], spans: Sequence[Span],
+                 low: Sequence[str] | None = None) -> tuple[int, int, int] | None:
     """The first place where 1 to 3 words (one of them a word of 3 letters or more) are written three times in a
     row (in any case), or twice as written where an entity is one copy or holds both: ``(start, words per copy,
-    copies)``, or None.
+    copies)``, or None. ``low``: the tokens lower-cased, where the caller has them.
 
     Example:
         >>> find_stutter("the cancer Cancer cancer grew".split(), [])
@@ -37,8 +39,12 @@ def find_stutter(tokens: Sequence[str], spans: Sequence[Span]) -> tuple[int, int
         >>> find_stutter("in New York , New York".split(), [])  # a phrase twice is prose
         >>> find_stutter("patterns of AND and OR".split(), [Span(2, 3, "Generic")])  # "AND" is not "and"
     """
-    low = [t.lower() for t in tokens]
-    for i in range(len(low)):
+    low = [t.lower() for t in tokens] if low is None else list(low)
+    if not any(any(map(eq, low, low[k:])) for k in (1, 2, 3)):
+        return None  # no word comes again 1 to 3 words later: no copy starts anywhere
+    # a copy starts where a word comes again 1 to 3 words later: the only places worth the full look
+    starts = sorted({i for k in (1, 2, 3) for i, (a, b) in enumerate(zip(low, low[k:])) if a == b})
+    for i in starts:
         for k in (1, 2, 3):
             unit = low[i : i + k]
             if len(unit) < k or not any(w.isalpha() and len(w) >= 3 for w in unit):

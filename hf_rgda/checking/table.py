@@ -120,12 +120,14 @@ class Finding(NamedTuple):
 
 
 def first_failure(s: Sentence, rules: tuple[Rule, ...]) -> Finding | None:
-    """The first of ``rules`` that ``s`` fails, in table order. An entity rule's verdict is
-    kept on ``s`` (salvage asks the entity rules first, then the whole table, of the same sentence)."""
+    """The first of ``rules`` that ``s`` fails, in table order. An entity rule's verdict, and a sentence rule's that
+    has a repair, is kept on ``s`` (salvage asks the rules with a repair first, then the whole table, of the same
+    sentence; a repair makes a new sentence)."""
     for group, run in _runs(rules):
         if not group:
             for rule in run:
-                if (detail := rule.check(s)) is not None:
+                detail = rule.check(s) if rule.repair is None else s.memo(rule.name, rule.check)
+                if detail is not None:
                     return Finding(rule, detail, None)
             continue
         for span in s.spans:

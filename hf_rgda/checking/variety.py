@@ -28,13 +28,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..tags import Span, tags_to_spans
-from .sentence import Sentence
+from .sentence import Occurrences, Sentence, occurrences
 
 __all__ = ["Ledger", "cross_seed_duplicate", "entity_set", "near_duplicate", "repeated_entity", "same_entities",
            "similar", "similarity_bound"]
 
-#: one accepted row in the ledger: its words lower-cased and their counts
-Words = tuple[tuple[str, ...], Counter[str]]
+#: one accepted row in the ledger: its words lower-cased and their :func:`~.sentence.occurrences`
+Words = tuple[tuple[str, ...], Occurrences]
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Ledger:
 
     def add(self, key: str, s: Sentence) -> None:
         """Record ``s``, accepted for seed ``key``."""
-        self.rows.setdefault(key, []).append((tuple(s.low), Counter(s.low)))
+        self.rows.setdefault(key, []).append((tuple(s.low), s.occurrences))
         new = Counter(new_entities(s))
         self.uses.setdefault(key, Counter()).update(new)
         self._total.update(new)
@@ -86,18 +86,28 @@ def new_entities(s: Sentence) -> set[tuple[str, str]]:
     return {(label, text) for label, text in entity_set(s.low, s.spans) if text not in seed}
 
 
-def similarity_bound(counts: Counter[str], words: Sequence[str]) -> float:
-    """difflib's ``quick_ratio`` (an upper bound of ``ratio``: the words both share, as multisets), without
-    building the matcher; the slow ``ratio`` is only needed where this bound reaches the threshold."""
-    total = sum(counts.values()) + len(words)
-    return 2.0 * sum((counts & Counter(words)).values()) / total if total else 1.0
+def similarity_bound(occ: Occurrences, mine: Occurrences) -> float:
+    """difflib's ``quick_ratio`` of two sentences' words (their :func:`~.sentence.occurrences`): an upper bound of ``ratio``,
+    the words both share as multisets, without building the matcher; the slow ``ratio`` is only needed where this
+    bound reaches the threshold."""
+    total = len(occ) + len(mine)
+    return 2.0 * len(occ & mine) / total if total else 1.0
 
 
-def similar(low: Sequence[str], counts: Counter[str], words: Sequence[str], ratio: float) -> bool:
-    """Whether ``words`` are ``ratio`` similar or more to ``low`` (lower-cased words, ``counts`` their counts): the
-    same words, or difflib's ratio of the two sequences."""
-    return tuple(words) == tuple(low) or (similarity_bound(counts, words) >= ratio
-                                          and difflib.SequenceMatcher(a=low, b=words).ratio() >= ratio)
+def similar(low: Sequence[str], occ: Occurrences | None, words: Sequence[str], ratio: float,
+            mine: Occurrences | None = None) -> bool:
+    """Whether ``words`` are ``ratio`` similar or more to ``low`` (lower-cased words): the same words, or difflib's
+    ratio of the two sequences. Cheapest first: the bound of the lengths (difflib's ``real_quick_ratio``: no more
+    words shared than the shorter has), the words both share (:func:`similarity_bound`), the ratio. ``occ``,
+    ``mine``: the :func:`~.sentence.occurrences` of ``low`` and of ``words`` where the caller has them (None: made
+    when needed)."""
+    n, m = len(low), len(words)
+    if n == m and tuple(words) == tuple(low):
+        return True
+    if 2.0 * min(n, m) / (n + m) < ratio:
+        return False
+    shared = (occurrences(low) if occ is None else occ) & (occurrences(words) if mine is None else mine)
+    return 2.0 * len(shared) / (n + m) >= ratio and difflib.SequenceMatcher(a=low, b=words).ratio() >= ratio
 
 
 # ---------------------------------------------------------------- rules
@@ -116,7 +126,7 @@ def near_duplicate(s: Sentence) -> str | None:
     ratio = s.checker.near_copy_ratio
     for other in s.accepted:
         low = [t.lower() for t in other.tokens]
-        if low != s.low and similar(low, Counter(low), s.low, ratio):  # the same words: duplicate's
+        if low != s.low and similar(low, None, s.low, ratio, s.occurrences):  # the same words: duplicate's
             return f"{ratio:.0%} similar or more to another output for this seed: {' '.join(other.tokens)!r}"
     return None
 
@@ -125,7 +135,13 @@ def cross_seed_duplicate(s: Sentence) -> str | None:
     if s.ledger is None:
         return None
     ratio = s.checker.near_copy_ratio
-    found = next((low for low, counts in s.ledger.others(s.seed.key) if similar(low, counts, s.low, ratio)), None)
+    words, mine = tuple(s.low), s.occurrences
+    m, found = len(words), None
+    for low, occ in s.ledger.others(s.seed.key):
+        total = len(low) + m  # the words shared first (a set intersection), the rest only where they allow it
+        if (not total or 2.0 * len(occ & mine) / total >= ratio) and similar(low, occ, words, ratio, mine):
+            found = low
+            break
     return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(found)!r}" if found else None
 
 

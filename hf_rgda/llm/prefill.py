@@ -51,7 +51,7 @@ class PlainPrefill:
     read; the repacked copy is the one held in anonymous memory. The two compute the same products in another
     order, so their next-token distributions differ slightly: less than one copy's own evaluation of a prompt in
     other batch shapes does, which KV prefix reuse already mixes (``next_token_vs_repacked_one_batch`` in
-    ``benchmarks/results/local_layouts.json``).
+    ``benchmarks/results/local_speed/local_layouts.json``).
     """
 
     #: new prompt tokens below which the generating copy evaluates a prompt itself: below about 48 the plain layout

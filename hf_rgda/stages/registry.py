@@ -132,7 +132,7 @@ def system_prompts(config: AugmentConfig, types: Sequence[str], type_notes: str 
 
 #: the guided methods' seed generation writes the guidance stage's "other phrasings" (context, not rows), so its
 #: rejected sentences are not re-asked there: the repair would buy context with a fifth of the method's tokens
-#: (benchmarks/results/local_profile.json); naive, whose rows they are, repairs them
+#: (benchmarks/results/local_profile/local_profile.json); naive, whose rows they are, repairs them
 _GUIDED = ("where", "seed_generation", "guidance", "guidance_judge", "composer", "composer_repair", "sense",
            "entity_verify", "mention_check", "composition_judge", "debate_review", "sense", "entity_verify",
            "mention_check", "finish")
