@@ -261,7 +261,7 @@ def run_files(report: Mapping[str, Any] | None, found: Mapping[str, bytes],
             "rgda_source", "rgda_status", "rgda_reason", "rgda_trace")}, ensure_ascii=False) + "\n"
             for r in rejections if r.get("rgda_status") in ("rejected", "failed")).encode()
     if not any(k.startswith("prompts/") for k in files):
-        files.update({f"prompts/{n}.md": prompts.template(n).encode() for n in prompts.TEMPLATE_NAMES})
+        files.update({f"prompts/{n}.md": prompts.template(n).encode() for n in prompts.names()})
     out = {}
     for name, blob in files.items():
         if name.endswith(".json"):

@@ -49,7 +49,7 @@ def oracle(messages: Any, schema: Any, params: Any) -> Any:
         mentions = {(detokenize(t[s.start : s.end]), s.label) for t, g in gold for s in tags_to_spans(g)}
         asked = any(question(text, label, ["Disease"]).text() == parts["Question"] for text, label in mentions)
         return {"A": 1.0} if asked else {schema["properties"]["answer"]["enum"][-1]: 1.0}
-    if stage == "gr_judge":
+    if stage == "guidance_judge":
         good = any(json.loads(parts["Guide"]) == build_guide(t, g, "bio") for t, g in gold
                    if detokenize(t) == parts["Sentence"])
     else:  # ac_judge: a gold row written from another sentence
