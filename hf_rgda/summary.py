@@ -14,7 +14,7 @@ without it, the seeds that emitted an accepted or failed row.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from .records import JUDGE_KEYS, Accounting, SeedTrace
 from .stages import judges
 from .stages.verify import STAGE as VERIFY
 
-__all__ = ["RunSummary"]
+__all__ = ["RunSummary", "read_figures"]
 
 
 @dataclass
@@ -218,6 +218,23 @@ class RunSummary:
         return "\n".join(lines)
 
 
+def read_figures(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``summary`` object of a ``summary.json``, whatever release wrote it, under the keys :meth:`RunSummary.to_dict`
+    writes now (the first releases wrote ``llm_calls`` for ``calls``); what an older file lacks stays missing.
+
+    Example:
+        >>> read_figures({"seeds": 2, "llm_calls": 9})
+        {'seeds': 2, 'calls': 9}
+    """
+    out = dict(figures)
+    for old, new in _OLD_KEYS.items():
+        if old in out:
+            out.setdefault(new, out.pop(old))
+    return out
+
+
+#: summary.json keys of earlier releases -> the key now
+_OLD_KEYS = {"llm_calls": "calls"}
 #: the attributes' earlier names -> their names now (``summary.json``'s keys, which did not change)
 _RENAMED = {"failures": "failures_by_stage", "rounds": "judge_rounds", "scores": "judge_scores",
             "passed_early": "judge_passed_early", "rejected": "rejected_by_reason", "salvaged": "salvaged_by_rule",

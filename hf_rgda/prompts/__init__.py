@@ -2,7 +2,8 @@
 
 Every ``*.md`` file of this folder is a template, named by its stem; a stage package loaded from elsewhere
 (:func:`hf_rgda.stages.load`) adds the templates of its own folder (:func:`add_folder`). A template is a stage's
-system prompt under the stage's name (:mod:`hf_rgda.stages.registry`), or one of :data:`SHARED`.
+prompt under the stage's name (:mod:`hf_rgda.stages.registry`; the debate's panel renders ``debate_review`` per
+persona), or one of :data:`SHARED`.
 
 Templates use ``string.Template`` placeholders (``$name``) so that JSON braces need no escaping.
 """
@@ -27,8 +28,8 @@ SHARED: dict[str, str] = {
     "judge_scale": "a judge's or reviewer's rating question read by probability (stages.rating)",
     "repair": "a writer's targeted re-ask of its rejected sentences (stages.seed_generation.repair_messages)",
     "debate_advise": "the debate's proposers (stages.panel)",
-    "debate_reflect": "the debate's reviewers (stages.panel)",
-    "debate_revise": "the debate's revisers (stages.panel)",
+    "debate_reflect": "the debate's reviewers of the proposals (stages.panel)",
+    "debate_revise": "the debate's proposers, revising their proposals (stages.panel)",
 }
 
 #: the folders templates are read from: the package's own, then any a stage package added
