@@ -231,6 +231,7 @@ def _push_parsers(sub: Any) -> None:
 
 def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     from .augmenter import RGDAAugmenter
+    from .checking import SplitStats
     from .inputs import check_split
     from .outputs import check_out
     from .pricing import PriceTable, format_cost, load_prices, usd
@@ -249,17 +250,18 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
                         "trained one (its calls are the same)")
     split = load_split(args.source, args.split, config=args.data_config)
     labels = [x.strip() for x in args.labels.split(",")] if args.labels else None
-    # every row checked before sampling: an error names the file's own row
-    check_split(split, tokens_column=args.tokens_column, tags_column=args.tags_column, scheme=args.scheme,
-                label_names=labels)
+    # every row checked, once, before sampling: an error names the file's own row; the augmenter is built as
+    # RGDAAugmenter.from_dataset builds it, from that check (the label set, the split's statistics)
+    names, iob2 = check_split(split, tokens_column=args.tokens_column, tags_column=args.tags_column,
+                              scheme=args.scheme, label_names=labels)
     seeds = sample_seeds(split, args.num_seeds, sample_seed=args.sample_seed, min_entities=args.min_entities,
                          tags_column=args.tags_column, scheme=args.scheme)
-    aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
-                                     tags_column=args.tags_column, scheme=args.scheme, config=cfg, label_names=labels,
-                                     cache=False if args.dry_run else args.cache or True,  # a dry run: read
-                                     llm_options=_llm_options(args),
-                                     attribution_model=_attribution_model(args, seeds),
-                                     debate_llms=args.debate_llm or (), calibration=args.calibration)
+    aug = RGDAAugmenter(llm or args.llm, label_names=names, stats=SplitStats.from_split(split[args.tokens_column][:],
+                                                                                        iob2),
+                        tokens_column=args.tokens_column, tags_column=args.tags_column, scheme=args.scheme, config=cfg,
+                        cache=False if args.dry_run else args.cache or True,  # a dry run: read
+                        llm_options=_llm_options(args), attribution_model=_attribution_model(args, seeds),
+                        debate_llms=args.debate_llm or (), calibration=args.calibration)
     if args.dry_run:
         from .estimate import rehearse_run
         from .hub import llm_name
