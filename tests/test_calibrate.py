@@ -172,3 +172,24 @@ def test_cap_keeps_a_balanced_prefix_of_every_class() -> None:
                                                                    ("row", "y"), ("row", "z")}
     everything = cap(built, 1000)  # each defect with a good one beside it, as far as the good ones go
     assert len(everything) == 30 and sum(x.good for x in everything) == 15
+
+
+def test_calibrate_accepts_the_rows_augment_accepts_and_no_other(tmp_path: Path, capsys) -> None:
+    """A dev row tagged with a type train does not have is refused, as an augmenter built from train refuses it (each
+    split was checked on its own label set, so calibration built canaries from it), and so is a row outside --labels;
+    both as one line naming the split and the row, before any call."""
+    _write(tmp_path / "bio", "train", TRAIN)
+    _write(tmp_path / "bio", "dev", [*DEV, "Exposure to [benzene](Chemical) was measured in every worker ."])
+    llm = ScriptedLLM(oracle, name="oracle")
+    assert main(["calibrate", str(tmp_path / "bio"), "--llm", "scripted:x"], llm=llm) == 2
+    errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("hf-rgda: error")]
+    assert len(errors) == 1 and "split 'dev'" in errors[0] and f"row {len(DEV)}" in errors[0], errors
+    assert "'B-Chemical' is not in the label set" in errors[0], errors
+    augment = main(["augment", str(tmp_path / "bio"), "--split", "dev", "--labels", "O,B-Disease,I-Disease",
+                    "--out", str(tmp_path / "out"), "--dry-run"], llm=llm)
+    assert augment == 2 and "'B-Chemical' is not in the label set" in capsys.readouterr().err
+    _write(tmp_path / "bio", "dev", DEV)
+    assert main(["calibrate", str(tmp_path / "bio"), "--llm", "scripted:x", "--labels", "O,B-Chemical,I-Chemical"],
+                llm=llm) == 2
+    assert "'B-Disease' is not in the label set" in capsys.readouterr().err
+    assert llm.calls == []
