@@ -281,9 +281,9 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     splits, report = run.save(args.out, source=args.source, split=args.split, prices=prices)
     if run.summary is not None:
         print(run.summary.format())
-    if aug.calibration:
-        print("calibration ({source}): ".format(**aug.calibration)
-              + ", ".join(f"{k}={v}" for k, v in aug.calibration["thresholds"].items()))
+    if aug.calibration:  # the applied calibration's summary (Calibration.summary), as summary.json records it
+        values = ", ".join(f"{k}={v}" for k, v in aug.calibration["thresholds"].items()) or "no threshold"
+        print(f"calibration ({aug.calibration['source']}): {values}")
     if run.from_cache:
         print(f"cost: nothing paid: every row came from datasets' cache of an earlier identical run (which cost "
               f"{usd(report['cost']['usd'])}; {report['cost']['note']})")

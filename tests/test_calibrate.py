@@ -110,6 +110,15 @@ def test_augment_applies_the_calibration_and_says_so(data: Path, tmp_path: Path,
     assert f"calibration ({cal}): verify_threshold=0.4, probability_threshold=62" in capsys.readouterr().out
 
 
+def test_a_calibration_that_sets_nothing_says_so(data: Path, tmp_path: Path, capsys) -> None:
+    """A calibration whose scorers set no threshold (each below the AUROC floor) is applied and printed as such."""
+    cal = tmp_path / "calibration.json"
+    cal.write_text(json.dumps({"thresholds": {}}))
+    assert main(["augment", str(data), "--num-seeds", "1", "--out", str(tmp_path / "out"), "--cache",
+                 str(tmp_path / "c.sqlite3"), "--calibration", str(cal)], llm=ScriptedLLM(FakeWorld(), name="w")) == 0
+    assert f"calibration ({cal}): no threshold" in capsys.readouterr().out
+
+
 def test_the_augmenter_takes_a_dict_and_its_own_options_win() -> None:
     aug = RGDAAugmenter(ScriptedLLM([]), label_names=["O", "B-X", "I-X"], cache=False,
                         calibration={"thresholds": {"verify_threshold": 0.3, "threshold": 70}}, threshold=80)
