@@ -32,12 +32,12 @@ from ._version import __version__
 from .cache import ResponseCache
 from .calls import run_sync
 from .canaries import LEVELS, SCORERS, THRESHOLD_RULE, Gold, Judges, build_canaries, cap, class_counts, gold_from
-from .canaries.estimate import Estimate, rehearse
+from .canaries.estimate import rehearse
 from .canaries.judges import score_cell
 from .canaries.thresholds import FORMAT, MIN_AUROC, OPTIONS, recommend
 from .checking import SplitStats
 from .config import DEFAULT_LLM, AugmentConfig
-from .estimate import PeekCache
+from .estimate import Estimate, PeekCache
 from .inputs import check_splits
 from .llm import LLM, load_llm
 from .stages.rating import by_probability

@@ -220,7 +220,7 @@ def test_rgda_with_debate_review_through_the_pipeline(reading: str) -> None:
 
 def test_reviews_parse_like_judge_verdicts() -> None:
     """One rubric parser: a review is a verdict on DEBATE_RUBRIC whose fixes are its remarks, clamped the same way."""
-    from hf_rgda.stages.panel import parse_reviews
+    from hf_rgda.stages.verdicts import parse_reviews
 
     item = review(100)
     item["usage"]["score"] = 999

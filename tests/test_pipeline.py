@@ -464,3 +464,15 @@ def test_entity_pool_draws_like_the_plain_filters() -> None:
             assert pool.first("Disease", n, unless=unless, taken=taken) == want
             assert pool.head("Disease", n, unless=unless) == [m for m in names[:n] if squeeze(m) not in unless]
     assert pool.first("Gene", 5, unless=set(), taken=set()) == [] and pool.head("Gene", 5, unless=set()) == []
+
+
+def test_a_stage_ruled_out_by_its_condition_is_passed_over_group_stages_too() -> None:
+    """One place asks a stage's ``when`` (``Stages.step``), for a group stage (a judge loop) as for any other (the
+    pipeline asked a group stage's itself); test_methods_select_stages runs the plans it gives."""
+    from hf_rgda.stages import STAGES
+
+    stages = Pipeline(AugmentConfig(method="rgda-no-gr", verify_entities=False), ScriptedLLM(FakeWorld()),
+                      Checker(("Disease",))).stages()
+    assert STAGES["guidance_judge"].group and stages.step("guidance_judge") is None
+    assert STAGES["composition_judge"].group and stages.step("composition_judge") is not None
+    assert stages.step("entity_verify") is None and stages.step("composer") is not None

@@ -25,7 +25,7 @@ Example, a one-call stage (``tests/test_recipes.py`` loads one from a folder, wi
     >>> @dataclass
     ... class Tone:
     ...     tone: str
-    >>> toy = Stage("tone", "tone", build=lambda run, r: chat("Say the tone.", r.seed.text),
+    >>> toy = Stage("tone", "tone", build=lambda run, r: run.messages("tone", sentence=r.seed.text),
     ...             schema=lambda run, r: {"type": "object"}, parse=lambda run, r, data: Tone(str(data["tone"])),
     ...             record=Tone, scripted=lambda world, messages, schema, params: {"tone": "plain"})
     >>> toy.land is None  # lands in ``r.records["tone"]``
@@ -43,11 +43,11 @@ from typing import Any
 
 from .. import prompts
 from ..config import AugmentConfig
-from ..messages import Messages, chat
+from ..messages import Messages
 from ..records import JUDGE_KEYS, RECORD_TYPES, Seed, SeedResult
 from .base import Step
 
-__all__ = ["PLANS", "STAGES", "Stage", "Stages", "always", "call_step", "chat", "judge_system", "judges", "load",
+__all__ = ["PLANS", "STAGES", "Stage", "Stages", "always", "call_step", "judge_system", "judges", "load",
            "register", "system_prompts", "unload", "unregister", "writer_system"]
 
 #: a pass over one seed
