@@ -52,7 +52,7 @@ def oracle(messages: Any, schema: Any, params: Any) -> Any:
     if stage == "guidance_judge":
         good = any(json.loads(parts["Guide"]) == build_guide(t, g, "bio") for t, g in gold
                    if detokenize(t) == parts["Sentence"])
-    else:  # ac_judge: a gold row written from another sentence
+    else:  # composition_judge: a gold row written from another sentence
         items = {json.dumps(Seed("", tuple(t), tuple(g)).as_item(), ensure_ascii=False): detokenize(t) for t, g in gold}
         row = json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)
         good = row in items and items[row] != parts["Sentence"]
