@@ -63,14 +63,10 @@ def _add_rows(parser: Any) -> None:
     """The data's columns, tag scheme and label set: augment and calibrate accept the same rows."""
     _add_columns(parser)
     parser.add_argument("--scheme", default="IOB2", help="tag scheme of the data (default: IOB2)")
-    parser.add_argument("--labels", default=None, type=_labels,
+    parser.add_argument("--labels", default=None, type=lambda text: [x.strip() for x in text.split(",")],
                         help="the label set, comma-separated (O,B-Disease,I-Disease): a tag outside it fails (default: "
                              "the ClassLabel names, else the tags, of the split the seeds come from, train for "
                              "calibrate, refusing a rare type that looks like a typo)")
-
-
-def _labels(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",")]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -258,15 +254,15 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
         raise RGDAError("--dry-run writes nothing, so it fine-tunes no WHERE model: give --attribution-model a "
                         "trained one (its calls are the same)")
     split = load_split(args.source, args.split, config=args.data_config)
-    # every row checked, once, before sampling: an error names the file's own row; the augmenter is built as
-    # RGDAAugmenter.from_dataset builds it, from that check (the label set, the split's statistics)
+    # every row checked once, before sampling (an error names the file's own row); the augmenter is built from that
+    # check as RGDAAugmenter.from_dataset builds it: the label set, the split's statistics
     names, iob2 = check_split(split, tokens_column=args.tokens_column, tags_column=args.tags_column,
                               scheme=args.scheme, label_names=args.labels)
+    stats = SplitStats.from_split(split[args.tokens_column][:], iob2)
     seeds = sample_seeds(split, args.num_seeds, sample_seed=args.sample_seed, min_entities=args.min_entities,
                          tags_column=args.tags_column, scheme=args.scheme)
-    aug = RGDAAugmenter(llm or args.llm, label_names=names, stats=SplitStats.from_split(split[args.tokens_column][:],
-                                                                                        iob2),
-                        tokens_column=args.tokens_column, tags_column=args.tags_column, scheme=args.scheme, config=cfg,
+    aug = RGDAAugmenter(llm or args.llm, label_names=names, stats=stats, tokens_column=args.tokens_column,
+                        tags_column=args.tags_column, scheme=args.scheme, config=cfg,
                         cache=False if args.dry_run else args.cache or True,  # a dry run: read
                         llm_options=_llm_options(args), attribution_model=_attribution_model(args, seeds),
                         debate_llms=args.debate_llm or (), calibration=args.calibration)
