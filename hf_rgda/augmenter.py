@@ -35,7 +35,7 @@ from .failures import FailureLedger, identity, ledger_folder
 from .inputs import check_batched, check_columns, check_split, seed_tags
 from .llm import LLM, load_llm
 from .pipeline import Pipeline
-from .records import Seed, SeedResult, SeedTrace, seed_key
+from .records import JUDGE_KEYS, Seed, SeedResult, SeedTrace, seed_key
 from .stages.categories import check_questions
 from .summary import RunSummary
 from .tags import SCHEMES, convert_tags, entity_types
@@ -257,8 +257,9 @@ class RGDAAugmenter:
             cols["rgda_method"].append(self.config.method)
             cols["rgda_source"].append(r.seed.key)
             cols["rgda_reason"].append(reason)
-            cols["rgda_gr_scores"].append([j.score for j in r.judgements["gr"]])
-            cols["rgda_ac_scores"].append([j.score for j in r.judgements["ac"]])
+            for stage, key in JUDGE_KEYS.items():  # rgda_gr_scores, rgda_ac_scores (another judge's: in the trace)
+                if f"rgda_{key}_scores" in cols:
+                    cols[f"rgda_{key}_scores"].append([j.score for j in r.judgements.get(stage, [])])
             cols["rgda_trace"].append(trace)
 
         for k, (r, seed_trace) in enumerate(zip(results, traces)):

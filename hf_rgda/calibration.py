@@ -27,18 +27,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import ConfigError, InputError, RGDAError
+from ._exceptions import ConfigError, RGDAError
 from ._version import __version__
 from .cache import ResponseCache
 from .calls import run_sync
 from .canaries import LEVELS, SCORERS, THRESHOLD_RULE, Gold, Judges, build_canaries, cap, class_counts, gold_from
-from .canaries.estimate import Estimate, rehearse
+from .canaries.estimate import rehearse
 from .canaries.judges import score_cell
 from .canaries.thresholds import FORMAT, MIN_AUROC, OPTIONS, recommend
 from .checking import SplitStats
 from .config import DEFAULT_LLM, AugmentConfig
-from .estimate import PeekCache
-from .inputs import check_split
+from .estimate import Estimate, PeekCache
+from .inputs import check_splits
 from .llm import LLM, load_llm
 from .stages.rating import by_probability
 
@@ -70,7 +70,7 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
               out: str | Path | None = "calibration.json", cache: bool | str | Path = True,
               config: AugmentConfig | None = None, type_descriptions: Mapping[str, str] | None = None,
               seed: int = 0, tokens_column: str = "tokens", tags_column: str = "ner_tags", scheme: str = "IOB2",
-              llm_options: Mapping[str, Any] | None = None, progress: bool = True, dry_run: bool = False,
+              label_names: Sequence[str] | None = None, llm_options: Mapping[str, Any] | None = None, progress: bool = True, dry_run: bool = False,
               echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure each scorer on canaries built from ``data`` and write the thresholds to ``out``.
 
@@ -87,6 +87,8 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
         type_descriptions: as :class:`~hf_rgda.RGDAAugmenter`'s.
         seed: the canaries' seed.
         tokens_column, tags_column, scheme: the data's columns and tag scheme.
+        label_names: the label set, as ``RGDAAugmenter.from_dataset``'s; default: train's ClassLabel names, else its
+            tags. A row of any split with a tag outside it is refused, as augment refuses it.
         llm_options: passed to :func:`~hf_rgda.load_llm`.
         progress: show a progress bar per scorer.
         dry_run: print the canaries and the estimate, and stop before the first call.
@@ -111,7 +113,7 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
     if "sense" in names and not model.scores_text:
         raise ConfigError(f"scorer 'sense' reads a given text's token logprobs, which {type(model).__name__} cannot "
                           "(the chat APIs return none; the local model can)")
-    splits = _splits(data, tokens_column, tags_column, scheme)
+    splits = _splits(data, tokens_column, tags_column, scheme, label_names)
     if holdout is None and split == "dev" and "dev" not in splits and "validation" in splits:
         split = "validation"
     gold = gold_from(_name(data), splits, split=split, holdout=holdout, seed=seed, domain=cfg.domain)
@@ -219,8 +221,8 @@ def _name(data: str | Sequence[str]) -> str:
     return (first.name if isinstance(data, str) else first.parent.name) or "data"
 
 
-def _splits(data: str | Sequence[str], tokens_column: str, tags_column: str,
-            scheme: str) -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
+def _splits(data: str | Sequence[str], tokens_column: str, tags_column: str, scheme: str,
+            label_names: Sequence[str] | None) -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
     """``{split: [(tokens, IOB2 tags), ...]}`` of ``data``."""
     from .recipe import load_source
 
@@ -234,14 +236,11 @@ def _splits(data: str | Sequence[str], tokens_column: str, tags_column: str,
         raise
     except Exception as err:  # noqa: BLE001 - datasets' many loading errors, as one line
         raise ConfigError(f"{data}: cannot load it ({type(err).__name__}: {str(err).splitlines()[0][:200]})") from None
-    out = {}
-    for name in dsd:
-        try:  # the same check of every row as augment's: a missing column, a bad tag, a type that looks like a typo
-            _, tags = check_split(dsd[name], tokens_column=tokens_column, tags_column=tags_column, scheme=scheme)
-        except InputError as err:
-            raise InputError(f"split {name!r}: {err}") from None
-        out[name] = [(tuple(map(str, t)), tuple(g)) for t, g in zip(dsd[name][tokens_column][:], tags)]
-    return out
+    # every row accepted as augment accepts it: a missing column, a bad tag, a type that looks like a typo, a tag
+    # outside the label set (label_names, else train's, as an augmenter built from train takes it)
+    _, tags = check_splits(dsd, tokens_column=tokens_column, tags_column=tags_column, scheme=scheme,
+                           label_names=label_names)
+    return {name: [(tuple(t), tuple(g)) for t, g in zip(dsd[name][tokens_column][:], tags[name])] for name in dsd}
 
 
 def _canaries(gold: Gold, names: Sequence[str], n: int, seed: int) -> list[Any]:

@@ -35,7 +35,7 @@ from .llm.base import LLM, Completion, OptionProbs
 from .messages import Messages, follow_up
 from .records import SeedResult
 
-__all__ = ["CallInfo", "Caller", "Messages", "Partial", "call_of", "derive_seed", "reask_messages", "run_sync"]
+__all__ = ["CallInfo", "Caller", "Partial", "call_of", "derive_seed", "reask_messages", "run_sync"]
 
 log = logging.getLogger(__name__)
 

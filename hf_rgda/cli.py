@@ -59,6 +59,16 @@ def _add_columns(parser: Any) -> None:
     parser.add_argument("--tags-column", default="ner_tags")
 
 
+def _add_rows(parser: Any) -> None:
+    """The data's columns, tag scheme and label set: augment and calibrate accept the same rows."""
+    _add_columns(parser)
+    parser.add_argument("--scheme", default="IOB2", help="tag scheme of the data (default: IOB2)")
+    parser.add_argument("--labels", default=None, type=lambda text: [x.strip() for x in text.split(",")],
+                        help="the label set, comma-separated (O,B-Disease,I-Disease): a tag outside it fails (default: "
+                             "the ClassLabel names, else the tags, of the split the seeds come from, train for "
+                             "calibrate, refusing a rare type that looks like a typo)")
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     talk = common.add_argument_group("output on the terminal")
@@ -100,11 +110,7 @@ def _augment_parser(a: argparse.ArgumentParser) -> None:
     data.add_argument("--config", default=None, dest="data_config", metavar="NAME",
                       help="the Hub dataset's configuration name (load_dataset(source, config))")
     data.add_argument("--split", default="train", help="split to draw seeds from (default: train)")
-    _add_columns(data)
-    data.add_argument("--scheme", default="IOB2", help="tag scheme of the data (default: IOB2)")
-    data.add_argument("--labels", default=None,
-                      help="the label set, comma-separated (O,B-Disease,I-Disease): a tag outside it fails (default: "
-                           "the split's ClassLabel names, else its tags, refusing a rare type that looks like a typo)")
+    _add_rows(data)
     seeds = a.add_argument_group("seeds")
     seeds.add_argument("--num-seeds", type=int, default=None, help="seed sentences sampled from the split (default: all)")
     seeds.add_argument("--min-entities", type=int, default=1,
@@ -184,8 +190,7 @@ def _calibrate_parser(c: argparse.ArgumentParser) -> None:
                    help="the augmentation method whose judges are measured (default: rgda)")
     c.add_argument("--seed", type=int, default=0, help="random seed of the canaries (default: 0)")
     c.add_argument("--dry-run", action="store_true", help="print the canaries and the cost estimate, make no call")
-    _add_columns(c)
-    c.add_argument("--scheme", default="IOB2", help="tag scheme of the data (default: IOB2)")
+    _add_rows(c)
 
 
 def _train_parser(t: argparse.ArgumentParser) -> None:
@@ -231,6 +236,7 @@ def _push_parsers(sub: Any) -> None:
 
 def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     from .augmenter import RGDAAugmenter
+    from .checking import SplitStats
     from .inputs import check_split
     from .outputs import check_out
     from .pricing import PriceTable, format_cost, load_prices, usd
@@ -248,18 +254,18 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
         raise RGDAError("--dry-run writes nothing, so it fine-tunes no WHERE model: give --attribution-model a "
                         "trained one (its calls are the same)")
     split = load_split(args.source, args.split, config=args.data_config)
-    labels = [x.strip() for x in args.labels.split(",")] if args.labels else None
-    # every row checked before sampling: an error names the file's own row
-    check_split(split, tokens_column=args.tokens_column, tags_column=args.tags_column, scheme=args.scheme,
-                label_names=labels)
+    # every row checked once, before sampling (an error names the file's own row); the augmenter is built from that
+    # check as RGDAAugmenter.from_dataset builds it: the label set, the split's statistics
+    names, iob2 = check_split(split, tokens_column=args.tokens_column, tags_column=args.tags_column,
+                              scheme=args.scheme, label_names=args.labels)
+    stats = SplitStats.from_split(split[args.tokens_column][:], iob2)
     seeds = sample_seeds(split, args.num_seeds, sample_seed=args.sample_seed, min_entities=args.min_entities,
                          tags_column=args.tags_column, scheme=args.scheme)
-    aug = RGDAAugmenter.from_dataset(split, llm=llm or args.llm, tokens_column=args.tokens_column,
-                                     tags_column=args.tags_column, scheme=args.scheme, config=cfg, label_names=labels,
-                                     cache=False if args.dry_run else args.cache or True,  # a dry run: read
-                                     llm_options=_llm_options(args),
-                                     attribution_model=_attribution_model(args, seeds),
-                                     debate_llms=args.debate_llm or (), calibration=args.calibration)
+    aug = RGDAAugmenter(llm or args.llm, label_names=names, stats=stats, tokens_column=args.tokens_column,
+                        tags_column=args.tags_column, scheme=args.scheme, config=cfg,
+                        cache=False if args.dry_run else args.cache or True,  # a dry run: read
+                        llm_options=_llm_options(args), attribution_model=_attribution_model(args, seeds),
+                        debate_llms=args.debate_llm or (), calibration=args.calibration)
     if args.dry_run:
         from .estimate import rehearse_run
         from .hub import llm_name
@@ -271,9 +277,9 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     splits, report = run.save(args.out, source=args.source, split=args.split, prices=prices)
     if run.summary is not None:
         print(run.summary.format())
-    if aug.calibration:
-        print("calibration ({source}): ".format(**aug.calibration)
-              + ", ".join(f"{k}={v}" for k, v in aug.calibration["thresholds"].items()))
+    if aug.calibration:  # the applied calibration's summary (Calibration.summary), as summary.json records it
+        values = ", ".join(f"{k}={v}" for k, v in aug.calibration["thresholds"].items()) or "no threshold"
+        print(f"calibration ({aug.calibration['source']}): {values}")
     if run.from_cache:
         print(f"cost: nothing paid: every row came from datasets' cache of an earlier identical run (which cost "
               f"{usd(report['cost']['usd'])}; {report['cost']['note']})")
@@ -310,7 +316,7 @@ def _calibrate(args: argparse.Namespace, llm: LLM | None) -> int:
               holdout=args.holdout, max_canaries=args.max_canaries, scorers=args.scorers, out=args.out,
               cache=args.cache or True, config=AugmentConfig(method=args.method, domain=args.domain), seed=args.seed,
               tokens_column=args.tokens_column, tags_column=args.tags_column, scheme=args.scheme,
-              llm_options={"base_url": args.base_url}, dry_run=args.dry_run)
+              label_names=args.labels, llm_options={"base_url": args.base_url}, dry_run=args.dry_run)
     if report.get("failed_scorers"):
         error = next(iter(report["failed_scorers"].values()))
         print(f"hf-rgda: every canary of {', '.join(report['failed_scorers'])} failed (first error: "

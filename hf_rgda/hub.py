@@ -31,6 +31,7 @@ from .columns import META_COLUMNS
 from .config import AugmentConfig
 from .inputs import looks_like_path
 from .pricing import usd
+from .summary import read_figures
 
 __all__ = ["dataset_card", "llm_name", "model_card", "public", "public_identity", "push_augmented", "push_model",
            "reproduce_command"]
@@ -104,7 +105,7 @@ def dataset_card(dsd: Any, report: Mapping[str, Any] | None, *, repo_id: str, so
 
     report = dict(report or {})
     cfg = report.get("config", {})
-    summary = report.get("summary", {})
+    summary = read_figures(report.get("summary") or {})  # a summary.json of any release
     src = source or (report.get("source")[0] if isinstance(report.get("source"), list) else report.get("source"))
     local = bool(src) and (Path(src).exists() or looks_like_path(src))
     named = f"local:{Path(src).name}" if local else src if src and _HUB_ID.match(src) else "original" if src else None
@@ -261,7 +262,7 @@ def run_files(report: Mapping[str, Any] | None, found: Mapping[str, bytes],
             "rgda_source", "rgda_status", "rgda_reason", "rgda_trace")}, ensure_ascii=False) + "\n"
             for r in rejections if r.get("rgda_status") in ("rejected", "failed")).encode()
     if not any(k.startswith("prompts/") for k in files):
-        files.update({f"prompts/{n}.md": prompts.template(n).encode() for n in prompts.TEMPLATE_NAMES})
+        files.update({f"prompts/{n}.md": prompts.template(n).encode() for n in prompts.names()})
     out = {}
     for name, blob in files.items():
         if name.endswith(".json"):

@@ -27,7 +27,8 @@ from typing import Any
 from ._exceptions import ConfigError, InputError, SchemaError
 from .tags import convert_tags, entity_types, label_names_of, tag_name, validate_tags
 
-__all__ = ["check_batched", "check_columns", "check_data_file", "check_json_lines", "check_split", "looks_like_path",
+__all__ = ["check_batched", "check_columns", "check_data_file", "check_json_lines", "check_split", "check_splits",
+           "looks_like_path",
            "seed_tags"]
 
 _DATA_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv", ".arrow", ".txt", ".tsv", ".conll")
@@ -201,6 +202,32 @@ def check_split(ds: Any, *, tokens_column: str = "tokens", tags_column: str = "n
         except SchemaError as err:
             raise InputError(f"{err} (tokens: {_preview(toks)})", row=i) from None
     return names, rows
+
+
+def check_splits(dsd: Mapping[str, Any], *, source: str = "train", tokens_column: str = "tokens",
+                 tags_column: str = "ner_tags", scheme: str = "IOB2", label_names: Sequence[str] | None = None,
+                 ) -> tuple[list[str], dict[str, list[list[str]]]]:
+    """Check every row of every split of ``dsd`` as an augmenter built from split ``source`` accepts rows: the label
+    set is ``label_names``, else ``source``'s (:func:`check_split`; the first split's when there is no ``source``),
+    and a row of another split with a tag outside it fails as it would fail there.
+
+    Returns:
+        The label names and each split's rows' tags as IOB2 names.
+
+    Raises:
+        InputError: as :func:`check_split`, the message naming the split.
+    """
+    first = source if source in dsd else next(iter(dsd))
+    out: dict[str, list[list[str]]] = {}
+    names = list(label_names) if label_names is not None else None
+    for name in [first, *(s for s in dsd if s != first)]:
+        try:
+            names, out[name] = check_split(dsd[name], tokens_column=tokens_column, tags_column=tags_column,
+                                           scheme=scheme, label_names=names)
+        except InputError as err:
+            raise InputError(f"split {name!r}: {err}") from None
+    assert names is not None
+    return names, {name: out[name] for name in dsd}
 
 
 def _has_class_labels(ds: Any, tags_column: str) -> bool:

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import traceback
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ._exceptions import AuthenticationError, ConfigError, ProvisionError, RGDAError
@@ -27,52 +26,15 @@ from .checking.variety import Ledger
 from .config import AugmentConfig
 from .llm.base import LLM
 from .records import Seed, SeedResult
-from .stages import (
-    PLANS,
-    STAGES,
-    Composer,
-    EntityPool,
-    Guidance,
-    Review,
-    Run,
-    SeedGeneration,
-    Step,
-    Verify,
-    Where,
-    Which,
-    call_step,
-    system_prompts,
-)
+from .stages import PLANS, STAGES, Run, Stages, Step, system_prompts
+from .stages.composer import EntityPool
 
-__all__ = ["STOPS_THE_RUN", "Pipeline", "Stages"]
+__all__ = ["STOPS_THE_RUN", "Pipeline"]
 
 log = logging.getLogger(__name__)
 
 #: errors that would fail every seed the same way: they stop the run (the policy in :mod:`hf_rgda._exceptions`)
 STOPS_THE_RUN = (AuthenticationError, ConfigError, ProvisionError, ImportError)
-
-
-@dataclass(frozen=True)
-class Stages:
-    """The stage objects of one run (they keep their per-seed working state for that run only); also the way to call
-    one stage on its own, e.g. a judge: ``await pipeline.stages().guidance.loop().judge(r, 1)``; a declared stage's
-    pass is :meth:`step`."""
-
-    where: Where
-    which: Which
-    seed_generation: SeedGeneration
-    guidance: Guidance
-    composer: Composer
-    review: Review
-    verify: Verify
-    run: Run
-
-    def step(self, name: str) -> Step | None:
-        """The per-seed pass of the declared stage ``name``, or None where its ``when`` rules it out."""
-        stage = STAGES[name]
-        if not stage.when(self.run.config):
-            return None
-        return Step(name, stage.label, stage.step(self) if stage.step else call_step(stage, self.run))
 
 
 class Pipeline:
@@ -134,29 +96,23 @@ class Pipeline:
         return results
 
     def stages(self, examples: Sequence[Seed] = ()) -> Stages:
-        """Fresh stage objects for one run; ``examples`` as in :meth:`run`."""
+        """What one run's stages are made from (each stage's object made at its first use, by its declared
+        ``state``); ``examples`` as in :meth:`run`."""
         shown = [s for s in examples if s.spans] or list(examples)
         # entity-hint pool: the dataset's inventory, or else the mentions of this batch's own seeds
         pool = self.pool or EntityPool(entity_mentions([s.tokens for s in shown], [s.tags for s in shown]))
         run = Run(self.cfg, Caller(self.cfg, self.llm, self.cache), self.checker, self.systems)
-        composer, which = Composer(run, shown, pool), Which(run, self.debate_llms)
-        # the verifier re-checks a row as the stage that wrote it was checked: biorda's rows by WHICH's checker
-        verify = Verify(run, descriptions=self.descriptions, confusers=self.confusers,
-                        checker=which.floor if self.cfg.method == "biorda" else None,
-                        forbid_seed_entities=self.cfg.uses_guidance)
-        return Stages(Where(self.attribution), which, SeedGeneration(run), Guidance(run), composer,
-                       Review(run, which, composer), verify, run)
+        return Stages(run, shown, pool, self.attribution, self.debate_llms, self.descriptions, self.confusers)
 
     async def _run_group(self, rs: list[SeedResult], s: Stages) -> None:
         """The method's plan (:data:`~hf_rgda.stages.PLANS`) over one group of seeds (the batch, or one seed with
-        ``schedule="row"``): each declared stage whose ``when`` holds, a group pass over the group, any other over
-        each live seed."""
+        ``schedule="row"``): each declared stage whose ``when`` holds (:meth:`Stages.step`), a group stage's pass
+        over the group, any other's over each live seed."""
         for name in PLANS[self.cfg.method]:
-            stage = STAGES[name]
-            if stage.group and stage.when(self.cfg):
-                await stage.step(s)(rs, self.each)
-            elif not stage.group and (step := s.step(name)) is not None:
-                await self.each(rs, step)
+            step = s.step(name)
+            if step is None:
+                continue
+            await (step.run(rs, self.each) if STAGES[name].group else self.each(rs, step))
 
     async def each(self, rs: Sequence[SeedResult], step: Step, *, soft: bool = False) -> set[SeedResult]:
         """Run ``step`` on every live seed of ``rs``, concurrently.

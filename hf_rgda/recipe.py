@@ -231,7 +231,7 @@ class Run:
             return ""
         why = "every seed failed" if failed == seeds else f"more than --max-failed {limit}"
         return (f"{failed} of {seeds} seeds failed ({why}; by stage: "
-                + ", ".join(f"{k} {v}" for k, v in summary.failures.items())
+                + ", ".join(f"{k} {v}" for k, v in summary.failures_by_stage.items())
                 + "); rerun the same command to retry the failed seeds: the accepted ones are kept")
 
     def with_status(self, *statuses: str) -> Any:
@@ -288,7 +288,7 @@ def _write_prompts(folder: Path) -> None:
     from . import prompts
 
     folder.mkdir()
-    for name in prompts.TEMPLATE_NAMES:
+    for name in prompts.names():
         (folder / f"{name}.md").write_text(prompts.template(name), encoding="utf-8")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from .llm.base import Completion, OptionProbs
 from .tags import Span, detokenize, tags_to_spans
 
-__all__ = ["RECORD_TYPES", "Accounting", "Candidate", "EntityVerdict", "Judgement", "Rejection", "Seed",
+__all__ = ["JUDGE_KEYS", "RECORD_TYPES", "Accounting", "Candidate", "EntityVerdict", "Judgement", "Rejection", "Seed",
            "SeedResult", "SeedTrace", "seed_key"]
 
 
@@ -219,6 +219,7 @@ class SeedResult:
         superseded: valid sentences replaced by a refinement or a revision.
         skipped: the seed has no entity and ``skip_entityless`` left it alone.
         entity_verdicts: the entity verifier's answer on each entity it asked about, in order.
+        judgements: each judge stage's verdicts, round by round, by the stage's name (``guidance_judge``).
         records: the records of the declared stages the result has no field for, by stage name
             (:mod:`hf_rgda.stages.registry`).
     """
@@ -230,7 +231,7 @@ class SeedResult:
     notes: list[str] = field(default_factory=list)
     variants: list[Candidate] = field(default_factory=list)
     guidance: dict[str, Any] | None = None
-    judgements: dict[str, list[Judgement]] = field(default_factory=lambda: {"gr": [], "ac": []})
+    judgements: dict[str, list[Judgement]] = field(default_factory=dict)
     accounting: Accounting = field(default_factory=Accounting)
     superseded: int = 0
     skipped: bool = False
@@ -282,6 +283,7 @@ class SeedTrace:
     as a reader gets it back (:meth:`read`); :class:`~hf_rgda.summary.RunSummary` folds these.
 
     The JSON object is this record's fields (a record inside, such as a verdict, as its own fields), with
+    ``judgements`` (each judge's verdicts under the judge's short name, :data:`JUDGE_KEYS`: ``gr``, ``ac``),
     ``records`` (a declared stage's record, under the stage's name) and ``accounting`` (:meth:`Accounting.to_json`)
     flattened into it; :meth:`from_json` reads it back by the fields' types, each missing field its default (older
     traces lack some).
@@ -291,7 +293,8 @@ class SeedTrace:
         accepted: how many sentences were kept.
         rejected: every rejection, in order.
         salvaged: the checker's repairs inside the accepted sentences.
-        gr, ac: the Guidance Refiner's and the Augmentation Calibrator's verdicts, round by round.
+        judgements: each judge's verdicts, round by round, by the judge stage's name (``guidance_judge``: the
+            Guidance Refiner's, written as ``gr``; ``composition_judge``: the Augmentation Calibrator's, ``ac``).
         verification: the entity verifier's verdicts.
         rows: the accepted sentences, tokens joined by spaces; ``entities``: per accepted sentence, its entities'
             texts (lower-cased, each once); ``seed_entities``: the seed's (the run summary's variety figures).
@@ -311,12 +314,11 @@ class SeedTrace:
     debate: dict[str, Any] | None = None
     rejected: list[Rejection] = field(default_factory=list)
     salvaged: list[str] = field(default_factory=list)
-    gr: list[Judgement] = field(default_factory=list)
-    ac: list[Judgement] = field(default_factory=list)
     verification: list[EntityVerdict] = field(default_factory=list)
     rows: list[str] = field(default_factory=list)
     entities: list[list[str]] = field(default_factory=list)
     seed_entities: list[str] = field(default_factory=list)
+    judgements: dict[str, list[Judgement]] = field(default_factory=dict)
     records: dict[str, Any] = field(default_factory=dict)
     accounting: Accounting = field(default_factory=Accounting)
 
@@ -329,7 +331,7 @@ class SeedTrace:
         return cls(**shared, seed=r.seed.key, method=method, accepted=len(r.accepted),
                    rejected=[Rejection(s, c.reason, c.detail) for s, c in r.rejected],
                    salvaged=[x for c in r.accepted for x in c.salvaged],
-                   gr=r.judgements["gr"], ac=r.judgements["ac"], verification=r.entity_verdicts,
+                   verification=r.entity_verdicts,
                    rows=[" ".join(c.tokens) for c in r.accepted],
                    entities=[_texts(c.tokens, tags_to_spans(c.tags)) for c in r.accepted],
                    seed_entities=_texts(r.seed.tokens, r.seed.spans),
@@ -339,12 +341,14 @@ class SeedTrace:
     def to_json(self) -> dict[str, Any]:
         """The JSON object written to ``rgda_trace``."""
         out = {name: _plain(getattr(self, name)) for name in _FIELDS}
-        return {**out, **{k: _plain(v) for k, v in self.records.items()}, **self.accounting.to_json()}
+        judged = {key: _plain(self.judgements.get(stage, [])) for stage, key in JUDGE_KEYS.items()}
+        return {**out, **judged, **{k: _plain(v) for k, v in self.records.items()}, **self.accounting.to_json()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SeedTrace:
         """Read :meth:`to_json`'s object back; what the run summary does not count may be missing (older traces)."""
         out = _typed(cls, data, _FIELDS)
+        out.judgements = {stage: _read(list[Judgement], data[key]) for stage, key in JUDGE_KEYS.items() if key in data}
         out.records = {k: _read(t, data[k]) for k, t in RECORD_TYPES.items() if k in data and k not in _FIELDS}
         out.accounting = Accounting.from_json(data)
         return out
@@ -359,8 +363,11 @@ class SeedTrace:
 
 #: a declared stage's name -> the dataclass of its record (filled by :func:`hf_rgda.stages.register`)
 RECORD_TYPES: dict[str, type] = {}
-#: the trace's own fields, written as they are (``records`` and ``accounting`` are flattened)
-_FIELDS = tuple(f.name for f in dataclasses.fields(SeedTrace) if f.name not in ("records", "accounting"))
+#: a judge stage's name -> the short name the outputs give its verdicts (``Stage.loop``, filled by
+#: :func:`hf_rgda.stages.register`)
+JUDGE_KEYS: dict[str, str] = {}
+#: the trace's own fields, written as they are (``judgements``, ``records`` and ``accounting`` are flattened)
+_FIELDS = tuple(f.name for f in dataclasses.fields(SeedTrace) if f.name not in ("judgements", "records", "accounting"))
 #: the fields a seed's result and its trace share
 _SHARED = tuple(f.name for f in dataclasses.fields(SeedResult)
                 if f.name in {g.name for g in dataclasses.fields(SeedTrace)} - {"seed", "accepted", "rejected", "accounting"})

@@ -14,33 +14,40 @@ without it, the seeds that emitted an accepted or failed row.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._exceptions import InputError
-from .records import Accounting, SeedTrace
+from .records import JUDGE_KEYS, Accounting, SeedTrace
+from .stages import judges
 from .stages.verify import STAGE as VERIFY
 
-__all__ = ["RunSummary"]
+__all__ = ["RunSummary", "read_figures"]
 
 
 @dataclass
 class RunSummary:
-    """Totals of one or more augmentation batches."""
+    """Totals of one or more augmentation batches.
+
+    Each figure is named as ``summary.json`` names it (:meth:`to_dict`); the judges' figures are keyed by each
+    judge's short name (``gr``, ``ac``: :attr:`hf_rgda.stages.Stage.loop`). The names these attributes had in
+    earlier releases (``failures``, ``rounds``, ``scores``, ``passed_early``, ``rejected``, ``salvaged``, ``skipped_seeds``) still
+    read them.
+    """
 
     seeds: int = 0
     accepted: int = 0
     failed_seeds: int = 0
-    skipped_seeds: int = 0
-    rejected: Counter[str] = field(default_factory=Counter)
-    salvaged: Counter[str] = field(default_factory=Counter)  # repairs inside accepted rows, by the rule they fixed
-    failures: Counter[str] = field(default_factory=Counter)
+    skipped_seeds_without_entities: int = 0
+    rejected_by_reason: Counter[str] = field(default_factory=Counter)
+    salvaged_by_rule: Counter[str] = field(default_factory=Counter)  # repairs inside accepted rows, by rule
+    failures_by_stage: Counter[str] = field(default_factory=Counter)
     accounting: Accounting = field(default_factory=Accounting)
     wall_seconds: float = 0.0
-    rounds: dict[str, Counter[int]] = field(default_factory=lambda: {"gr": Counter(), "ac": Counter()})
-    scores: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))  # histograms: flat memory
-    passed_early: Counter[str] = field(default_factory=Counter)  # partial verdicts (judge_early_pass), by round
+    judge_rounds: dict[str, Counter[int]] = field(default_factory=lambda: {j.loop: Counter() for j in judges()})
+    judge_scores: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))  # histograms
+    judge_passed_early: Counter[str] = field(default_factory=Counter)  # partial verdicts (judge_early_pass), by round
     entity_decisions: Counter[str] = field(default_factory=Counter)  # the entity verifier's, per entity
     entity_probs: Counter[int] = field(default_factory=Counter)  # P(type) histogram, tenths: 0 is [0, 0.1)
     entity_prob_sum: float = 0.0
@@ -54,21 +61,22 @@ class RunSummary:
         """Fold one seed's trace in."""
         self.seeds += 1
         self.accepted += trace.accepted
-        self.skipped_seeds += trace.skipped
+        self.skipped_seeds_without_entities += trace.skipped
         if trace.failure:
             self.failed_seeds += 1
-            self.failures[trace.failure.split(":")[0]] += 1
-        self.rejected.update(r.reason for r in trace.rejected)
-        self.salvaged.update(x.split(":")[0] for x in trace.salvaged)
+            self.failures_by_stage[trace.failure.split(":")[0]] += 1
+        self.rejected_by_reason.update(r.reason for r in trace.rejected)
+        self.salvaged_by_rule.update(x.split(":")[0] for x in trace.salvaged)
         self.accounting.add(trace.accounting)
-        for kind, verdicts in (("gr", trace.gr), ("ac", trace.ac)):
+        for stage, verdicts in trace.judgements.items():
+            kind = JUDGE_KEYS.get(stage, stage)
             if verdicts:
-                self.rounds[kind][len(verdicts)] += 1
+                self.judge_rounds.setdefault(kind, Counter())[len(verdicts)] += 1
             for rnd, verdict in enumerate(verdicts, 1):
                 if verdict.partial:  # its score is a lower bound: counted apart, not averaged with full scores
-                    self.passed_early[f"{kind}_round{rnd}"] += 1
+                    self.judge_passed_early[f"{kind}_round{rnd}"] += 1
                 else:
-                    self.scores[f"{kind}_round{rnd}"][verdict.score] += 1
+                    self.judge_scores[f"{kind}_round{rnd}"][verdict.score] += 1
         self.seed_entities.update(trace.seed_entities)
         for texts in trace.entities:
             self.accepted_entities.update(texts)
@@ -82,6 +90,12 @@ class RunSummary:
             if v.probability is not None:  # a known entity is asked nothing
                 self.entity_probs[min(9, int(v.probability * 10))] += 1
                 self.entity_prob_sum += v.probability
+
+    def __getattr__(self, name: str) -> Any:
+        """The figures' names before they were named as ``summary.json`` names them, still read."""
+        if name in _RENAMED:
+            return getattr(self, _RENAMED[name])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def note_backend(self, llm: Any) -> None:
         """Record what the backend did this run: how option probabilities were read (the entity verifier's and the
@@ -124,21 +138,23 @@ class RunSummary:
         """JSON-ready figures (``summary.json``), including score distributions per stage and round. The accounting's
         figures keep the names the traces give them (:meth:`~hf_rgda.records.Accounting.to_json`: ``calls``,
         ``stage_usage``, ``cached_seconds``, ...), seconds to the tenth."""
-        dist = {k: _distribution(v) for k, v in sorted(self.scores.items()) if v}
+        dist = {k: _distribution(v) for k, v in sorted(self.judge_scores.items()) if v}
         acc = self.accounting.to_json()
         return {
             "seeds": self.seeds, "accepted": self.accepted,
             "accepted_per_seed": round(self.accepted / self.seeds, 3) if self.seeds else 0.0,
-            "failed_seeds": self.failed_seeds, "skipped_seeds_without_entities": self.skipped_seeds, "failures_by_stage": dict(self.failures),
-            "rejected_by_reason": dict(self.rejected.most_common()), "rejected": sum(self.rejected.values()),
-            "salvaged_by_rule": dict(self.salvaged.most_common()),
+            "failed_seeds": self.failed_seeds, "skipped_seeds_without_entities": self.skipped_seeds_without_entities,
+            "failures_by_stage": dict(self.failures_by_stage),
+            "rejected_by_reason": dict(self.rejected_by_reason.most_common()),
+            "rejected": sum(self.rejected_by_reason.values()),
+            "salvaged_by_rule": dict(self.salvaged_by_rule.most_common()),
             **acc, "stage_usage": dict(sorted(acc["stage_usage"].items())),
             "llm_seconds": round(acc["llm_seconds"], 1), "cached_seconds": round(acc["cached_seconds"], 1),
             "cached_prompt_tokens": sum(u["cached_tokens"] for u in acc["stage_usage"].values()),
             "wall_seconds": round(self.wall_seconds, 1),
-            "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.rounds.items()},
+            "judge_rounds": {k: dict(sorted(v.items())) for k, v in self.judge_rounds.items()},
             "judge_scores": dist,
-            "judge_passed_early": dict(sorted(self.passed_early.items())),
+            "judge_passed_early": dict(sorted(self.judge_passed_early.items())),
             "entity_verification": self._verification(),
             "variety": self._variety(),
             **({"backend": self.backend} if self.backend else {}),
@@ -200,6 +216,29 @@ class RunSummary:
             lines.append(f"backend: {b['capability_family']} (option probabilities read by {b['option_reading']})"
                          + ("; adapted: " + "; ".join(b["adaptations"]) if b["adaptations"] else ""))
         return "\n".join(lines)
+
+
+def read_figures(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``summary`` object of a ``summary.json``, whatever release wrote it, under the keys :meth:`RunSummary.to_dict`
+    writes now (the first releases wrote ``llm_calls`` for ``calls``); what an older file lacks stays missing.
+
+    Example:
+        >>> read_figures({"seeds": 2, "llm_calls": 9})
+        {'seeds': 2, 'calls': 9}
+    """
+    out = dict(figures)
+    for old, new in _OLD_KEYS.items():
+        if old in out:
+            out.setdefault(new, out.pop(old))
+    return out
+
+
+#: summary.json keys of earlier releases -> the key now
+_OLD_KEYS = {"llm_calls": "calls"}
+#: the attributes' earlier names -> their names now (``summary.json``'s keys, which did not change)
+_RENAMED = {"failures": "failures_by_stage", "rounds": "judge_rounds", "scores": "judge_scores",
+            "passed_early": "judge_passed_early", "rejected": "rejected_by_reason", "salvaged": "salvaged_by_rule",
+            "skipped_seeds": "skipped_seeds_without_entities"}
 
 
 def _distribution(histogram: Counter[int]) -> dict[str, Any]:

@@ -79,7 +79,8 @@ def _stages(rows: list[dict[str, Any]]) -> dict[str, Any]:
         rejected.append(["failed", trace.failure])
     rounds = {kind: [[i, v.score, ("passed early, the criteria asked: " if v.partial else "")
                       + "; ".join(f"{c} {v.criteria[c]}: {v.feedback.get(c, '')}" for c in v.criteria)]
-                     for i, v in enumerate(verdicts, 1)] for kind, verdicts in (("gr", trace.gr), ("ac", trace.ac))}
+                     for i, v in enumerate(verdicts, 1)] for kind, verdicts in (("gr", trace.judgements.get("guidance_judge", [])),
+                                                     ("ac", trace.judgements.get("composition_judge", [])))}
     return {"guidance": trace.guidance or {}, **rounds, "rejected": rejected, "attribution": trace.attribution,
             "transcript": (trace.debate or {}).get("transcript", [])}
 

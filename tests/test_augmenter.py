@@ -276,7 +276,7 @@ def test_bad_input_names_the_dataset_row_with_indices_and_the_batch_row_without(
         bad.map(make_aug(), batched=True, batch_size=2)
 
 
-@pytest.mark.parametrize("stage", ["seed_generation", "gr_judge"])
+@pytest.mark.parametrize("stage", ["seed_generation", "guidance_judge"])
 @pytest.mark.parametrize("error", ["auth", "config", "import"])
 def test_errors_that_fail_every_seed_stop_the_run(ds: Dataset, stage: str, error: str) -> None:
     """A rejected key (or a bad configuration, a missing extra) would fail every seed the same way: it propagates out
@@ -299,5 +299,5 @@ def test_errors_that_fail_every_seed_stop_the_run(ds: Dataset, stage: str, error
         ds.map(aug, batched=True)
     assert raised.value is exc
     assert aug.summary.seeds == 0 and aug.summary.failed_seeds == 0
-    per_seed = len(GR_RUBRIC) if stage == "gr_judge" else 1  # a verdict read by probability: one call per criterion
+    per_seed = len(GR_RUBRIC) if stage == "guidance_judge" else 1  # a verdict read by probability: one call per criterion
     assert asked.count(stage) <= len(ds) * per_seed

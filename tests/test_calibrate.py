@@ -49,10 +49,10 @@ def oracle(messages: Any, schema: Any, params: Any) -> Any:
         mentions = {(detokenize(t[s.start : s.end]), s.label) for t, g in gold for s in tags_to_spans(g)}
         asked = any(question(text, label, ["Disease"]).text() == parts["Question"] for text, label in mentions)
         return {"A": 1.0} if asked else {schema["properties"]["answer"]["enum"][-1]: 1.0}
-    if stage == "gr_judge":
+    if stage == "guidance_judge":
         good = any(json.loads(parts["Guide"]) == build_guide(t, g, "bio") for t, g in gold
                    if detokenize(t) == parts["Sentence"])
-    else:  # ac_judge: a gold row written from another sentence
+    else:  # composition_judge: a gold row written from another sentence
         items = {json.dumps(Seed("", tuple(t), tuple(g)).as_item(), ensure_ascii=False): detokenize(t) for t, g in gold}
         row = json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)
         good = row in items and items[row] != parts["Sentence"]
@@ -108,6 +108,15 @@ def test_augment_applies_the_calibration_and_says_so(data: Path, tmp_path: Path,
     assert summary["calibration"]["source"] == str(cal)
     assert summary["config"]["verify_threshold"] == 0.4 and summary["config"]["probability_threshold"] == 62
     assert f"calibration ({cal}): verify_threshold=0.4, probability_threshold=62" in capsys.readouterr().out
+
+
+def test_a_calibration_that_sets_nothing_says_so(data: Path, tmp_path: Path, capsys) -> None:
+    """A calibration whose scorers set no threshold (each below the AUROC floor) is applied and printed as such."""
+    cal = tmp_path / "calibration.json"
+    cal.write_text(json.dumps({"thresholds": {}}))
+    assert main(["augment", str(data), "--num-seeds", "1", "--out", str(tmp_path / "out"), "--cache",
+                 str(tmp_path / "c.sqlite3"), "--calibration", str(cal)], llm=ScriptedLLM(FakeWorld(), name="w")) == 0
+    assert f"calibration ({cal}): no threshold" in capsys.readouterr().out
 
 
 def test_the_augmenter_takes_a_dict_and_its_own_options_win() -> None:
@@ -172,3 +181,24 @@ def test_cap_keeps_a_balanced_prefix_of_every_class() -> None:
                                                                    ("row", "y"), ("row", "z")}
     everything = cap(built, 1000)  # each defect with a good one beside it, as far as the good ones go
     assert len(everything) == 30 and sum(x.good for x in everything) == 15
+
+
+def test_calibrate_accepts_the_rows_augment_accepts_and_no_other(tmp_path: Path, capsys) -> None:
+    """A dev row tagged with a type train does not have is refused, as an augmenter built from train refuses it (each
+    split was checked on its own label set, so calibration built canaries from it), and so is a row outside --labels;
+    both as one line naming the split and the row, before any call."""
+    _write(tmp_path / "bio", "train", TRAIN)
+    _write(tmp_path / "bio", "dev", [*DEV, "Exposure to [benzene](Chemical) was measured in every worker ."])
+    llm = ScriptedLLM(oracle, name="oracle")
+    assert main(["calibrate", str(tmp_path / "bio"), "--llm", "scripted:x"], llm=llm) == 2
+    errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("hf-rgda: error")]
+    assert len(errors) == 1 and "split 'dev'" in errors[0] and f"row {len(DEV)}" in errors[0], errors
+    assert "'B-Chemical' is not in the label set" in errors[0], errors
+    augment = main(["augment", str(tmp_path / "bio"), "--split", "dev", "--labels", "O,B-Disease,I-Disease",
+                    "--out", str(tmp_path / "out"), "--dry-run"], llm=llm)
+    assert augment == 2 and "'B-Chemical' is not in the label set" in capsys.readouterr().err
+    _write(tmp_path / "bio", "dev", DEV)
+    assert main(["calibrate", str(tmp_path / "bio"), "--llm", "scripted:x", "--labels", "O,B-Chemical,I-Chemical"],
+                llm=llm) == 2
+    assert "'B-Disease' is not in the label set" in capsys.readouterr().err
+    assert llm.calls == []

@@ -303,10 +303,10 @@ def _oracle(built: list[cn.Canary], calls: list[str], types: dict[str, tuple[str
             good = entities[parts["Sentence"], parts["Question"]]
             return {"A": 1.0} if good else {schema["properties"]["answer"]["enum"][-1]: 1.0}
         rating = "answer" in schema["properties"]  # a judge read by probability: all on 5 (good) or on 1
-        if stage == "gr_judge":
+        if stage == "guidance_judge":
             good = guides[parts["Sentence"], parts["Guide"]]
             return {"5" if good else "1": 1.0} if rating else FakeWorld.verdict(100 * good, GR_RUBRIC)
-        if stage == "ac_judge":
+        if stage == "composition_judge":
             good = seen[parts["Sentence"], json.dumps(json.loads(parts["New sentences"])[0], ensure_ascii=False)]
             return {"5" if good else "1": 1.0} if rating else FakeWorld.verdict(100 * good, AC_RUBRIC)
         shown = {k: v for k, v in json.loads(parts["New sentences"])[0].items() if k != "sentence"}
@@ -343,7 +343,7 @@ def test_the_runner_scores_every_judge_end_to_end(monkeypatch: pytest.MonkeyPatc
             assert cell["metrics"]["auroc"] == 1.0 and cell["metrics"]["heldout_accuracy"] == 1.0
             assert {x["score"] for x in cell["scores"]} == {0.0, 1.0} and cell["calls"] >= cell["canaries"]
         assert entry["scorers"]["debate"]["metrics"]["product_threshold"] == 0.8
-    assert set(calls) == {"ac_judge", "gr_judge", "debate_review"}
+    assert set(calls) == {"composition_judge", "guidance_judge", "debate_review"}
     n = len(calls)
     assert _run(monkeypatch, data_dir, _oracle([], calls), "--scorers", "ac")[0] == 0
     assert len(calls) == n  # the rerun is served from the response cache
@@ -434,7 +434,7 @@ def test_the_judges_read_by_probability_end_to_end(monkeypatch: pytest.MonkeyPat
     calls: list[str] = []
     rc, out = _run(monkeypatch, data_dir, _oracle(cn.build_canaries(golds, 1), calls), "--scorers", "ac-prob",
                    "gr-prob", "ac")
-    assert rc == 0 and set(calls) == {"ac_judge", "gr_judge"}
+    assert rc == 0 and set(calls) == {"composition_judge", "guidance_judge"}
     for name in ("bio", "fin"):
         entry = json.loads(out.read_text())["datasets"][name]
         for scorer, level, per in (("ac-prob", "row", len(AC_RUBRIC)), ("gr-prob", "guide", len(GR_RUBRIC))):

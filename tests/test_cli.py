@@ -57,6 +57,26 @@ def test_cli_reports_bad_rows(tmp_path: Path, capsys) -> None:
     assert "row 0" in capsys.readouterr().err
 
 
+def test_augment_checks_the_splits_rows_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI checks every row of the split before sampling, and builds its augmenter from that check instead of
+    checking the split again (it read and validated every row twice)."""
+    from hf_rgda import augmenter, inputs
+
+    calls: list[int] = []
+    check = inputs.check_split
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(inputs, "check_split", counted)
+    monkeypatch.setattr(augmenter, "check_split", counted)
+    folder = _write_folder(tmp_path)
+    assert main(["augment", str(folder), "--out", str(tmp_path / "out"), "--dry-run"],
+                llm=ScriptedLLM(stateless_handler, name="stateless")) == 0
+    assert len(calls) == 1
+
+
 def _cache_rows(path: Path) -> int:
     if not path.exists():
         return 0

@@ -205,7 +205,7 @@ def test_rgda_with_debate_review_through_the_pipeline(reading: str) -> None:
     assert r.debate["rounds"] == 2 and r.debate["rejected_means"] == [30.0, 30.0]
     # one reviewer (2 agents): sampled, one answer a round; read by probability, a verdict per sentence and round,
     # and round 1's remarks for the 2 sentences revised, in one sampled answer
-    assert strict.stages.count("debate_review") == (2 if reading == "sample" else 2 + 1 + 2) and "ac_judge" in strict.stages
+    assert strict.stages.count("debate_review") == (2 if reading == "sample" else 2 + 1 + 2) and "composition_judge" in strict.stages
     roles = [t["role"] for t in r.debate["transcript"]]
     rated = "review (read by probability)"
     assert roles == (["review", "revise", "review"] if reading == "sample" else [rated, rated, "review", "revise", rated, rated])
@@ -220,7 +220,7 @@ def test_rgda_with_debate_review_through_the_pipeline(reading: str) -> None:
 
 def test_reviews_parse_like_judge_verdicts() -> None:
     """One rubric parser: a review is a verdict on DEBATE_RUBRIC whose fixes are its remarks, clamped the same way."""
-    from hf_rgda.stages.panel import parse_reviews
+    from hf_rgda.stages.verdicts import parse_reviews
 
     item = review(100)
     item["usage"]["score"] = 999

@@ -88,6 +88,41 @@ def test_no_module_a_reader_must_scroll_through() -> None:
     assert not long, long
 
 
+def test_stages_are_declared_where_they_live() -> None:
+    """A new stage is its module and its prompt: the stage package imports its modules by discovery (no list of them:
+    its ``__init__`` names only the registry and the shared base), every stage is declared in one of them, every
+    stage that writes a prompt or makes calls scripts its answer for the scripted world, every plan names declared
+    stages only, and every prompt file is a declared stage's (its system prompt, or rendered by its code: the debate
+    reviewers' ``debate_review``) or a documented shared one."""
+    import importlib
+
+    from hf_rgda import prompts, stages
+
+    folder = PACKAGE / "stages"
+    found = {f"hf_rgda.stages.{p.stem}" for p in folder.glob("*.py") if p.name != "__init__.py"}
+    assert set(stages.MODULES) == found
+    init = ast.parse((folder / "__init__.py").read_text())
+    named = {n.module for n in ast.walk(init) if isinstance(n, ast.ImportFrom) and n.level}
+    assert named <= {"base", "registry"}, f"stages/__init__.py names stage modules by hand: {named}"
+    declared_in = {m: importlib.import_module(m) for m in stages.MODULES}
+    for name, stage in stages.STAGES.items():
+        where = {f.__module__ for f in (stage.build, stage.state, stage.step, stage.scripted, stage.system)
+                 if f is not None and f.__module__.startswith("hf_rgda.stages.")}
+        assert where and where <= set(declared_in), f"stage {name!r} is declared outside hf_rgda/stages/: {where}"
+        if stage.system is not None or stage.build is not None or stage.judge:
+            assert stage.scripted is not None, f"stage {name!r} makes calls but scripts no answer"
+    for method, plan in stages.PLANS.items():
+        assert set(plan) <= set(stages.STAGES), (method, set(plan) - set(stages.STAGES))
+    files = {p.stem for p in (PACKAGE / "prompts").glob("*.md")}
+    assert set(prompts.names()) == files
+    with_system = {name for name, s in stages.STAGES.items() if s.system is not None}
+    assert with_system <= files, with_system - files
+    orphans = files - set(stages.STAGES) - set(prompts.SHARED)  # a stage's prompt may be rendered by its own code
+    assert not orphans, f"prompt files that are no stage's and not in prompts.SHARED: {sorted(orphans)}"
+    assert set(prompts.SHARED) <= files, set(prompts.SHARED) - files
+    assert not set(prompts.SHARED) & set(stages.STAGES), "a stage's own prompt listed as shared"
+
+
 def test_the_cycle_finder_finds_cycles() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None

@@ -31,15 +31,15 @@ def test_rgda_stage_order_is_stage_major() -> None:
     # one question per entity of each of its three sentences (each above verify_threshold: the seed's own entities,
     # the relative threshold's reference, are not asked)
     verify = ["entity_verify"] * (3 * n)
-    assert world.stages == (["seed_generation"] * n + ["guidance"] * n + ["gr_judge"] * n + ["composer"] * n + verify
-                            + ["ac_judge"] * n)
+    assert world.stages == (["seed_generation"] * n + ["guidance"] * n + ["guidance_judge"] * n + ["composer"] * n + verify
+                            + ["composition_judge"] * n)
     assert all(len(r.accepted) == 3 and not r.rejected and not r.failure for r in results)
 
 
 def test_row_schedule_runs_each_seed_through_all_stages() -> None:
     world = FakeWorld()
     run(world, schedule="row")
-    assert world.stages[:8] == ["seed_generation", "guidance", "gr_judge", "composer", *["entity_verify"] * 3, "ac_judge"]
+    assert world.stages[:8] == ["seed_generation", "guidance", "guidance_judge", "composer", *["entity_verify"] * 3, "composition_judge"]
 
 
 def test_seeds_schedule_runs_the_seeds_side_by_side_with_the_stage_schedules_rows() -> None:
@@ -65,7 +65,7 @@ def test_seeds_schedule_runs_the_seeds_side_by_side_with_the_stage_schedules_row
     by_stage, by_seed = slow_run(stage_world, "stage"), slow_run(seeds_world, "seeds")
     assert stage_world.stages[n : 2 * n] == ["guidance"] * n
     # the other seeds wrote their guides and met their judge before the first seed's guide was asked for
-    assert seeds_world.stages[n : 2 * n] != ["guidance"] * n and "gr_judge" in seeds_world.stages[: 2 * n]
+    assert seeds_world.stages[n : 2 * n] != ["guidance"] * n and "guidance_judge" in seeds_world.stages[: 2 * n]
     assert sorted(seeds_world.stages) == sorted(stage_world.stages)
     # the scripted world numbers its sentences in call order, so the rows' texts differ; what each seed kept does not
     assert [(len(r.accepted), len(r.rejected), r.failure) for r in by_seed] == [
@@ -78,9 +78,9 @@ def test_seeds_schedule_runs_the_seeds_side_by_side_with_the_stage_schedules_row
 def test_refine_loop_stops_at_threshold_or_max_rounds(scores: list[int], rounds: int, reading: str) -> None:
     world = FakeWorld(gr_scores=scores, ac_scores=scores)
     [r] = run(world, seeds=SEEDS[:1], judge_reading=reading, threshold=90, probability_threshold=90)
-    assert [j.score for j in r.judgements["gr"]] == scores[:rounds]
-    assert len(r.judgements["ac"]) == rounds
-    assert world.stages.count("gr_refine") == rounds - 1 and world.stages.count("ac_refine") == rounds - 1
+    assert [j.score for j in r.judgements["guidance_judge"]] == scores[:rounds]
+    assert len(r.judgements["composition_judge"]) == rounds
+    assert world.stages.count("guidance_refine") == rounds - 1 and world.stages.count("composition_refine") == rounds - 1
 
 
 def test_a_refinement_that_changes_nothing_ends_its_loop() -> None:
@@ -90,10 +90,10 @@ def test_a_refinement_that_changes_nothing_ends_its_loop() -> None:
     class Stubborn(FakeWorld):
         def __call__(self, messages, schema, params):
             stage = stage_of(list(messages))
-            if stage == "gr_refine":
+            if stage == "guidance_refine":
                 self.stages.append(stage)
                 return json.loads(messages[-1]["content"].split("Guide:\n", 1)[1].split("\n\nReviewer feedback", 1)[0])
-            if stage == "ac_refine":
+            if stage == "composition_refine":
                 self.stages.append(stage)
                 body = messages[-1]["content"].split("Current sentences:\n", 1)[1].split("\n\nReviewer feedback", 1)[0]
                 return {"sentences": json.loads(body)}
@@ -101,8 +101,8 @@ def test_a_refinement_that_changes_nothing_ends_its_loop() -> None:
 
     world = Stubborn(gr_scores=[10], ac_scores=[10])
     [r] = run(world, seeds=SEEDS[:1])
-    assert world.stages.count("gr_judge") == world.stages.count("gr_refine") == 1
-    assert world.stages.count("ac_judge") == world.stages.count("ac_refine") == 1
+    assert world.stages.count("guidance_judge") == world.stages.count("guidance_refine") == 1
+    assert world.stages.count("composition_judge") == world.stages.count("composition_refine") == 1
     assert "GR refinement round 1 returned the guide unchanged: loop stopped" in r.notes
     assert "AC refinement round 1 returned the sentences unchanged: loop stopped" in r.notes
     assert len(r.accepted) == 3 and r.superseded == 3  # the copies are accounted for, the originals kept
@@ -114,7 +114,7 @@ def test_a_refinement_that_changes_nothing_ends_its_loop() -> None:
 def test_methods_select_stages(method: str, gr: bool, ac: bool, guided: bool) -> None:
     world = FakeWorld()
     [r] = run(world, seeds=SEEDS[:1], method=method)
-    assert ("gr_judge" in world.stages) is gr and ("ac_judge" in world.stages) is ac
+    assert ("guidance_judge" in world.stages) is gr and ("composition_judge" in world.stages) is ac
     assert ("composer" in world.stages) is guided
     assert len(r.accepted) == 3
 
@@ -179,7 +179,7 @@ def test_a_half_surrogate_pair_in_an_answer_is_replaced() -> None:
         if stage_of(list(messages)) == "guidance":
             return '{"context": "oncology \\ud83c genetics", "structure": "x \\ud83c\\udf89", "entity_roles": [], ' \
                    '"keywords": ["gene"]}'
-        if stage_of(list(messages)) == "gr_judge":
+        if stage_of(list(messages)) == "guidance_judge":
             judged_asked.append(messages)
         return world(messages, schema, params)
 
@@ -194,7 +194,7 @@ def test_a_half_surrogate_pair_in_an_answer_is_replaced() -> None:
 
 @pytest.mark.parametrize(("reading", "error"), [("sample", "ParseError"), ("probability", "BackendError")])
 def test_judge_garbage_keeps_unrefined_output(reading: str, error: str) -> None:
-    world = FakeWorld(broken=("ac_judge",))
+    world = FakeWorld(broken=("composition_judge",))
     [r] = run(world, seeds=SEEDS[:1], judge_reading=reading)
     assert not r.failure and len(r.accepted) == 3
     assert any(n.startswith(f"composition_judge: {error}") for n in r.notes)
@@ -464,3 +464,15 @@ def test_entity_pool_draws_like_the_plain_filters() -> None:
             assert pool.first("Disease", n, unless=unless, taken=taken) == want
             assert pool.head("Disease", n, unless=unless) == [m for m in names[:n] if squeeze(m) not in unless]
     assert pool.first("Gene", 5, unless=set(), taken=set()) == [] and pool.head("Gene", 5, unless=set()) == []
+
+
+def test_a_stage_ruled_out_by_its_condition_is_passed_over_group_stages_too() -> None:
+    """One place asks a stage's ``when`` (``Stages.step``), for a group stage (a judge loop) as for any other (the
+    pipeline asked a group stage's itself); test_methods_select_stages runs the plans it gives."""
+    from hf_rgda.stages import STAGES
+
+    stages = Pipeline(AugmentConfig(method="rgda-no-gr", verify_entities=False), ScriptedLLM(FakeWorld()),
+                      Checker(("Disease",))).stages()
+    assert STAGES["guidance_judge"].group and stages.step("guidance_judge") is None
+    assert STAGES["composition_judge"].group and stages.step("composition_judge") is not None
+    assert stages.step("entity_verify") is None and stages.step("composer") is not None

@@ -266,6 +266,19 @@ def test_anthropic_adapts_to_a_temperature_refusal(server) -> None:
     assert "temperature" not in server.requests[-1].body
 
 
+def test_every_backend_adapts_to_each_rejection_in_turn(server) -> None:
+    """One adapt-once flow for every remote backend (``Adaptive._adapting``): a request the record got wrong twice is
+    corrected twice, each parameter once, then answered (Anthropic's and Gemini's adapted to the first rejection
+    only and failed on the second, where OpenAI's went on)."""
+    llm = load_llm("anthropic:claude-opus-4-7", base_url=server.url("anthropic"), api_key="k", retry=FAST,
+                   capabilities={"temperature": True, "top_p": True})
+    first = len(server.requests)
+    comp = asyncio.run(llm.complete(MSGS, schema=SCHEMA, params={"temperature": 0.2, "top_p": 0.9, "max_tokens": 40}))
+    assert "gout" in comp.text and len(server.requests) - first == 3
+    assert [a.split(":")[0] for a in llm.adaptations] == ["temperature dropped", "top_p dropped"]
+    assert not {"temperature", "top_p"} & set(server.requests[-1].body.get("extra_body", server.requests[-1].body))
+
+
 def test_capability_records_and_overrides() -> None:
     assert capabilities_for("openai", "gpt-5.5").cap(100) == 2148
     assert capabilities_for("gemini", "gemini-3.8-flash", {"reasoning_effort": "minimal"}).reasoning_effort == "minimal"

@@ -88,7 +88,7 @@ def _run(rating: dict[str, float], reuses_prefix: bool = False, max_concurrency:
 
     def handler(messages: Any, schema: Any, params: Any) -> Any:
         names.append(stage_of(list(messages)))
-        if "answer" in schema["properties"] and stage_of(list(messages)) in ("gr_judge", "ac_judge"):
+        if "answer" in schema["properties"] and stage_of(list(messages)) in ("guidance_judge", "composition_judge"):
             world.stages.append(stage_of(list(messages)))
             return rating
         return world(messages, schema, params)
@@ -107,20 +107,20 @@ def _calls(llm: ScriptedLLM, *stages: str) -> list[tuple[Any, Any]]:
 
 def test_a_passing_verdict_costs_one_token_per_criterion_and_asks_no_feedback() -> None:
     r, world, llm = _run({"5": 0.9, "4": 0.1}, reuses_prefix=True)  # 0.975 of each maximum: passes 90
-    assert [j.score for j in r.judgements["gr"]] == [99] and [j.score for j in r.judgements["ac"]] == [97]
-    assert all(j.method == "probability" and j.feedback == {} for j in r.judgements["gr"] + r.judgements["ac"])
-    asked = _calls(llm, "gr_judge", "ac_judge")
+    assert [j.score for j in r.judgements["guidance_judge"]] == [99] and [j.score for j in r.judgements["composition_judge"]] == [97]
+    assert all(j.method == "probability" and j.feedback == {} for j in r.judgements["guidance_judge"] + r.judgements["composition_judge"])
+    asked = _calls(llm, "guidance_judge", "composition_judge")
     assert len(asked) == len(GR_RUBRIC) + len(AC_RUBRIC) and all(s == answer_schema(SCALE) for _, s in asked)
-    gr = [m for m, _ in _calls(llm, "gr_judge")]
+    gr = [m for m, _ in _calls(llm, "guidance_judge")]
     shared = scale_system(prompts.render("guidance_judge", types="Disease"),
                           ("new sentences", prompts.render("composition_judge", types="Disease")), title="a guide")
     assert {m[0]["content"] for m in gr} == {m[0]["content"] for m, _ in asked} == {shared}  # one prompt, both judges
-    ac = [m for m, _ in _calls(llm, "ac_judge")]  # the AC judge's message opens as the GR judge's: one KV prefix
+    ac = [m for m, _ in _calls(llm, "composition_judge")]  # the AC judge's message opens as the GR judge's: one KV prefix
     assert ac[0][1]["content"].startswith(gr[0][1]["content"].split("\n\nCriterion:")[0] + "\n\nNew sentences:")
     assert [m[-1]["content"].rsplit("Criterion:\n", 1)[1].split(" ")[0] for m in gr] == list(GR_RUBRIC)
     usage = r.accounting.stage_usage["guidance_judge/round1"]
     assert usage["calls"] == len(GR_RUBRIC) and usage["completion_tokens"] == len(GR_RUBRIC)
-    assert "gr_feedback" not in world.stages and "ac_feedback" not in world.stages
+    assert "guidance_feedback" not in world.stages and "composition_feedback" not in world.stages
 
 
 @pytest.mark.parametrize(("reuses_prefix", "method"), [(False, "rgda"), (True, "rgda-no-ac")])
@@ -130,23 +130,23 @@ def test_each_judge_rates_under_its_own_rubric_where_sharing_would_buy_nothing(r
     has no second judge to share with."""
     r, _, llm = _run({"5": 1.0}, reuses_prefix=reuses_prefix, method=method)
     own = scale_system(prompts.render("guidance_judge", types="Disease"))
-    assert [j.score for j in r.judgements["gr"]] == [100]
-    assert {m[0]["content"] for m, _ in _calls(llm, "gr_judge")} == {own}
+    assert [j.score for j in r.judgements["guidance_judge"]] == [100]
+    assert {m[0]["content"] for m, _ in _calls(llm, "guidance_judge")} == {own}
     if method == "rgda":
-        assert {m[0]["content"] for m, _ in _calls(llm, "ac_judge")} == {
+        assert {m[0]["content"] for m, _ in _calls(llm, "composition_judge")} == {
             scale_system(prompts.render("composition_judge", types="Disease"))}
 
 
 def test_feedback_is_asked_only_below_the_threshold_with_rounds_left() -> None:
     r, world, llm = _run({"4": 1.0}, max_rounds=3, probability_threshold=90)  # 75 < 90: refined twice, judged 3x
-    assert [j.score for j in r.judgements["gr"]] == [75, 75, 75]
-    assert world.stages.count("gr_feedback") == world.stages.count("gr_refine") == 2
-    assert [bool(j.feedback) for j in r.judgements["gr"]] == [True, True, False]
-    assert r.judgements["gr"][0].feedback == {name: f"fix {name}" for name in GR_RUBRIC}
-    feedback = [m for m, s in _calls(llm, "gr_judge") if "answer" not in s["properties"]]
+    assert [j.score for j in r.judgements["guidance_judge"]] == [75, 75, 75]
+    assert world.stages.count("guidance_feedback") == world.stages.count("guidance_refine") == 2
+    assert [bool(j.feedback) for j in r.judgements["guidance_judge"]] == [True, True, False]
+    assert r.judgements["guidance_judge"][0].feedback == {name: f"fix {name}" for name in GR_RUBRIC}
+    feedback = [m for m, s in _calls(llm, "guidance_judge") if "answer" not in s["properties"]]
     assert feedback[0][0]["content"] == prompts.render("guidance_judge", types="Disease")
     assert "Scores:\n- context_abstraction: 23/30\n" in feedback[0][-1]["content"]
-    refine = _calls(llm, "gr_refine")[0][0][-1]["content"]
+    refine = _calls(llm, "guidance_refine")[0][0][-1]["content"]
     assert "- context_abstraction (23/30): fix context_abstraction" in refine
 
 
@@ -154,8 +154,8 @@ def test_feedback_is_asked_only_below_the_threshold_with_rounds_left() -> None:
 def test_a_verdict_read_by_probability_stops_the_loop_at_the_probability_threshold(
         threshold: int, probability_threshold: int, rounds: int) -> None:
     r, world, _ = _run({"4": 1.0}, max_rounds=3, threshold=threshold, probability_threshold=probability_threshold)
-    assert [j.score for j in r.judgements["gr"]] == [75] * rounds  # 75: below 90, at or above 70
-    assert world.stages.count("gr_refine") == rounds - 1
+    assert [j.score for j in r.judgements["guidance_judge"]] == [75] * rounds  # 75: below 90, at or above 70
+    assert world.stages.count("guidance_refine") == rounds - 1
     cfg = AugmentConfig(threshold=threshold, probability_threshold=probability_threshold)
     assert (cfg.threshold_for("probability"), cfg.threshold_for("sample")) == (probability_threshold, threshold)
 
@@ -169,8 +169,8 @@ def test_the_switch(reading: str, logprobs: bool, expected: bool) -> None:
 
 def test_sample_reading_is_the_one_sampled_verdict() -> None:
     r, world, _ = _run({"1": 1.0}, judge_reading="sample")
-    assert [j.score for j in r.judgements["gr"]] == [95] and r.judgements["gr"][0].method == "sample"
-    assert "gr_feedback" not in world.stages
+    assert [j.score for j in r.judgements["guidance_judge"]] == [95] and r.judgements["guidance_judge"][0].method == "sample"
+    assert "guidance_feedback" not in world.stages
 
 
 def test_the_trace_records_the_reading() -> None:
@@ -178,9 +178,9 @@ def test_the_trace_records_the_reading() -> None:
     data = json.loads(json.dumps(SeedTrace.of(r, "rgda-no-ac").to_json()))
     assert data["gr"][0]["method"] == "probability"
     assert data["gr"][0]["distributions"]["keyword_detection"] == {"1": 0.0, "2": 0.0, "3": 0.0, "4": 0.5, "5": 0.5}
-    assert SeedTrace.from_json(data).gr == r.judgements["gr"]
+    assert SeedTrace.from_json(data).judgements["guidance_judge"] == r.judgements["guidance_judge"]
     old = {k: v for k, v in data["gr"][0].items() if k not in ("method", "distributions")}
-    assert SeedTrace.from_json({**data, "gr": [old]}).gr[0] == Judgement(old["score"], old["criteria"], old["feedback"])
+    assert SeedTrace.from_json({**data, "gr": [old]}).judgements["guidance_judge"][0] == Judgement(old["score"], old["criteria"], old["feedback"])
 
 
 def _rate(dists: dict[str, dict[str, float]], rubric: dict[str, int], pass_at: int | None) -> tuple[Judgement, list[str]]:
@@ -239,33 +239,33 @@ def test_the_local_backends_verdicts_pass_early_and_are_counted_apart() -> None:
     """One call at a time (the local engine): a passing verdict stops asking; the summary keeps its lower-bound
     score out of the score histograms and counts it as passed early."""
     r, world, llm = _run({"4": 1.0}, max_concurrency=1)  # GR 23 + 15 + 15 = 53; AC 23 + 23 + 19 = 65 >= 50
-    gr, ac = r.judgements["gr"], r.judgements["ac"]
+    gr, ac = r.judgements["guidance_judge"], r.judgements["composition_judge"]
     assert [(j.score, j.partial) for j in gr] == [(53, True)] and [(j.score, j.partial) for j in ac] == [(65, True)]
-    assert len(_calls(llm, "gr_judge")) == 3 and len(_calls(llm, "ac_judge")) == 3
+    assert len(_calls(llm, "guidance_judge")) == 3 and len(_calls(llm, "composition_judge")) == 3
     assert r.accounting.stage_usage["guidance_judge/round1"]["calls"] == 3
     data = json.loads(json.dumps(SeedTrace.of(r, "rgda").to_json()))
-    assert data["gr"][0]["partial"] is True and SeedTrace.from_json(data).gr == gr
+    assert data["gr"][0]["partial"] is True and SeedTrace.from_json(data).judgements["guidance_judge"] == gr
     summary = RunSummary()
     summary.add(SeedTrace.from_json(data))
     d = summary.to_dict()
     assert d["judge_passed_early"] == {"ac_round1": 1, "gr_round1": 1} and d["judge_scores"] == {}
     assert "gr_round1: 1 passed early" in summary.format()
-    assert "gr_feedback" not in world.stages
+    assert "guidance_feedback" not in world.stages
 
 
 @pytest.mark.parametrize(("max_concurrency", "early"), [(8, True), (1, False)])
 def test_every_criterion_is_asked_where_asking_one_by_one_would_cost_time_or_when_switched_off(
         max_concurrency: int, early: bool) -> None:
     r, _, llm = _run({"4": 1.0}, max_concurrency=max_concurrency, judge_early_pass=early)
-    assert [(j.score, j.partial) for j in r.judgements["gr"]] == [(75, False)]
-    assert len(_calls(llm, "gr_judge")) == len(GR_RUBRIC) and len(_calls(llm, "ac_judge")) == len(AC_RUBRIC)
+    assert [(j.score, j.partial) for j in r.judgements["guidance_judge"]] == [(75, False)]
+    assert len(_calls(llm, "guidance_judge")) == len(GR_RUBRIC) and len(_calls(llm, "composition_judge")) == len(AC_RUBRIC)
 
 
 def test_a_failing_verdict_of_the_local_backend_asks_every_criterion_and_its_feedback() -> None:
     r, world, llm = _run({"2": 1.0}, max_concurrency=1, max_rounds=2)  # 26 < 50: refined once, judged twice
-    assert [(j.score, j.partial) for j in r.judgements["gr"]] == [(26, False), (26, False)]
-    assert world.stages.count("gr_feedback") == 1
-    rated = [m for m, s in _calls(llm, "gr_judge") if "answer" in s["properties"]]
+    assert [(j.score, j.partial) for j in r.judgements["guidance_judge"]] == [(26, False), (26, False)]
+    assert world.stages.count("guidance_feedback") == 1
+    rated = [m for m, s in _calls(llm, "guidance_judge") if "answer" in s["properties"]]
     assert len(rated) == 2 * len(GR_RUBRIC)
 
 

@@ -36,7 +36,7 @@ def test_trace_round_trips_and_summaries_agree() -> None:
     out = ds.map(aug, batched=True)
     traces = [SeedTrace.read(t) for t in out["rgda_trace"]]
     read = [t for t in traces if t is not None]
-    assert len(read) == 3 and all(t.method == "rgda" and t.gr and t.ac for t in read)
+    assert len(read) == 3 and all(t.method == "rgda" and t.judgements["guidance_judge"] and t.judgements["composition_judge"] for t in read)
     for value, trace in zip(out["rgda_trace"], traces):
         if trace is not None:
             assert json.loads(value) == trace.to_json()
@@ -50,7 +50,7 @@ def test_a_minimal_trace_reads_as_the_summary_needs_it() -> None:
                         "gr": [{"score": 70}], "ac": [], "calls": 3, "cached_calls": 1, "prompt_tokens": 9,
                         "completion_tokens": 4, "llm_seconds": 0.5, "stage_calls": {"guidance": 3}})
     trace = SeedTrace.read(value)
-    assert trace is not None and trace.rejected[0].reason == "looped" and trace.gr[0].score == 70
+    assert trace is not None and trace.rejected[0].reason == "looped" and trace.judgements["guidance_judge"][0].score == 70
     d = RunSummary.from_traces([value]).to_dict()
     assert (d["accepted"], d["failures_by_stage"], d["rejected_by_reason"]) == (2, {"guidance": 1}, {"looped": 1})
     assert (d["calls"], d["judge_scores"]["gr_round1"]["mean"]) == (3, 70.0)

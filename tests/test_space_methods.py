@@ -89,7 +89,7 @@ def test_a_verdict_that_passed_early_says_so(app) -> None:
                       "probability", partial=True)
     full = Judgement(61, {"domain_alignment": 20, "semantic_consistency": 20, "entity_role_integrity": 12,
                           "tag_format_validation": 9}, {}, "probability")
-    rows = [{"rgda_trace": json.dumps(SeedTrace(seed="s0", gr=[early], ac=[full]).to_json())}]
+    rows = [{"rgda_trace": json.dumps(SeedTrace(seed="s0", judgements={"guidance_judge": [early], "composition_judge": [full]}).to_json())}]
     stages = app._stages(rows)
     assert stages["gr"] == [[1, 53, ("passed early, the criteria asked: context_abstraction 23: ; "
                                      "entity_explanation 15: ; correct_relationship 15: ")]]

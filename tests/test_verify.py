@@ -122,7 +122,7 @@ def verify(rows: list[str], verdicts: dict[str, dict[str, float]], *, types: tup
     pipe = Pipeline(AugmentConfig(**cfg), llm, Checker(types, stats or SplitStats(), salvage=cfg.get("salvage", True)))
     r = SeedResult(Seed("s", *map(tuple, parse_inline("Germline mutations in BRCA1 cause [breast cancer](Disease) ."))))
     r.accepted = [Candidate(raw=row, tokens=t, tags=g) for row in rows for t, g in [parse_inline(row)]]
-    asyncio.run(pipe.stages().verify(r))
+    asyncio.run(pipe.stages()["entity_verify"](r))
     return r, llm
 
 
@@ -255,7 +255,7 @@ def test_one_question_per_text_and_type_and_each_row_once() -> None:
     row = "Both [gout](Disease) and [gout](Disease) flares were linked to [lupus](Disease) in the cohort ."
     r, llm = verify([row], {"gout": ORDINARY_WORD, "lupus": SURE})
     assert len(llm.calls) == 2 and r.accepted[0].tags.count("B-Disease") == 1
-    asyncio.run(Pipeline(AugmentConfig(), llm, Checker(("Disease",))).stages().verify(r))
+    asyncio.run(Pipeline(AugmentConfig(), llm, Checker(("Disease",))).stages()["entity_verify"](r))
     assert len(llm.calls) == 2  # already verified: not asked again
 
 
@@ -269,9 +269,9 @@ def test_verification_off_makes_no_call(world: FakeWorld) -> None:
 def test_refined_sentences_are_verified_before_the_judge_sees_them() -> None:
     world = FakeWorld(ac_scores=[10, 95])
     asyncio.run(Pipeline(AugmentConfig(), ScriptedLLM(world), Checker(("Disease",))).run([SEED]))
-    after = world.stages[world.stages.index("ac_judge"):]
-    assert after == ["ac_judge", "ac_feedback", "ac_refine", "entity_verify", "entity_verify", "entity_verify",
-                     "ac_judge"]
+    after = world.stages[world.stages.index("composition_judge"):]
+    assert after == ["composition_judge", "composition_feedback", "composition_refine", "entity_verify", "entity_verify", "entity_verify",
+                     "composition_judge"]
 
 
 def test_naive_rows_are_verified(world: FakeWorld) -> None:

@@ -14,7 +14,7 @@ from ..pricing import PriceTable
 from .build import Canary
 from .judges import SCORERS, Judges, score_cell
 
-__all__ = ["Estimate", "rehearse"]
+__all__ = ["rehearse"]
 
 
 async def rehearse(llm: LLM, judges: Callable[[LLM, ResponseCache | None], Judges], scorers: Sequence[str],

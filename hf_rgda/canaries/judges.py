@@ -31,11 +31,11 @@ from ..cache import ResponseCache
 from ..checking import Checker, SplitStats
 from ..config import AugmentConfig
 from ..llm.base import LLM
-from ..pipeline import Pipeline, Stages
+from ..pipeline import Pipeline
 from ..records import Candidate, Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
 from ..sense import sense_scores
-from ..stages.completeness import Completeness
+from ..stages import Stages
 from ..stages.debate import ReviewResult, run_review
 from ..stages.rating import expected_total
 from ..tags import Span, detokenize, tags_to_spans
@@ -92,15 +92,17 @@ class Judges:
         r = self._result(canary, canary.seed_tokens, canary.seed_tags)
         r.guidance = build_guide(canary.seed_tokens, canary.seed_tags, self.config.domain)
         r.accepted = [self._row(canary)]
-        await stages.composer.loop().judge(r, 1)
-        return r.judgements["ac"][-1]
+        loop = stages["composer"].loop()
+        await loop.judge(r, 1)
+        return loop.verdicts(r)[-1]
 
     async def _gr(self, canary: Canary, stages: Stages) -> Judgement:
         """The GR judge's first verdict on the guide canary of its sentence."""
         r = self._result(canary, canary.tokens, canary.tags)
         r.guidance = canary.guide
-        await stages.guidance.loop().judge(r, 1)
-        return r.judgements["gr"][-1]
+        loop = stages["guidance"].loop()
+        await loop.judge(r, 1)
+        return loop.verdicts(r)[-1]
 
     async def ac(self, canary: Canary) -> float:
         """The AC judge's total / 100, one sampled verdict."""
@@ -122,7 +124,7 @@ class Judges:
         """The completeness check on the row: 1 - the largest P(type) the verifier gives a mention the model listed
         and the row leaves untagged (1: none listed)."""
         r = self._result(canary, canary.seed_tokens, canary.seed_tags)
-        found = await Completeness(self.stages.run, self.stages.verify).found(r, self._row(canary))
+        found = await self.stages["mention_check"].found(r, self._row(canary))
         self.details[canary.id] = {"untagged": [[detokenize(canary.tokens[s.start:s.end]), s.label, round(p, 3)]
                                                 for s, p in found]}
         return 1 - max((p for _, p in found), default=0.0)
@@ -137,7 +139,7 @@ class Judges:
     async def _review(self, canary: Canary, stages: Stages) -> ReviewResult[Candidate]:
         """The review panel's first round on the row (no revision), as the pipeline's ``debate_review`` runs it."""
         r = self._result(canary, canary.seed_tokens, canary.seed_tags)
-        which = stages.which
+        which = stages["debate"]
         return await run_review(which.ask(r), r.seed.as_item(self.config.representation), [self._row(canary)],
                                 dataclasses.replace(which.config, max_rounds=1), show=lambda c: c.raw,
                                 revise=_no_revision, domain=self.config.domain, types=self.checker.types,
@@ -175,7 +177,7 @@ class Judges:
         assert canary.span is not None  # an entity canary
         span = Span(*canary.span)
         r = self._result(canary, canary.tokens, canary.tags)
-        verify = self.stages.verify
+        verify = self.stages["entity_verify"]
         q = verify.question(canary.tokens, span)
         got = await verify.answer(r, canary.tokens, q)
         probs = got.probs
@@ -200,7 +202,7 @@ class Judges:
             if not row.ok or span not in tags_to_spans(row.tags):
                 self.details[canary.id] = {"checker": row.reason if not row.ok else "; ".join(row.salvaged)}
                 return 0.0
-            if self.stages.verify.known(canary.tokens, span):
+            if self.stages["entity_verify"].known(canary.tokens, span):
                 self.details[canary.id] = {"known": True}
                 return 1.0
         return await self.entity(canary)

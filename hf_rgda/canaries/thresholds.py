@@ -88,11 +88,6 @@ class Calibration:
         """What a run's ``summary.json`` records of it."""
         return {"source": self.source, "thresholds": dict(self.thresholds), "llm": self.llm}
 
-    def describe(self) -> str:
-        """One line for the terminal."""
-        values = ", ".join(f"{k}={v}" for k, v in self.thresholds.items()) or "no threshold"
-        return f"calibration ({self.source}): {values}"
-
 
 def load_calibration(source: str | Path | Mapping[str, Any] | Calibration) -> Calibration:
     """A :class:`Calibration` from a ``calibration.json`` path or its content as a dict.

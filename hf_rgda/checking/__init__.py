@@ -9,8 +9,9 @@
 
 from .checker import Checker
 from .decode import complete_items, decode_sentence, parse_json
-from .rules import RULES, Example, Rule
+from .rules import RULES
 from .stats import SplitStats, entity_inventory, entity_length_limits, entity_mentions
+from .table import Example, Rule
 
 __all__ = ["RULES", "Checker", "Example", "Rule", "SplitStats", "complete_items", "decode_sentence", "entity_inventory",
            "entity_length_limits", "entity_mentions", "parse_json"]

@@ -83,7 +83,7 @@ def format_example_forms(representation: str = "") -> frozenset[tuple[str, ...]]
         ([('entity', 'words'), ('type', '#', 'diabetes')], frozenset(), frozenset())
     """
     name = f"{representation}_format"
-    if name not in prompts.TEMPLATE_NAMES:
+    if name not in prompts.names():
         return frozenset()
     tokens, tags = parse_inline(prompts.template(name))  # the prompt read as a marked sentence: its marks are entities
     return frozenset(example_form(tokens[span.start : span.end]) for span in tags_to_spans(tags))

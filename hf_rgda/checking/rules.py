@@ -37,8 +37,7 @@ from .stutter import keep_one_copy, stutter
 from .table import Example, Finding, Repair, Rule, first_failure
 from .variety import cross_seed_duplicate, near_duplicate, repeated_entity, same_entities, similar
 
-__all__ = ["LOOPING", "RULES", "UNTAG_RULES", "VARIETY_RULES", "Example", "Finding", "Repair", "Rule", "first_failure",
-           "keep_one_sentence", "known_untagged", "repeats_phrase", "sentence_breaks", "tag_known", "untag"]
+__all__ = ["LOOPING", "RULES", "UNTAG_RULES", "VARIETY_RULES", "known_untagged", "repeats_phrase", "tag_known"]
 
 
 # ---------------------------------------------------------------- sentence rules

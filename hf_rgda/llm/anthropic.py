@@ -108,14 +108,13 @@ class AnthropicLLM(Adaptive, RemoteLLM):
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
                        params: Mapping[str, Any]) -> Completion:
         anthropic = _sdk()
+
+        def learn(err: Exception) -> bool:
+            return isinstance(err, anthropic.APIStatusError) and self._learn(
+                _rejected_param(err.status_code, str(err.message)), err.status_code, err.message)
+
         try:
-            try:
-                resp = await client.messages.create(**self._body(messages, schema, params))
-            except anthropic.APIStatusError as err:
-                param = _rejected_param(err.status_code, str(err.message))
-                if not (param and self._adapt(param, f"HTTP {err.status_code}: {err.message}")):
-                    raise
-                resp = await client.messages.create(**self._body(messages, schema, params))  # once, adapted
+            resp = await self._adapting(lambda: client.messages.create(**self._body(messages, schema, params)), learn)
         except anthropic.APIStatusError as err:
             raise status_error({401: AuthenticationError, 403: AuthenticationError, 429: RateLimitError,
                                 529: ServerError}, err.status_code, f"{self.model}: HTTP {err.status_code}: {err.message}",

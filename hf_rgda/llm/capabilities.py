@@ -24,9 +24,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .._exceptions import ConfigError
 from .base import Message, OptionProbs, sample_option_probs
@@ -34,6 +34,7 @@ from .base import Message, OptionProbs, sample_option_probs
 __all__ = ["FAMILIES", "Adaptive", "Capabilities", "LogprobsUnavailable", "adapted", "capabilities_for"]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,33 @@ class Adaptive:
     def has_logprobs(self) -> bool:  # type: ignore[override]
         """Per model (and per run, after an adaptation), not per class."""
         return self.caps.logprobs
+
+    async def _adapting(self, send: Callable[[], Awaitable[_T]], learn: Callable[[Exception], bool], *,
+                        logprobs: bool = False) -> _T:
+        """``send()``, asked again after each rejection ``learn`` learns from: the one adapt-once flow of the remote
+        backends. ``send`` builds its request from what the backend knows now (the record in force) and raises its
+        SDK's errors as they are; ``learn(err)`` is True when the rejection changed what the backend sends
+        (:meth:`_learn`: a parameter the record stops sending; OpenAI's also the older structured-output form). Each
+        retry follows such a change, of which there are finitely many, so it ends; any other error propagates as
+        ``send`` raised it, for the backend to map.
+
+        Args:
+            logprobs: an option-probability request: once the record has no logprobs, :class:`LogprobsUnavailable`
+                sends the caller to sampling.
+        """
+        while True:
+            try:
+                return await send()
+            except Exception as err:
+                if not learn(err):
+                    raise
+                if logprobs and not self.caps.logprobs:
+                    raise LogprobsUnavailable("logprobs") from None
+
+    def _learn(self, param: str | None, status: int, message: object) -> bool:
+        """Whether a rejection (HTTP ``status``) of ``param`` (None: it names none the backend can change) changed the
+        record (:meth:`_adapt`)."""
+        return bool(param) and self._adapt(str(param), f"HTTP {status}: {message}")
 
     def _adapt(self, param: str, message: str) -> bool:
         """Learn that ``param`` is rejected; True when the record changed (the caller then tries once more)."""

@@ -18,12 +18,12 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._exceptions import AuthenticationError, BackendError, ConnectionError, RateLimitError, RefusalError, TimeoutError
 from .base import Completion, Usage
-from .capabilities import Adaptive, LogprobsUnavailable
+from .capabilities import Adaptive
 from .remote import RemoteLLM, retry_after_of, status_error
 
 __all__ = ["GeminiLLM"]
@@ -120,11 +120,7 @@ class GeminiLLM(Adaptive, RemoteLLM):
 
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
                        params: Mapping[str, Any]) -> Completion:
-        try:
-            resp = await self._generate(client, messages, self._config(messages, schema, params), adapting=True)
-        except _Rejected:  # the record changed: once more, adapted
-            resp = await self._generate(client, messages, self._config(messages, schema, params))
-        return self._completion(resp)
+        return self._completion(await self._generate(client, messages, lambda: self._config(messages, schema, params)))
 
     async def _top_logprobs(self, client: Any, messages: list[dict[str, str]], params: Mapping[str, Any],
                             n: int) -> tuple[list[tuple[str, float]], Usage]:
@@ -135,13 +131,8 @@ class GeminiLLM(Adaptive, RemoteLLM):
         """
         single = {"temperature": 0.0, "max_tokens": 1, "seed": params.get("seed", 0)}
         update = {"response_logprobs": True, "logprobs": n, "max_output_tokens": 1}
-        try:
-            resp = await self._generate(client, messages, self._config(messages, None, single).model_copy(update=update),
-                                        adapting=True)
-        except _Rejected:
-            if not self.caps.logprobs:
-                raise LogprobsUnavailable("logprobs") from None
-            resp = await self._generate(client, messages, self._config(messages, None, single).model_copy(update=update))
+        resp = await self._generate(client, messages,
+                                    lambda: self._config(messages, None, single).model_copy(update=update), logprobs=True)
         usage = self._completion(resp).usage
         result = getattr(resp.candidates[0], "logprobs_result", None)
         steps = getattr(result, "top_candidates", None) or []
@@ -154,23 +145,25 @@ class GeminiLLM(Adaptive, RemoteLLM):
             top.append((chosen[0].token or "", chosen[0].log_probability))
         return top, usage
 
-    async def _generate(self, client: Any, messages: list[dict[str, str]], config: Any, *,
-                        adapting: bool = False) -> Any:
-        """One ``generate_content`` call, the SDK's errors mapped to the library's.
-
-        Raises:
-            _Rejected: (``adapting`` only) the answer rejected a parameter and the record changed: ask again.
-        """
+    async def _generate(self, client: Any, messages: list[dict[str, str]], config: Callable[[], Any], *,
+                        logprobs: bool = False) -> Any:
+        """A ``generate_content`` call with the configuration ``config()`` makes from the record in force, asked again
+        after a rejection the record adapts to (:meth:`~hf_rgda.llm.capabilities.Adaptive._adapting`), the SDK's
+        errors mapped to the library's."""
         _, _, errors = _sdk()
         timeouts, drops = _transport_errors()
+
+        def learn(err: Exception) -> bool:
+            if not isinstance(err, errors.APIError):
+                return False
+            status = int(getattr(err, "code", 0) or 0)
+            return self._learn(_rejected_param(status, str(err.message or "")), status, err.message)
+
         try:
-            return await client.aio.models.generate_content(model=self.model, contents=self._contents(messages),
-                                                            config=config)
+            return await self._adapting(lambda: client.aio.models.generate_content(
+                model=self.model, contents=self._contents(messages), config=config()), learn, logprobs=logprobs)
         except errors.APIError as err:
             status = int(getattr(err, "code", 0) or 0)
-            param = _rejected_param(status, str(err.message or ""))
-            if adapting and param and self._adapt(param, f"HTTP {status}: {err.message}"):
-                raise _Rejected(param) from None
             raise status_error({400: _bad_key_or_request(err), 401: AuthenticationError, 403: AuthenticationError,
                                 429: RateLimitError}, status, f"{self.model}: HTTP {status}: {err.message or err.status}",
                                retry_after_of(getattr(err, "response", None))) from None
@@ -195,10 +188,6 @@ class GeminiLLM(Adaptive, RemoteLLM):
         usage = Usage(getattr(u, "prompt_token_count", 0) or 0, getattr(u, "candidates_token_count", 0) or 0,
                       getattr(u, "cached_content_token_count", 0) or 0) if u else Usage()
         return Completion(text=text, usage=usage)
-
-
-class _Rejected(Exception):  # internal: the request is asked again with the adapted record
-    pass
 
 
 def _rejected_param(status: int, message: str) -> str | None:

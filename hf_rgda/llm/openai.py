@@ -35,7 +35,7 @@ from .._exceptions import (
     TimeoutError,
 )
 from .base import Completion, Usage
-from .capabilities import Adaptive, LogprobsUnavailable
+from .capabilities import Adaptive
 from .remote import RemoteLLM, import_sdk, retry_after_of, status_error
 
 __all__ = ["OpenAILLM"]
@@ -85,23 +85,23 @@ class OpenAILLM(Adaptive, RemoteLLM):
     async def _request(self, client: Any, messages: list[dict[str, str]], schema: Mapping[str, Any] | None,
                        params: Mapping[str, Any]) -> Completion:
         openai = _sdk()
-        for _ in range(len(_ADAPTABLE) + 2):  # each retry follows a change of the record or the format: bounded
-            kwargs = self._kwargs(messages, params)
-            try:
-                with self._sdk_errors(passthrough=True):
-                    resp = await client.chat.completions.create(**kwargs, **self._format(schema))
-                break
-            except openai.APIStatusError as err:
-                param = _rejected_param(err)
-                if param and self._adapt(param, f"HTTP {err.status_code}: {err.message}"):
-                    continue
-                if (self._json_object or schema is None or err.status_code == 429
-                        or "json_schema" not in str(err.message)):
-                    with self._sdk_errors():
-                        raise
-                self._json_object = True  # the server speaks the older form
-        else:  # pragma: no cover - every branch above either breaks, continues a bounded number of times or raises
-            raise BackendError(f"{self.model}: the request could not be adapted")
+
+        async def send() -> Any:
+            with self._sdk_errors(passthrough=True):
+                return await client.chat.completions.create(**self._kwargs(messages, params), **self._format(schema))
+
+        def learn(err: Exception) -> bool:
+            if not isinstance(err, openai.APIStatusError):
+                return False
+            if self._learn(_rejected_param(err), err.status_code, err.message):
+                return True
+            if self._json_object or schema is None or err.status_code == 429 or "json_schema" not in str(err.message):
+                return False
+            self._json_object = True  # the server speaks the older form
+            return True
+
+        with self._sdk_errors():
+            resp = await self._adapting(send, learn)
         if not resp.choices:
             raise BackendError(f"{self.model}: the answer has no choices")
         choice = resp.choices[0]
@@ -120,22 +120,19 @@ class OpenAILLM(Adaptive, RemoteLLM):
                 caller samples instead.
         """
         openai = _sdk()
-        for _ in range(len(_ADAPTABLE)):  # each retry follows a change of the record: bounded
+
+        async def send() -> Any:
             kwargs = self._kwargs(messages, {"temperature": 0.0, "max_tokens": 1, "seed": params.get("seed", 0)})
             kwargs[self.caps.token_param] = 1  # one token: no room for reasoning is asked for here
-            try:
-                with self._sdk_errors(passthrough=True):
-                    resp = await client.chat.completions.create(**kwargs, logprobs=True, top_logprobs=n)
-                break
-            except openai.APIStatusError as err:
-                param = _rejected_param(err)
-                if not (param and self._adapt(param, f"HTTP {err.status_code}: {err.message}")):
-                    with self._sdk_errors():
-                        raise
-                if not self.caps.logprobs:
-                    raise LogprobsUnavailable(param) from None
-        else:  # pragma: no cover
-            raise BackendError(f"{self.model}: the request could not be adapted")
+            with self._sdk_errors(passthrough=True):
+                return await client.chat.completions.create(**kwargs, logprobs=True, top_logprobs=n)
+
+        def learn(err: Exception) -> bool:
+            return isinstance(err, openai.APIStatusError) and self._learn(_rejected_param(err), err.status_code,
+                                                                           err.message)
+
+        with self._sdk_errors():
+            resp = await self._adapting(send, learn, logprobs=True)
         content = getattr(resp.choices[0].logprobs, "content", None) if resp.choices else None
         if not content:
             raise BackendError(f"{self.model}: the answer carries no logprobs (the server does not return them)")

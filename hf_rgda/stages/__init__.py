@@ -1,8 +1,9 @@
 """The stages of the methods, one file per stage family; :mod:`hf_rgda.pipeline` schedules them.
 
-Each stage declares itself once in its own file (:class:`Stage`, :func:`register`: its name, system prompt, pure
-message building and parsing, and where its record lands); :data:`PLANS` lists each method's stages, and nothing else
-names them (:mod:`.registry`).
+Each stage declares itself once in its own module (:class:`Stage`, :func:`register`: its name, system prompt, its
+pass, its answer in the scripted world and where its record lands; :mod:`.registry`). Every module of this package
+is imported here, none named by hand: a new stage is its module and its prompt (``prompts/<name>.md``). A stage
+package kept elsewhere is read with :func:`load`.
 
 - :mod:`.attribution`: WHERE, the words to replace (``biorda``, ``where=True``).
 - :mod:`.seed_generation`: new versions of the seed, and the targeted repair re-ask.
@@ -18,18 +19,26 @@ names them (:mod:`.registry`).
 - :mod:`.base`: what they share: the run, a step, writing and checking sentences.
 """
 
-from .attribution import Where
-from .base import Each, Run, Step
-from .completeness import Completeness
-from .composer import Composer, EntityPool
-from .debate import Review, Which, run_debate, run_review
-from .guidance import Guidance
-from .judge import JudgeLoop
-from .registry import PLANS, STAGES, Stage, call_step, register, system_prompts
-from .seed_generation import Repair, SeedGeneration
-from .sense_gate import SenseGate
-from .verify import Verify
+import importlib
+import pkgutil
 
-__all__ = ["PLANS", "STAGES", "Completeness", "Composer", "Each", "EntityPool", "Guidance", "JudgeLoop", "Repair", "Review", "Run",
-           "SeedGeneration", "SenseGate", "Stage", "Step", "Verify", "Where", "Which", "call_step", "register", "run_debate",
-           "run_review", "system_prompts"]
+from .base import Each, Run, Step
+from .registry import (
+           PLANS,
+           STAGES,
+           Stage,
+           Stages,
+           call_step,
+           judges,
+           load,
+           register,
+           system_prompts,
+           unload,
+           unregister,
+)
+
+#: the modules of this package, each imported once (a module declares its stages when imported)
+MODULES = tuple(importlib.import_module(f"{__name__}.{m.name}").__name__ for m in pkgutil.iter_modules(__path__))
+
+__all__ = ["MODULES", "PLANS", "STAGES", "Each", "Run", "Stage", "Stages", "Step", "call_step", "judges", "load",
+           "register", "system_prompts", "unload", "unregister"]

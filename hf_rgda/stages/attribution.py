@@ -26,4 +26,4 @@ class Where:
         r.attribution = self.selector.attribute(list(r.seed.tokens), list(r.seed.tags)).to_dict()
 
 
-register(Stage("where", "where", step=lambda s: s.where, when=lambda cfg: cfg.uses_attribution))
+register(Stage("where", "where", state=lambda s: Where(s.attribution), when=lambda cfg: cfg.uses_attribution))

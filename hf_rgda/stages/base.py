@@ -18,12 +18,13 @@ from ..messages import Messages, build_messages
 from ..records import Candidate, Seed, SeedResult
 from ..schemas import sentences_schema
 
-__all__ = ["Each", "Run", "Step", "squeeze", "valid"]
+__all__ = ["Each", "Run", "Step", "scripted_sentences", "squeeze", "valid"]
 
 
 @dataclass(frozen=True)
 class Step:
-    """One pass of a stage: ``run(r)`` for every live seed of a group.
+    """One pass of a stage: ``run(r)`` for every live seed of a group (a group stage's: ``run(rs, each)`` over the
+    group, :class:`Each` the scheduler's pass).
 
     Attributes:
         name: the stage's name, which prefixes the seed's failure (``"guidance: ParseError: ..."``).
@@ -32,7 +33,7 @@ class Step:
 
     name: str
     label: str
-    run: Callable[[SeedResult], Awaitable[None]]
+    run: Callable[..., Awaitable[None]]
 
 
 class Each(Protocol):
@@ -111,6 +112,11 @@ class Run:
             if not cand.ok:
                 r.rejected.append((stage, cand))
         return kept[len(keep):] + out
+
+
+def scripted_sentences(world: Any, messages: Any, schema: Any, params: Any) -> Any:
+    """A writing stage's answer in the scripted world: as many new sentences as the schema asks."""
+    return world.write(schema)
 
 
 def valid(r: SeedResult) -> list[Candidate]:

@@ -112,5 +112,6 @@ def _system(name: str, common: dict[str, str]) -> str:
     return prompts.render(name, domain=common["domain"], types=common["types"], type_notes=common["type_notes"])
 
 
-register(Stage(STAGE, "find untagged mentions", system=_system, step=lambda s: Completeness(s.run, s.verify),
-               when=lambda cfg: cfg.check_mentions))
+register(Stage(STAGE, "find untagged mentions", system=_system,
+               state=lambda s: Completeness(s.run, s["entity_verify"]), when=lambda cfg: cfg.check_mentions,
+               scripted=lambda world, messages, schema, params: world.listing(messages)))

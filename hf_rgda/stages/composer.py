@@ -15,7 +15,7 @@ from ..calls import derive_seed
 from ..messages import Messages
 from ..records import Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC
-from .base import Run, Step, squeeze, valid
+from .base import Run, Step, scripted_sentences, squeeze, valid
 from .judge import JudgeLoop
 from .registry import Stage, judge_system, register, writer_system
 from .seed_generation import Repair
@@ -209,7 +209,7 @@ class Composer:
     def loop(self, after_refine: Step | None = None) -> JudgeLoop:
         """The Augmentation Calibrator (for seeds with valid sentences); ``after_refine`` runs on the refined seeds
         before each new verdict."""
-        return JudgeLoop(self.run, "ac", JUDGE.name, REFINE.name, AC_RUBRIC, partial(judge_messages, self.run),
+        return JudgeLoop(self.run, JUDGE.name, REFINE.name, AC_RUBRIC, partial(judge_messages, self.run),
                          self._refine, applies=lambda r: bool(valid(r)), after_refine=after_refine)
 
     async def _refine(self, r: SeedResult, verdict: Judgement, rnd: int) -> bool:
@@ -230,10 +230,10 @@ class Composer:
         r.accepted = new
         return True
 
-    def finish(self, r: SeedResult) -> None:
+    async def finish(self, r: SeedResult) -> None:
         """The seed's final sentences: its valid ones, or none if ``reject_below_threshold`` and the last AC verdict
         is below the threshold."""
-        cfg, final, ac = self.run.config, valid(r), r.judgements["ac"]
+        cfg, final, ac = self.run.config, valid(r), r.judgements.get(JUDGE.name, [])
         if cfg.reject_below_threshold and cfg.uses_ac and ac and ac[-1].score < cfg.threshold_for(ac[-1].method):
             for c in final:
                 r.rejected.append((JUDGE.name, c.reject("below_threshold", f"final AC score {ac[-1].score}")))
@@ -265,16 +265,13 @@ def judge_messages(run: Run, r: SeedResult) -> Messages:
                         new_sentences=[c.raw for c in valid(r)])
 
 
-def _finish(composer: Composer) -> Any:
-    async def finish(r: SeedResult) -> None:
-        composer.finish(r)
-    return finish
-
-
-STAGE = register(Stage("composer", "compose", system=writer_system, step=lambda s: s.composer))
-register(Stage("composer_repair", "repair (composer)", step=lambda s: s.composer.repair))
-JUDGE = register(Stage("composition_judge", "AC", system=judge_system, build=judge_messages, judge=True,
-                       step=lambda s: s.composer.loop(after_refine=s.step("entity_verify")), group=True,
-                       when=lambda cfg: cfg.uses_ac))
-REFINE = register(Stage("composition_refine", system=writer_system))
-register(Stage("finish", "finish", step=lambda s: _finish(s.composer)))
+STAGE = register(Stage("composer", "compose", system=writer_system, state=lambda s: Composer(s.run, s.shown, s.pool),
+                       scripted=scripted_sentences))
+register(Stage("composer_repair", "repair (composer)", step=lambda s: s["composer"].repair))
+JUDGE = register(Stage("composition_judge", "AC", system=judge_system, judge=True, group=True,
+                       step=lambda s: s["composer"].loop(after_refine=s.step("entity_verify")),
+                       when=lambda cfg: cfg.uses_ac, loop="ac",
+                       scripted=lambda world, messages, schema, params: world.judge("composition_judge", AC_RUBRIC,
+                                                                                     messages, schema)))
+REFINE = register(Stage("composition_refine", system=writer_system, scripted=scripted_sentences))
+register(Stage("finish", "finish", step=lambda s: s["composer"].finish))

@@ -359,5 +359,7 @@ def _record(result: DebateResult | ReviewResult[Any], accepted: list[float], rej
             "rejected_means": rejected}
 
 
-register(Stage("debate", "which", step=lambda s: s.which))
-register(Stage("debate_review", "review", step=lambda s: s.review, when=lambda cfg: cfg.debate_review))
+register(Stage("debate", "which", state=lambda s: Which(s.run, s.debate_llms)))
+register(Stage("debate_review", "review", state=lambda s: Review(s.run, s["debate"], s["composer"]),
+               when=lambda cfg: cfg.debate_review,
+               scripted=lambda world, messages, schema, params: world.review(messages, schema)))

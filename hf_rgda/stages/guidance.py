@@ -19,7 +19,8 @@ __all__ = ["Guidance", "check_guidance"]
 
 
 class Guidance:
-    """Writes the guide (``r.guidance``); :meth:`loop` is its GR loop.
+    """The guidance stage's object of one run (the stage itself is one declared call, :data:`STAGE`): :meth:`loop`
+    is its GR loop.
 
     Args:
         run: what the run's stages share.
@@ -28,12 +29,9 @@ class Guidance:
     def __init__(self, run: Run) -> None:
         self.run = run
 
-    async def __call__(self, r: SeedResult) -> None:
-        _land(r, await STAGE.ask(self.run, r))
-
     def loop(self) -> JudgeLoop:
         """The Guidance Refiner."""
-        return JudgeLoop(self.run, "gr", JUDGE.name, REFINE.name, GR_RUBRIC, partial(judge_messages, self.run),
+        return JudgeLoop(self.run, JUDGE.name, REFINE.name, GR_RUBRIC, partial(judge_messages, self.run),
                          self._refine)
 
     async def _refine(self, r: SeedResult, verdict: Judgement, rnd: int) -> bool:
@@ -81,7 +79,11 @@ def check_guidance(data: Any) -> dict[str, Any]:
 
 
 STAGE = register(Stage("guidance", "guidance", system=writer_system, schema=_schema, build=build,
-                       parse=lambda run, r, data: check_guidance(data), land=_land))
-JUDGE = register(Stage("guidance_judge", "GR", system=judge_system, build=judge_messages, judge=True,
-                       step=lambda s: s.guidance.loop(), group=True, when=lambda cfg: cfg.uses_gr))
-REFINE = register(Stage("guidance_refine", system=writer_system, schema=_schema))
+                       parse=lambda run, r, data: check_guidance(data), land=_land, state=lambda s: Guidance(s.run),
+                       scripted=lambda world, messages, schema, params: world.guide()))
+JUDGE = register(Stage("guidance_judge", "GR", system=judge_system, judge=True, step=lambda s: s["guidance"].loop(),
+                       group=True, when=lambda cfg: cfg.uses_gr, loop="gr",
+                       scripted=lambda world, messages, schema, params: world.judge("guidance_judge", GR_RUBRIC,
+                                                                                     messages, schema)))
+REFINE = register(Stage("guidance_refine", system=writer_system,
+                        scripted=lambda world, messages, schema, params: world.guide(refined=True)))

@@ -25,6 +25,7 @@ from ..records import Judgement, SeedResult
 from ..schemas import feedback_schema, judge_schema
 from .base import Each, Run, Step
 from .rating import by_probability, criteria_lines, feedback_messages, rate, scale_system
+from .registry import STAGES
 from .verdicts import parse_feedback, parse_verdict
 
 __all__ = ["SHARED_RATING", "JudgeLoop"]
@@ -41,8 +42,8 @@ class JudgeLoop:
     """One refine loop.
 
     Attributes:
-        kind: ``"gr"`` or ``"ac"``: the verdicts go to ``r.judgements[kind]``.
-        judge_stage, refine_stage: the judge's and the refiner's stage names (their prompts, calls and failures).
+        judge_stage, refine_stage: the judge's and the refiner's stage names (their prompts, calls and failures); the
+            verdicts go to ``r.judgements[judge_stage]``.
         rubric: criterion -> maximum points.
         judge_messages: what the judge reads for a seed.
         refine: ``refine(r, verdict, round)`` rewrites the seed's output; False ends the loop for that seed.
@@ -51,7 +52,6 @@ class JudgeLoop:
     """
 
     run: Run
-    kind: str
     judge_stage: str
     refine_stage: str
     rubric: dict[str, int]
@@ -62,19 +62,19 @@ class JudgeLoop:
 
     async def __call__(self, rs: Sequence[SeedResult], each: Each) -> None:
         """Run the loop over the seeds ``rs`` with the scheduler's ``each``."""
-        cfg, tag = self.run.config, self.kind.upper()
+        cfg, tag = self.run.config, STAGES[self.judge_stage].label
         active = [r for r in rs if r.alive and self.applies(r)]
         stopped: set[SeedResult] = set()
 
         async def refine(r: SeedResult, rnd: int) -> None:
-            if not await self.refine(r, r.judgements[self.kind][-1], rnd):
+            if not await self.refine(r, self.verdicts(r)[-1], rnd):
                 stopped.add(r)
 
         for rnd in range(1, cfg.max_rounds + 1):
             stopped |= await each(active, Step(self.judge_stage, f"{tag} judge, round {rnd}", partial(self.judge, rnd=rnd)),
                                   soft=True)
-            below = [r for r in active if r not in stopped and r.alive and r.judgements[self.kind]
-                     and self.below(r.judgements[self.kind][-1])]
+            below = [r for r in active if r not in stopped and r.alive and self.verdicts(r)
+                     and self.below(self.verdicts(r)[-1])]
             if rnd == cfg.max_rounds or not below:
                 return
             if self.by_probability:
@@ -87,6 +87,10 @@ class JudgeLoop:
             if self.after_refine is not None:
                 await each(active, self.after_refine)
                 active = [r for r in active if r.alive and self.applies(r)]
+
+    def verdicts(self, r: SeedResult) -> list[Judgement]:
+        """The seed's verdicts of this loop's judge, round by round."""
+        return r.judgements.setdefault(self.judge_stage, [])
 
     def below(self, verdict: Judgement) -> bool:
         """Whether ``verdict`` is below the threshold of its reading (``threshold`` or ``probability_threshold``)."""
@@ -126,12 +130,12 @@ class JudgeLoop:
             data, _ = await self.run.caller.ask(r, self.judge_stage, msgs, judge_schema(self.rubric), judge=True,
                                                 salt=rnd)
             verdict = parse_verdict(data, self.rubric)
-        r.judgements[self.kind].append(verdict)
+        self.verdicts(r).append(verdict)
 
     async def feedback(self, r: SeedResult, rnd: int) -> None:
         """The fixes of the seed's last verdict, read by probability without them (a refinement follows)."""
-        verdict = r.judgements[self.kind][-1]
+        verdict = self.verdicts(r)[-1]
         msgs = feedback_messages(self.judge_messages(r), verdict, self.rubric)
         data, _ = await self.run.caller.ask(r, self.judge_stage, msgs, feedback_schema(self.rubric), judge=True,
                                             salt=f"{rnd}/feedback", rnd=rnd)
-        r.judgements[self.kind][-1] = dataclasses.replace(verdict, feedback=parse_feedback(data, self.rubric))
+        self.verdicts(r)[-1] = dataclasses.replace(verdict, feedback=parse_feedback(data, self.rubric))

@@ -28,7 +28,7 @@ from ..schemas import DEBATE_RUBRIC, reviews_schema
 from .rating import SCALE, criteria_lines, rate_with, scale_system
 from .verdicts import parse_reviews
 
-__all__ = ["PERSONAS", "Ask", "Choose", "Panel", "Reviewed", "parse_reviews"]
+__all__ = ["PERSONAS", "Ask", "Choose", "Panel", "Reviewed"]
 
 PERSONAS = ("a domain terminologist", "a careful copy editor who checks grammar",
             "a domain expert who checks how words are used in real papers",

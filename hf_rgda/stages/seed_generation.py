@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from .. import prompts
 from ..messages import Messages, follow_up
 from ..records import Candidate, Seed, SeedResult
-from .base import Run
+from .base import Run, scripted_sentences
 from .registry import Stage, register, writer_system
 
 __all__ = ["Repair", "SeedGeneration"]
@@ -88,7 +88,7 @@ async def _accept_variants(rs: Sequence[SeedResult], each: object) -> None:
         r.accepted = r.variants
 
 
-STAGE = register(Stage("seed_generation", "seed generation", system=writer_system, build=build,
-                       step=lambda s: s.seed_generation))
-register(Stage("seed_generation_repair", "repair (seed generation)", step=lambda s: s.seed_generation.repair))
+STAGE = register(Stage("seed_generation", "seed generation", system=writer_system,
+                       state=lambda s: SeedGeneration(s.run), scripted=scripted_sentences))
+register(Stage("seed_generation_repair", "repair (seed generation)", step=lambda s: s["seed_generation"].repair))
 register(Stage("variants", "variants", step=lambda s: _accept_variants, group=True))

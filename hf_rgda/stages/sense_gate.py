@@ -40,4 +40,4 @@ class SenseGate:
         r.accepted = [c for c in r.accepted if c.ok]
 
 
-register(Stage(STAGE, "read sense", step=lambda s: SenseGate(s.run), when=lambda cfg: cfg.sense_threshold > 0))
+register(Stage(STAGE, "read sense", state=lambda s: SenseGate(s.run), when=lambda cfg: cfg.sense_threshold > 0))

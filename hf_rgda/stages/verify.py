@@ -68,7 +68,12 @@ __all__ = ["STAGE", "Verify", "with_split"]
 
 STAGE = "entity_verify"
 register(Stage(STAGE, "verify entities", system=lambda name, common: prompts.render(name, domain=common["domain"]),
-               step=lambda s: s.verify, when=lambda cfg: cfg.verify_entities))
+               state=lambda s: Verify(s.run, descriptions=s.descriptions, confusers=s.confusers,
+                                      # a row is re-checked as the stage that wrote it was: biorda's by WHICH's checker
+                                      checker=s["debate"].floor if s.run.config.method == "biorda" else None,
+                                      forbid_seed_entities=s.run.config.uses_guidance),
+               when=lambda cfg: cfg.verify_entities,
+               scripted=lambda world, messages, schema, params: world.entity_answer(messages, params)))
 
 #: one question of a row: the spans it covers (one text, one type) and the question
 _Asked = tuple[list[Span], Question]

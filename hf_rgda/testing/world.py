@@ -19,6 +19,7 @@ from typing import Any
 from .. import prompts
 from ..calls import call_of
 from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
+from ..stages import STAGES, Stage
 
 __all__ = ["FakeWorld", "stage_of", "stateless_answer"]
 
@@ -44,14 +45,9 @@ _PARTS = (["Inherited variants of", "Rare alleles of", "Truncating mutations in"
 _GENES = ["TP53", "APC", "MLH1", "CFTR", "HTT", "PTEN", "KRAS", "SOD1"]
 
 
-#: the world's short names of the loops' stages (the rest go by their own names)
-_SHORT = {"guidance_judge": "gr_judge", "guidance_refine": "gr_refine", "composition_judge": "ac_judge",
-          "composition_refine": "ac_refine", "debate_revise": "ac_refine"}
-
-
 def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
     """The stage of the pipeline call in flight with these messages, by the call's metadata
-    (:func:`hf_rgda.calls.call_of`), in the world's short names; a writer's targeted re-ask is ``"repair"``.
+    (:func:`hf_rgda.calls.call_of`); a writer's targeted re-ask is ``"repair"``.
 
     A call made in another process (a CLI run against a :class:`~hf_rgda.testing.providers.ProviderServer` here)
     carries no metadata this process can read: its stage is the prompt template its system prompt was rendered from
@@ -61,21 +57,42 @@ def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
     if info is not None:
         if info.salt.startswith("repair") and "/json" not in info.salt:
             return "repair"
-        return _SHORT.get(info.stage, info.stage)
+        return info.stage
     if len(messages) > 2 and not str(messages[-1]["content"]).startswith(prompts.template("json_reask")):
         return "repair"
+    return _template_stage(messages)
+
+
+def _template_stage(messages: Sequence[Mapping[str, str]]) -> str:
+    """The stage whose prompt template rendered the call's system prompt; a rating question's stage is the judge
+    whose rubric holds its criterion."""
     stage = template_of(str(messages[0]["content"]))
     if stage == "judge_scale":  # a rating question: its criterion says whose rubric
         name = re.findall(r"Criterion:\n(\w+)", str(messages[-1]["content"]))[-1]
         stage = next(s for s, rubric in (("guidance_judge", GR_RUBRIC), ("composition_judge", AC_RUBRIC),
                                           ("debate_review", DEBATE_RUBRIC)) if name in rubric)
-    return _SHORT.get(stage, stage)
+    return stage
+
+
+def scripted_stage(messages: Sequence[Mapping[str, str]], listed: str) -> Stage:
+    """The declared stage whose scripted answer (``Stage.scripted``) a call gets: the stage it is listed as (by
+    :func:`stage_of`), else (a repair re-ask, a call named apart from its stage such as ``debate_revise``) the call's
+    own stage, else the stage of its prompt template."""
+    info = call_of(messages)
+    for name in (listed, info.stage if info is not None else None):
+        stage = STAGES.get(name) if name else None
+        if stage is not None and stage.scripted is not None:
+            return stage
+    stage = STAGES.get(_template_stage(messages))
+    if stage is None or stage.scripted is None:
+        raise AssertionError(f"no declared stage scripts an answer to a call of {listed!r}")
+    return stage
 
 
 @functools.lru_cache(maxsize=256)
 def template_of(system: str) -> str:
     """The prompt template (:mod:`hf_rgda.prompts`) that ``system`` was rendered from."""
-    for name in prompts.TEMPLATE_NAMES:
+    for name in prompts.names():
         if _template_pattern(name).fullmatch(system):
             return name
     raise AssertionError(f"no prompt template renders {system[:80]!r}")
@@ -91,8 +108,9 @@ def _template_pattern(name: str) -> re.Pattern[str]:
 class FakeWorld:
     """Stage-aware scripted answers: valid sentences, a guidance, judge scores from a list, and entity verdicts.
 
-    ``stages`` lists the stage of every answer; a verdict read by probability is listed once (as ``gr_judge``,
-    ``ac_judge`` or ``debate_review``), a judge's feedback as ``gr_feedback`` or ``ac_feedback``.
+    ``stages`` lists the stage of every answer (:func:`stage_of`); a verdict read by probability is listed once
+    (as ``guidance_judge``, ``composition_judge`` or ``debate_review``), a judge's feedback as ``guidance_feedback``
+    or ``composition_feedback``. Each stage's answer is the one its declaration scripts (``Stage.scripted``).
 
     Args:
         gr_scores, ac_scores: total scores the judges give, round after round (last repeats); a judge read by
@@ -153,40 +171,57 @@ class FakeWorld:
         return out
 
     def __call__(self, messages: Any, schema: Any, params: Any) -> Any:
-        stage = stage_of(list(messages))
-        self.stages.append(stage)
-        if stage in self.broken:
+        """The answer to one call: the garbage of a ``broken`` stage, else what its declared stage scripts
+        (:attr:`hf_rgda.stages.Stage.scripted`, from this world's makings below)."""
+        listed = stage_of(list(messages))
+        self.stages.append(listed)
+        if listed in self.broken:
             return "Sure! Here are some sentences: {not json"
-        if stage in ("seed_generation", "composer", "ac_refine", "repair"):
-            n = schema["properties"]["sentences"]["minItems"]
-            return {"sentences": [self.sentence() for _ in range(n)]}
-        if stage in ("guidance", "gr_refine"):  # every refinement changes the guide a little
-            return {"context": "oncology genetics", "structure": "a gene variant causes a disease",
-                    "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}],
-                    "keywords": ["gene"] + [f"variant {self.stages.count('gr_refine')}"] * (stage == "gr_refine")}
-        if stage == "mention_check":
-            sentence = messages[-1]["content"].lower()
-            return {"mentions": [{"text": t, "type": "Disease"} for t in self.listed if t.lower() in sentence]}
-        if stage == "entity_verify":  # {token: probability} for option_probs; one letter when sampled
-            dist = self.entity_dist(messages)
-            return {"answer": max(dist, key=dist.__getitem__)} if "temperature" in params else dist
-        if stage == "debate_review":
-            if "answer" in schema["properties"]:  # a reviewer read by probability
-                return self.rating(stage, DEBATE_RUBRIC, messages[-1]["content"])
-            total = self.review_scores.pop(0) if len(self.review_scores) > 1 else self.review_scores[0]
-            n = schema["properties"]["reviews"]["minItems"]
-            return {"reviews": [{k: {"remark": f"{k} checked", "score": v["score"]}
-                                 for k, v in self.verdict(total, DEBATE_RUBRIC).items()} for _ in range(n)]}
-        rubric = GR_RUBRIC if stage == "gr_judge" else AC_RUBRIC
-        if "answer" in schema["properties"]:  # a judge read by probability: one criterion's 1-5 rating
+        return scripted_stage(list(messages), listed).scripted(self, messages, schema, params)
+
+    # ---------------------------------------------------------------- the makings of the stages' scripted answers
+    def write(self, schema: Any) -> dict[str, Any]:
+        """New sentences, as many as the schema asks."""
+        return {"sentences": [self.sentence() for _ in range(schema["properties"]["sentences"]["minItems"])]}
+
+    def guide(self, *, refined: bool = False) -> dict[str, Any]:
+        """A guide; every refinement changes it a little."""
+        return {"context": "oncology genetics", "structure": "a gene variant causes a disease",
+                "entity_roles": [{"text": "breast cancer", "type": "Disease", "role": "outcome"}],
+                "keywords": ["gene"] + [f"variant {self.stages.count('guidance_refine')}"] * refined}
+
+    def listing(self, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+        """The completeness check's listing: the ``listed`` texts the sentence has."""
+        sentence = messages[-1]["content"].lower()
+        return {"mentions": [{"text": t, "type": "Disease"} for t in self.listed if t.lower() in sentence]}
+
+    def entity_answer(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any]) -> Any:
+        """The entity verifier's answer: ``{token: probability}`` read for option probabilities; one letter when
+        sampled."""
+        dist = self.entity_dist(messages)
+        return {"answer": max(dist, key=dist.__getitem__)} if "temperature" in params else dist
+
+    def review(self, messages: Sequence[Mapping[str, str]], schema: Any) -> Any:
+        """The debate reviewers' verdicts (``review_scores``), or one criterion's rating read by probability."""
+        if "answer" in schema["properties"]:
+            return self.rating("debate_review", DEBATE_RUBRIC, messages[-1]["content"])
+        total = self.review_scores.pop(0) if len(self.review_scores) > 1 else self.review_scores[0]
+        n = schema["properties"]["reviews"]["minItems"]
+        return {"reviews": [{k: {"remark": f"{k} checked", "score": v["score"]}
+                             for k, v in self.verdict(total, DEBATE_RUBRIC).items()} for _ in range(n)]}
+
+    def judge(self, stage: str, rubric: dict[str, int], messages: Sequence[Mapping[str, str]], schema: Any) -> Any:
+        """Judge ``stage``'s verdict on ``rubric``: sampled, one criterion's rating read by probability, or a verdict's
+        feedback alone (listed as ``<stage>`` with ``feedback`` for ``judge``)."""
+        if "answer" in schema["properties"]:
             return self.rating(stage, rubric, messages[-1]["content"])
-        if "score" not in next(iter(schema["properties"].values()))["properties"]:  # its feedback alone
+        if "score" not in next(iter(schema["properties"].values()))["properties"]:
             self.stages[-1] = stage.replace("judge", "feedback")
             return {name: {"feedback": f"fix {name}"} for name in rubric}
         return self.verdict(self.next_total(stage), rubric)
 
     def next_total(self, stage: str) -> int:
-        scores = {"gr_judge": self.gr_scores, "debate_review": self.review_scores}.get(stage, self.ac_scores)
+        scores = {"guidance_judge": self.gr_scores, "debate_review": self.review_scores}.get(stage, self.ac_scores)
         self.total = scores.pop(0) if len(scores) > 1 else scores[0]
         return self.total
 
