@@ -26,8 +26,8 @@ llama_cpp = pytest.importorskip("llama_cpp")
 
 #: the llama-cpp-python version every entry below was checked against
 CHECKED = "0.3.36"
-RECHECK = (f"the local engine was checked against llama-cpp-python {CHECKED}: re-check what tests/test_llama_internals.py "
-           "lists (its docstring says how)")
+RECHECK = (f"the local engine was checked against llama-cpp-python {CHECKED}: re-check what "
+           "tests/test_llama_internals.py lists (its docstring says how)")
 
 #: ``Llama`` methods the engine overrides or calls, with the parameters it passes or receives by name
 METHODS: dict[str, tuple[str, ...]] = {
@@ -182,7 +182,8 @@ class _Upgraded:
 
 
 def test_the_checks_report_what_an_upgrade_renamed() -> None:
-    assert _lost_parameters(_Upgraded.eval, ("tokens",)) == ["tokens"] and _lost_parameters(_Upgraded.eval, ("ids",)) == []
+    assert _lost_parameters(_Upgraded.eval, ("tokens",)) == ["tokens"]
+    assert _lost_parameters(_Upgraded.eval, ("ids",)) == []
     assert _unset(_Upgraded, ("_ctx", "n_tokens", "_context")) == ["_ctx"]
     assert _missing_lines(_Upgraded.eval, (("self._batch.set_batch(", "why"), ("self._decode(ids)", "why"))) == [
         "'self._batch.set_batch(' (why)"]

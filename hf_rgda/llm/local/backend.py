@@ -9,8 +9,8 @@ Option probabilities are the next token's logits, read by a logits processor dur
 the same numbers as llama.cpp's ``logprobs``, without ``logits_all=True`` (which keeps a vocabulary-wide row per
 context position: 2.5 GB for Qwen2.5 at ``n_ctx=4096``) and with the KV prefix reused like any call.
 
-The engine (:mod:`hf_rgda.llm.local.engine`) checks a schema's grammar after sampling, as llama.cpp's own server does, and
-runs on the best CPU kernels the build has for this machine.
+The engine (:mod:`hf_rgda.llm.local.engine`) checks a schema's grammar after sampling, as llama.cpp's own server
+does, and runs on the best CPU kernels the build has for this machine (:mod:`hf_rgda.llm.local.cpu`).
 """
 
 from __future__ import annotations

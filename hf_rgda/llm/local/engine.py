@@ -60,8 +60,8 @@ class GrammarAfterSampling:
     """llama.cpp's grammar-based rejection sampling: a drop-in for llama-cpp-python's ``LlamaSampler`` in
     ``Llama.sample`` (``.sample(ctx, idx)`` samples *and* accepts, like ``llama_sampler_sample``). It also ends an
     answer caught in a loop (:func:`~hf_rgda.llm.local.stops.loops`) or copying itself
-    (:class:`~hf_rgda.llm.local.stops.SelfCopy`), returning the end-of-generation token instead of the next one (``looped``
-    says it did); the cut answer is read as one cut at ``max_tokens`` (:meth:`hf_rgda.calls.Caller.ask`).
+    (:class:`~hf_rgda.llm.local.stops.SelfCopy`), returning the end-of-generation token instead of the next one
+    (``looped`` says it did); the cut answer is read as one cut at ``max_tokens`` (:meth:`hf_rgda.calls.Caller.ask`).
 
     Args:
         chain: the sampler chain without the grammar (a llama-cpp-python ``LlamaSampler``; it is kept alive here).
