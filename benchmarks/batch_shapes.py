@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     use_cpu_module(args)
     from hf_rgda import DEFAULT_LLM
-    from hf_rgda.llm.engine import cpu_backend, load_cpu_backends
+    from hf_rgda.llm.local import cpu_backend, load_cpu_backends
     from hf_rgda.provision import MODELS
 
     load_cpu_backends()

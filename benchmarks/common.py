@@ -101,7 +101,7 @@ def add_cpu_module(p: argparse.ArgumentParser, help: str = "") -> None:
 def use_cpu_module(args: argparse.Namespace) -> None:
     """Register ``args.cpu_module`` alone, before anything imports llama_cpp (whose bindings register the best one)."""
     if args.cpu_module:
-        from hf_rgda.llm.engine import load_cpu_variant
+        from hf_rgda.llm.local import load_cpu_variant
 
         load_cpu_variant(args.cpu_module)
 

@@ -9,9 +9,8 @@ seconds is sampling, grammar and Python overhead. Writes per-call rows and per-s
 
 Usage:
     python -m benchmarks.local_profile                      # the default engine
-    python -m benchmarks.local_profile --grammar in_chain --out /tmp/profile_in_chain.json
+    python -m benchmarks.local_profile --lookup off --out /tmp/profile_lookup_off.json
     python -m benchmarks.local_profile --schedule row --out benchmarks/results/local_profile/local_profile_row.json
-    python -m benchmarks.local_profile --parallel 4 --out benchmarks/results/local_profile/local_profile_parallel4.json
 """
 
 from __future__ import annotations
@@ -43,12 +42,9 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
 
     from hf_rgda import DEFAULT_LLM, cli
     from hf_rgda.calls import call_of
-    from hf_rgda.llm.engine import cpu_backend
-    from hf_rgda.llm.local import LocalLLM
+    from hf_rgda.llm.local import LocalLLM, cpu_backend
 
-    options = {k: v for k, v in (("grammar", args.grammar), ("kv_states_mb", args.kv_states_mb),
-                                 ("plain_prefill", args.plain_prefill), ("lookup", args.lookup),
-                                 ("parallel", args.parallel)) if v is not None}
+    options = {k: v for k, v in (("kv_states_mb", args.kv_states_mb), ("lookup", args.lookup)) if v is not None}
     llm = LocalLLM(DEFAULT_LLM.split(":", 1)[1], **options)
     if args.lookup_max_tokens is not None:  # main() has checked that lookup is on
         llm._load().lookup.max_tokens = args.lookup_max_tokens
@@ -58,9 +54,6 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     def observed(messages: list[dict[str, str]], **kwargs: Any) -> Any:
         llama = llm._load()
         llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
-        twin = llama.prefill.ctx.ctx if getattr(llama, "prefill", None) is not None else None
-        if twin is not None:
-            llama_cpp.llama_perf_context_reset(twin)
         sampler_before = getattr(llama, "last_sampler", None)
         out, usage, seconds = chat(messages, **kwargs)
         perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
@@ -71,33 +64,13 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
                "seconds": round(seconds, 3), "prompt_eval_tokens": perf.n_p_eval,
                "prompt_eval_s": round(perf.t_p_eval_ms / 1000, 3), "gen_tokens": perf.n_eval,
                "gen_s": round(perf.t_eval_ms / 1000, 3)}
-        if twin is not None:  # the prompt was evaluated by the plain-layout copy (PlainPrefill)
-            tp = llama_cpp.llama_perf_context(twin)
-            row["prefill_tokens"] = tp.n_p_eval + tp.n_eval
-            row["prefill_s"] = round((tp.t_p_eval_ms + tp.t_eval_ms) / 1000, 3)
-            row["prompt_eval_tokens"] += row["prefill_tokens"]
-            row["prompt_eval_s"] = round(row["prompt_eval_s"] + row["prefill_s"], 3)
         row["other_s"] = round(seconds - row["prompt_eval_s"] - row["gen_s"], 3)
         if sampler is not None and sampler is not sampler_before:
             row["grammar_rejected"] = sampler.rejected
         calls.append(row)
         return out, usage, seconds
 
-    slot_chat = llm._slot_chat
-
-    def observed_slots(messages: list[dict[str, str]], **kwargs: Any) -> Any:
-        # calls overlap: per call only its tokens and seconds from asking to answer; the engine's own timers
-        # (prompt evaluation, generation decodes, sampling) are in "slots"
-        req, usage, seconds = slot_chat(messages, **kwargs)
-        info = call_of(messages)
-        calls.append({"stage": info.stage if info else "?", "prompt_tokens": usage.prompt_tokens,
-                      "cached_tokens": usage.cached_tokens, "completion_tokens": usage.completion_tokens,
-                      "seconds": round(seconds, 3), "prompt_eval_tokens": usage.prompt_tokens - min(
-                          usage.cached_tokens, usage.prompt_tokens - 1)})
-        return req, usage, seconds
-
     llm._chat = observed  # type: ignore[method-assign]
-    llm._slot_chat = observed_slots  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory(prefix="local_profile_") as tmp:
         options = [x for name in ("representation", "schedule") if getattr(args, name)
                    for x in (f"--{name}", getattr(args, name))]
@@ -112,9 +85,8 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     stages: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for c in calls:
         s = stages[c["stage"]]
-        for k in _SUMMED:  # with parallel slots a call has no timers of its own (the engine's are in "slots")
-            if k in c:
-                s[k] += c[k]
+        for k in _SUMMED:
+            s[k] += c[k]
         s["calls"] += 1
     total = {k: round(sum(c[k] for c in calls), 1) if calls and k in calls[0] else None for k in _SUMMED}
     return {"command": command("local_profile"), "commit": commit(), "machine": machine(), "engine": cpu_backend(),
@@ -131,8 +103,6 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
             # prompt-lookup drafting: a decode that checks guesses counts as prompt evaluation in llama.cpp's
             # counters, so with it on, prompt_eval_s holds those decodes and gen_s the single-token ones
             "lookup": llm._llama.lookup.stats() if getattr(llm._llama, "lookup", None) is not None else None,
-            # parallel slots: the calls' seconds overlap, so the run's LLM time is its wall time (summary_wall_seconds)
-            "slots": llm._slots.stats() if llm._slots is not None else None,
             "summary_wall_seconds": summary.get("wall_seconds"),
             "rows": rows,
             "rejections": [{"reason": r["rgda_reason"], **json.loads(r["rgda_trace"] or "{}")} for r in rejections],
@@ -159,27 +129,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--num-seeds", type=int, default=4)
-    p.add_argument("--grammar", default=None, help="the local engine's grammar (default: the backend's default)")
     p.add_argument("--representation", default=None, help="what the model writes (default: the library's default)")
     p.add_argument("--schedule", default=None, help="the pipeline's schedule, stage or row (default: the library's)")
     p.add_argument("--kv-states-mb", type=int, default=None, help="the local backend's kept KV states (0: off)")
-    p.add_argument("--plain-prefill", choices=("on", "off"), default=None,
-                   help="prompts on a plain-layout copy of the weights (default: the backend's default)")
     p.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
                    help="the local backend's prompt-lookup drafting (default: the backend's default)")
     p.add_argument("--lookup-max-tokens", type=int, default=None,
                    help="the most guesses prompt-lookup drafting checks in one decode (default: the drafter's default)")
-    p.add_argument("--parallel", type=int, default=None,
-                   help="the local backend's parallel slots (default: the backend's default, 1)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_profile" / "local_profile.json")
     add_cpu_module(p)
     args = p.parse_args(argv)
-    if args.lookup_max_tokens is not None and (args.lookup_max_tokens < 1 or args.lookup == "off"
-                                               or (args.parallel or 1) > 1):
-        p.error("--lookup-max-tokens needs 1 or more, with prompt lookup on (not --lookup off, not --parallel > 1)")
+    if args.lookup_max_tokens is not None and (args.lookup_max_tokens < 1 or args.lookup == "off"):
+        p.error("--lookup-max-tokens needs 1 or more, with prompt lookup on (not --lookup off)")
     use_cpu_module(args)
-    if args.plain_prefill is not None:
-        args.plain_prefill = args.plain_prefill == "on"
     result = profile(args)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k not in ("calls", "engine")}, indent=1))

@@ -12,9 +12,8 @@ interval over seeds), completion tokens per accepted row, rejections by reason, 
 them against the silver tagger). The load average before and after each chunk is kept: other work on the machine
 slows both arms.
 
-``--decode N`` instead measures generation under the composer's schema in one process: llama-cpp-python's sampler
-chain with the grammar (``in_chain``), the grammar after sampling (``after_sampling``) and no grammar (``free``),
-interleaved, N completions each: tokens/s, the sampler's CPU time per token (thread time: robust to a loaded
+``--decode N`` instead measures generation under the composer's schema in one process: the engine's grammar after
+sampling (``after_sampling``) and no grammar (``free``), interleaved, N completions each: tokens/s, the sampler's CPU time per token (thread time: robust to a loaded
 machine), whether each output parses and fits the schema, and the prompt-processing speed of this build.
 
 ``--kernels NAME=LIBDIR[:MODULE] ...`` instead measures llama.cpp builds: each named folder of llama.cpp libraries (a
@@ -22,10 +21,6 @@ venv's ``llama_cpp/lib``, or any build's) is loaded in a fresh process through `
 ``:MODULE``, only that CPU backend variant module is loaded, as on a CPU whose best variant it is), and prompt
 processing (512 tokens) and generation (32 tokens) are timed at ``--threads`` threads, the builds interleaved
 ``--reps`` times; each also writes a greedy completion, to show the kernels compute the same thing.
-
-``--layouts`` instead measures llama.cpp's two layouts of the weights, in one process: repacked at load (its
-default; ``q4_K_8x8`` blocks on x86-64) and plain (``use_extra_bufts`` off): a prompt's next n tokens after a
-512-token prompt, generation after it, and the KV copy between the two contexts that ``PlainPrefill`` makes.
 
 ``--batches`` instead measures what one llama.cpp decode costs as it carries more tokens, on this venv's build, at
 ``--threads`` threads, in one process: B sequences one new token each (generation of B answers at once, after a
@@ -42,7 +37,6 @@ Usage:
     python -m benchmarks.local_speed --kernels portable=/tmp/portable/lib variants=.venv/lib/python3.11/site-packages/llama_cpp/lib \
         native=/tmp/nativelib haswell=.venv/lib/python3.11/site-packages/llama_cpp/lib:libggml-cpu-haswell.so
     python -m benchmarks.local_speed --batches --out benchmarks/results/local_speed/local_batches.json
-    python -m benchmarks.local_speed --layouts --out benchmarks/results/local_speed/local_layouts.json
 """
 
 from __future__ import annotations
@@ -57,7 +51,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +60,6 @@ from benchmarks.common import (
     ROOT,
     add_cpu_module,
     command,
-    composer_tokens,
-    llama_context,
     machine,
     use_cpu_module,
 )
@@ -109,7 +100,7 @@ print("RESULT " + json.dumps({"summary": run.summary.to_dict(), "per_seed": per_
 KERNEL_WORKER = r'''
 import json, sys, time
 args = json.loads(sys.argv[1])
-from hf_rgda.llm.engine import load_cpu_backends, load_cpu_variant
+from hf_rgda.llm.local import load_cpu_backends, load_cpu_variant
 if args["module"]:  # this variant alone, as ggml would pick it on a CPU where it scores best (before the import,
     load_cpu_variant(args["module"])  # whose bindings register the best module)
 import llama_cpp
@@ -204,8 +195,7 @@ def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace)
     s = out["summary"]
     return {"seeds": indices, "wall_seconds": round(wall, 1), "load_before": load_before, "load_after": _load(),
             "llm_seconds": s["llm_seconds"], "accepted": s["accepted"], "per_seed": out["per_seed"],
-            # the augmentation's own wall time: the LLM time of an engine whose calls overlap (parallel slots),
-            # where llm_seconds sums the overlapping calls
+            # the augmentation's own wall time (llm_seconds sums the calls, which may overlap in an arm's engine)
             "run_wall_seconds": s.get("wall_seconds"),
             "completion_tokens": s["completion_tokens"], "prompt_tokens": s["prompt_tokens"],
             "cached_prompt_tokens": s["cached_prompt_tokens"], "rejected_by_reason": s["rejected_by_reason"],
@@ -292,114 +282,13 @@ def ab(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def layouts(args: argparse.Namespace, reps: int = 3, prefix: int = 512) -> dict[str, Any]:
-    """Prompt chunks and generation on the weights as llama.cpp repacks them (its default) and in their plain layout
-    (``use_extra_bufts`` off), one model of each in this process, interleaved round by round: tokens/s of a
-    prompt's next n tokens after a ``prefix``-token prompt (logits for the last only), of single-token decodes
-    after it, and what copying the KV cells of the ``prefix + n`` tokens from one context to the other costs
-    (``hf_rgda.llm.prefill.PlainPrefill``). Medians of ``reps`` rounds."""
-
-    import llama_cpp as L
-    import numpy as np
-
-    from hf_rgda import DEFAULT_LLM
-    from hf_rgda.llm.engine import cpu_backend, load_cpu_backends
-    from hf_rgda.llm.local import resolve_gguf
-    from hf_rgda.llm.prefill import copy_sequence
-
-    load_cpu_backends()
-    threads, load_start = args.threads or os.cpu_count() or 1, _load()
-    path = str(resolve_gguf(DEFAULT_LLM.split(":", 1)[1]))
-    sizes, gen = (16, 32, 48, 64, 128, 256, 512), 32
-    engines: dict[str, Any] = {}
-    for name, repack in (("repacked", True), ("plain", False)):
-        model, ctx = llama_context(path, threads, repack=repack)
-        engines[name] = (model, ctx, L.llama_get_memory(ctx))
-    batch = L.llama_batch_init(512, 0, 1)
-
-    def decode_(ctx: Any, start: int, n: int, ids: Sequence[int] = ()) -> None:  # ids: the tokens (else made up)
-        batch.n_tokens = n
-        for i in range(n):
-            tok = ids[i] if ids else 100 + (start + i) % 500
-            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0] = tok, start + i, 1, 0
-            batch.logits[i] = 1 if i == n - 1 else 0
-        if L.llama_decode(ctx, batch) != 0:
-            raise RuntimeError("llama_decode failed")
-
-    chunk: dict[str, dict[str, list[float]]] = {name: {str(n): [] for n in sizes} for name in engines}
-    generation: dict[str, list[float]] = {name: [] for name in engines}
-    copy_ms: dict[str, list[float]] = {str(n): [] for n in sizes}
-    buf = np.empty(0, dtype=np.uint8)
-    for rnd in range(reps):
-        for name in (list(engines) if rnd % 2 == 0 else list(reversed(engines))):
-            _, ctx, mem = engines[name]
-            for n in sizes:
-                L.llama_memory_clear(mem, True)
-                decode_(ctx, 0, prefix)
-                t = time.perf_counter()
-                decode_(ctx, prefix, n)
-                chunk[name][str(n)].append(n / (time.perf_counter() - t))
-                if name == "plain":  # the prefill's copy of these cells into the generating context
-                    t = time.perf_counter()
-                    buf = copy_sequence(ctx, engines["repacked"][1], buf)
-                    copy_ms[str(n)].append(1000 * (time.perf_counter() - t))
-            L.llama_memory_clear(mem, True)
-            decode_(ctx, 0, prefix)
-            t = time.perf_counter()
-            for k in range(gen):
-                decode_(ctx, prefix + k, 1)
-            generation[name].append(gen / (time.perf_counter() - t))
-            print(name, {n: round(v[-1], 1) for n, v in chunk[name].items()}, "gen", round(generation[name][-1], 1),
-                  flush=True)
-    # how far the layouts' numbers part: the next-token distribution after the composer prompt (its first 300 tokens
-    # at most: 155 for the default model, so chunks of 7 leave its last token alone in a one-token decode),
-    # evaluated in one batch, in chunks of 7 and token by token, against the repacked copy's one batch (the engine
-    # already evaluates a prompt in other batch shapes when it reuses a KV prefix)
-    n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(engines["plain"][0]))
-    toks = composer_tokens(engines["plain"][0], 300)
-
-    def next_logprobs(ctx: Any, step: int) -> Any:
-        L.llama_memory_clear(L.llama_get_memory(ctx), True)
-        for start in range(0, len(toks), step):
-            part = toks[start : start + step]
-            decode_(ctx, start, len(part), part)
-        row = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, -1), shape=(n_vocab,)).astype(np.float64)
-        row -= row.max()
-        return row - np.log(np.exp(row).sum())
-
-    reference = next_logprobs(engines["repacked"][1], 512)
-    divergence = {}
-    for name, step in (("repacked", 7), ("repacked", 1), ("plain", 512), ("plain", 7), ("plain", 1)):
-        got = next_logprobs(engines[name][1], step)
-        divergence[f"{name}, chunks of {step}"] = {
-            "kl": round(float((np.exp(reference) * (reference - got)).sum()), 5),
-            "max_abs_logprob_diff": round(float(np.abs(got - reference).max()), 4),
-            "same_top_token": bool(np.argmax(got) == np.argmax(reference))}
-    L.llama_batch_free(batch)
-    for model, ctx, _ in engines.values():
-        L.llama_free(ctx)
-        L.llama_model_free(model)
-    out = {"command": command("local_speed"), "machine": machine(), "model": DEFAULT_LLM, "threads": threads,
-           "engine": cpu_backend(), "load_average_start": load_start, "load_average_end": _load(), "reps": reps,
-           "prefix_tokens": prefix,
-           "next_token_vs_repacked_one_batch": divergence,
-           "prompt_chunk_tokens_per_s": {name: {n: round(statistics.median(v), 1) for n, v in d.items()}
-                                         for name, d in chunk.items()},
-           "generation_tokens_per_s": {name: round(statistics.median(v), 1) for name, v in generation.items()},
-           "copy_ms": {n: round(statistics.median(v), 2) for n, v in copy_ms.items()}}
-    args.out.write_text(json.dumps(out, indent=1) + "\n")
-    print(json.dumps(out, indent=1))
-    return out
-
-
 def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3, prompt: int = 64) -> dict[str, Any]:
     """Tokens/s of one decode by what it carries: B sequences' next tokens; one sequence's n next tokens, logits at
     each; a prompt's next n tokens, logits for the last only (medians of ``reps`` rounds)."""
     import llama_cpp as L
 
     from hf_rgda import DEFAULT_LLM
-    from hf_rgda.llm.engine import cpu_backend, load_cpu_backends
-    from hf_rgda.llm.local import resolve_gguf
+    from hf_rgda.llm.local import cpu_backend, load_cpu_backends, resolve_gguf
 
     load_cpu_backends()
     threads, load_start = args.threads or os.cpu_count() or 1, _load()
@@ -464,12 +353,11 @@ def batches(args: argparse.Namespace, steps: int = 24, reps: int = 3, prompt: in
 
 
 def decode(args: argparse.Namespace) -> dict[str, Any]:
-    """Generation speed under the composer's schema, the three ways, interleaved, in this process."""
+    """Generation speed under the composer's schema, with and without the grammar, interleaved, in this process."""
     import llama_cpp
 
     from hf_rgda import DEFAULT_LLM
-    from hf_rgda.llm.engine import cpu_backend, make_llama
-    from hf_rgda.llm.local import resolve_gguf
+    from hf_rgda.llm.local import cpu_backend, make_llama, resolve_gguf
 
     call = json.loads((ROOT / "tests" / "snapshots" / "pipeline.json").read_text())["rgda"]["calls"][0]
     llama = make_llama(model_path=str(resolve_gguf(DEFAULT_LLM.split(":", 1)[1])), n_ctx=4096,
@@ -492,8 +380,7 @@ def decode(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"command": command("local_speed"), "machine": machine(), "load_average_start": _load(),
                            "engine": cpu_backend(), "runs": {}}
     for rep in range(args.decode):
-        for mode in ("free", "in_chain", "after_sampling"):
-            llama.grammar_after_sampling = mode == "after_sampling"
+        for mode in ("free", "after_sampling"):
             kw = {} if mode == "free" else {"response_format": {"type": "json_object", "schema": call["schema"]}}
             llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
             start = time.perf_counter()
@@ -550,24 +437,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=3, help="--kernels: rounds over the builds")
     p.add_argument("--batches", action="store_true",
                    help="measure one decode's cost by the sequences and tokens it carries instead")
-    p.add_argument("--layouts", action="store_true",
-                   help="measure prompt chunks and generation on repacked and plain weights instead")
     p.add_argument("--out", type=Path, default=None)
-    add_cpu_module(p, "--batches, --decode, --layouts: run on this CPU backend variant alone (libggml-cpu-zen4.so, "
+    add_cpu_module(p, "--batches, --decode: run on this CPU backend variant alone (libggml-cpu-zen4.so, "
                       "...) instead of the best one (--kernels: NAME=LIBDIR:MODULE; the A/B's arms: their own)")
     args = p.parse_args(argv)
-    if args.cpu_module and not (args.batches or args.decode or args.layouts):
-        p.error("--cpu-module is for --batches, --decode and --layouts (--kernels: NAME=LIBDIR:MODULE)")
+    if args.cpu_module and not (args.batches or args.decode):
+        p.error("--cpu-module is for --batches and --decode (--kernels: NAME=LIBDIR:MODULE)")
     use_cpu_module(args)
     default = ("local_kernels.json" if args.kernels else "local_decode.json" if args.decode
-               else "local_batches.json" if args.batches else "local_layouts.json" if args.layouts
-               else "local_speed.json")
+               else "local_batches.json" if args.batches else "local_speed.json")
     args.out = args.out or ROOT / "benchmarks" / "results" / "local_speed" / default
     if args.batches:
         batches(args)
-        return 0
-    if args.layouts:
-        layouts(args)
         return 0
     if args.kernels:
         kernels(args)

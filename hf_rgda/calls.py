@@ -67,12 +67,10 @@ class Partial(dict):  # type: ignore[type-arg]
 
 
 class CallInfo(NamedTuple):
-    """A call's metadata: its stage's name, what tells it from the seed's other calls of that stage, and the seed's
-    key (the local engine's parallel slots run a seed's calls in the same sequence)."""
+    """A call's metadata: its stage's name and what tells it from the seed's other calls of that stage."""
 
     stage: str
     salt: str
-    seed: str = ""
 
 
 #: the calls in flight: (system prompt, last message) -> their metadata and how many such calls are in flight
@@ -210,7 +208,7 @@ class Caller:
         if got is None:
             async with self._sem:
                 start = time.perf_counter()
-                _take_off(flight := _flight_key(messages), info._replace(seed=str(r.seed.key)))
+                _take_off(flight := _flight_key(messages), info)
                 try:
                     got = await call()
                 finally:

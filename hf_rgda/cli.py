@@ -124,14 +124,9 @@ def _augment_parser(a: argparse.ArgumentParser) -> None:
                          help="API root of the provider or of an OpenAI-compatible server; repeat it to spread the "
                               "calls round-robin over several servers of one model")
     backend.add_argument("--max-concurrency", type=int, default=None, help="remote backends: requests in flight at once")
-    backend.add_argument("--parallel", type=int, default=None,
-                         help="local model: calls answered at once, their next tokens in one decode (default 1; with "
-                              "--schedule seeds no seed waits for the others; measured: "
-                              "docs/decisions/parallel-slots.md)")
     backend.add_argument("--lookup", choices=("auto", "always", "off"), default=None,
                          help="local model: guess tokens from the context and check several in one decode (default "
-                              "auto, with --parallel too; off writes the same tokens on every fresh run, one call at a "
-                              "time)")
+                              "auto; off writes the same tokens on every fresh run)")
     backend.add_argument("--rpm", type=int, default=None, help="remote backends: requests-per-minute limit")
     backend.add_argument("--tpm", type=int, default=None, help="remote backends: tokens-per-minute limit")
     backend.add_argument("--debate-llm", action="append", default=None,
@@ -340,11 +335,10 @@ def _attribution_model(args: argparse.Namespace, seeds: Any) -> str | None:
 def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {"base_url": args.base_url if args.base_url is None or len(args.base_url) > 1
                             else args.base_url[0]}
-    local = {k: v for k, v in (("parallel", args.parallel), ("lookup", args.lookup)) if v is not None}
+    local = {"lookup": args.lookup} if args.lookup is not None else {}
     if not args.llm.startswith("local:"):
         if local:
-            raise RGDAError(f"--{next(iter(local))} is the local model's option"
-                            + ("; remote backends take --max-concurrency" if "parallel" in local else ""))
+            raise RGDAError("--lookup is the local model's option")
         opts.update(max_concurrency=args.max_concurrency, rpm=args.rpm, tpm=args.tpm)
     return {**opts, **local}
 

@@ -22,7 +22,7 @@ __all__ = ["DEFAULT_LLM", "METHODS", "REPRESENTATIONS", "AugmentConfig", "Debate
 DEFAULT_LLM = "local:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "biorda")
 REPRESENTATIONS = ("auto", "entities", "segments", "inline")
-SCHEDULES = ("stage", "row", "seeds")
+SCHEDULES = ("stage", "row")
 JUDGE_READINGS = ("auto", "probability", "sample")
 
 
@@ -115,7 +115,7 @@ class AugmentConfig:
                                     "docs/decisions/judge-reading-probability.md; calibrate your own model with "
                                     "hf-rgda calibrate)", group="judges")
     judge_early_pass: bool = _f(True, "a verdict read by probability on a backend where a seed's questions asked in "
-                                "turn take no longer (the local model, with or without parallel slots; a remote one "
+                                "turn take no longer (the local model; a remote one "
                                 "with max_concurrency 1) asks its criteria one by one, the largest first, "
                                 "and stops once their points reach probability_threshold: the criteria left can only "
                                 "add points, so every decision is the same with fewer calls; such a verdict's score is "
@@ -137,9 +137,7 @@ class AugmentConfig:
                              "APIs, whose schemas hold the entity types to the label set)", choices=REPRESENTATIONS,
                              group="generation")
     schedule: str = _f("stage", "'stage' runs one stage for the whole batch before the next (reuses the KV "
-                       "prefix); 'row' runs each seed through every stage first; 'seeds' runs every seed through every stage, the "
-                       "seeds side by side (no seed waits for the others at a stage's end: for a backend that answers "
-                       "several calls at once, e.g. the local model with parallel slots)", choices=SCHEDULES, group="generation")
+                       "prefix); 'row' runs each seed through every stage first", choices=SCHEDULES, group="generation")
     domain: str = _f("", "short description of the data's domain, e.g. 'biomedical abstracts'", group="generation")
     max_tokens: int = _f(768, "completion-token cap per LLM call", group="generation")
     tokenizer: str = _f("auto", "how generated sentences are cut into tokens: 'auto' as the seed split writes them "

@@ -2,7 +2,7 @@
 
 Stages run *stage-major* by default: one stage for every seed of the batch before the next stage, so consecutive
 calls share their static prompt prefix (llama.cpp reuses its KV state; API providers cache it); ``schedule="row"``
-runs each seed through every stage first, and ``schedule="seeds"`` every seed through every stage side by side.
+runs each seed through every stage first.
 The stages are in :mod:`hf_rgda.stages`, the calls in :mod:`hf_rgda.calls`.
 Here the per-seed policy of :mod:`hf_rgda._exceptions` is applied: an error in one seed's stage is that seed's
 failure (or, in a judge loop, a note that ends the loop for it) and never the batch's.
@@ -83,11 +83,8 @@ class Pipeline:
         results = [SeedResult(s, skipped=self.cfg.skip_entityless and not s.spans) for s in seeds]
         todo = [r for r in results if not r.skipped]
         stages = self.stages(examples or seeds)
-        if self.cfg.schedule == "seeds":  # each seed its own group, the groups side by side
-            await _all_or_none([self._run_group([r], stages) for r in todo])
-        else:
-            for group in [todo] if self.cfg.schedule == "stage" else [[r] for r in todo]:
-                await self._run_group(group, stages)
+        for group in [todo] if self.cfg.schedule == "stage" else [[r] for r in todo]:
+            await self._run_group(group, stages)
         for r in todo:
             if r.failure and r.accepted:
                 r.notes.append(f"{len(r.accepted)} sentences withheld: the seed failed before they passed every stage")

@@ -3,7 +3,7 @@ setup.sh on the CPU-variant wheel).
 
 A ``GGML_BACKEND_DL`` build keeps its CPU kernels in modules loaded at run time (``libggml-cpu-haswell.so``, ...).
 llama.cpp's own programs load them at start-up; llama-cpp-python 0.3.x never does, so any program other than
-hf_rgda (which loads them itself, ``hf_rgda.llm.engine.load_cpu_backends``) fails with "no backends are loaded":
+hf_rgda (which loads them itself, ``hf_rgda.llm.local.load_cpu_backends``) fails with "no backends are loaded":
 ``python -m llama_cpp.server`` (the OpenAI-compatible server the tests run), or ``llama_cpp.Llama`` in a user's own
 script. This appends the loading call to the wheel's ``llama_cpp/llama_cpp.py``, right where the bindings have
 opened the library, and writes the wheel's RECORD anew (hash and size of the changed file)::

@@ -38,7 +38,7 @@ PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 stamp=".venv/.hf_rgda_setup_$(cat pyproject.toml | sha256sum | cut -c1-16)_${extras//,/-}"
 
 # llama.cpp with CPU kernels chosen at run time (GGML_BACKEND_DL): one backend module per x86-64 level, next to
-# libllama, and ggml loads the best one the CPU has (hf_rgda.llm.engine.load_cpu_backends). The wheel runs on any
+# libllama, and ggml loads the best one the CPU has (hf_rgda.llm.local.load_cpu_backends). The wheel runs on any
 # x86-64 machine at its own speed: prompt processing at 1.17x a native build's on this project's AMD EPYC and 0.99x on
 # its Intel Xeon with AMX (docs/decisions/amx-module.md, local_speed.py --kernels). llama.cpp's GGML_CPU_ALL_VARIANTS
 # builds 14 x86 modules; seven cover the CPUs of the last decade (x64, the any-CPU fallback; haswell, AVX2; alderlake,

@@ -157,3 +157,24 @@ def test_benchmarks_use_public_names_and_leave_the_import_path_alone() -> None:
                             if a.name.split(".")[0] in ("hf_rgda", "benchmarks") and any(
                                 p.startswith("_") for p in a.name.split("."))]
     assert not private, private
+
+
+def test_the_backends_import_nothing_above_them() -> None:
+    """``hf_rgda.llm`` is the floor of the house: its modules import one another and the leaf helpers (errors,
+    secrets) only, never the calls, stages or pipeline that use them (a backend that needs a call's metadata takes it
+    in the call's parameters)."""
+    leaves = {"hf_rgda._exceptions", "hf_rgda._secrets"}
+    up = {m: sorted(d - leaves) for m, d in _graph().items() if m.startswith("hf_rgda.llm")
+          for d in [{x for x in d if not x.startswith("hf_rgda.llm")}] if d - leaves}
+    assert not up, up
+
+
+def test_the_local_backend_is_one_package_with_one_face() -> None:
+    """The local engine lives in ``hf_rgda/llm/local/`` and the rest of the package reaches it through the package
+    itself (``hf_rgda.llm.local``), never through one of its modules."""
+    graph = _graph()
+    llm_modules = {m for m in graph if m.startswith("hf_rgda.llm.") and m.count(".") == 2}
+    assert "hf_rgda.llm.local" in llm_modules and (PACKAGE / "llm" / "local" / "__init__.py").is_file()
+    inside = [f"{m} -> {d}" for m, deps in graph.items() if not m.startswith("hf_rgda.llm.local")
+              for d in deps if d.startswith("hf_rgda.llm.local.")]
+    assert not inside, inside

@@ -1,4 +1,4 @@
-"""The local engine (hf_rgda.llm.engine) on the tiny real model: the grammar checked after sampling keeps every
+"""The local engine (hf_rgda.llm.local) on the tiny real model: the grammar checked after sampling keeps every
 output inside the schema, falls back to the whole vocabulary when the sampled token is rejected, and is part of the
 backend's identity; the CPU backend variants of a GGML_BACKEND_DL build are loaded."""
 
@@ -15,10 +15,19 @@ from hf_rgda._exceptions import ConfigError
 from hf_rgda.checking import complete_items
 from hf_rgda.checking.decode import text_loops
 from hf_rgda.llm.base import Usage
-from hf_rgda.llm.engine import ENGINES, KVState, KVStates, cpu_backend, cpu_variants, load_cpu_backends
-from hf_rgda.llm.local import LocalLLM
-from hf_rgda.llm.lookup import LookupDraft, lookup
-from hf_rgda.llm.stops import SELF_COPY_TOKENS, SelfCopy, loops
+from hf_rgda.llm.local import (
+    SELF_COPY_TOKENS,
+    KVState,
+    KVStates,
+    LocalLLM,
+    LookupDraft,
+    SelfCopy,
+    cpu_backend,
+    cpu_variants,
+    load_cpu_backends,
+    loops,
+)
+from hf_rgda.llm.local.lookup import lookup
 from hf_rgda.schemas import guidance_schema, sentences_schema
 
 from .test_local_integration import TINY, needs_tiny
@@ -44,25 +53,6 @@ def _inside_schema(text: str, *, strict: bool = True) -> bool:
         for ent in item["entities"]:
             assert set(ent) == {"text", "type"} and ent["type"] == "Disease" and len(ent["text"]) <= 30
     return True
-
-
-@pytest.fixture
-def plain_weights(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every copy of the model loaded in the plain layout (``use_extra_bufts`` off), the generating one too.
-
-    ``PlainPrefill``'s tests compare the two copies' answers with one copy's, token for token, so both copies must
-    compute the same numbers. The zen4 module leaves the tiny model's Q4_1 weights plain anyway; the AMX module
-    repacks them for its tiles, whose sums differ from the plain kernels' in the last bits."""
-    llama_cpp = pytest.importorskip("llama_cpp")
-    default = llama_cpp.llama_cpp.llama_model_default_params
-
-    def plain() -> object:
-        params = default()
-        params.use_extra_bufts = False
-        return params
-
-    monkeypatch.setattr(llama_cpp.llama_cpp, "llama_model_default_params", plain)
-    monkeypatch.setattr(llama_cpp, "llama_model_default_params", plain)
 
 
 def _state(ids: list[int], size: int = 10) -> KVState:
@@ -190,15 +180,24 @@ def test_kept_kv_states_change_what_is_evaluated_not_what_is_written() -> None:
     assert runs[64][1][1] > runs[0][1][1] and runs[64][1][2] > runs[0][1][2]
 
 
-def test_grammar_option_is_checked_and_part_of_the_identity() -> None:
-    with pytest.raises(ConfigError, match="grammar"):
-        LocalLLM("a/b/c.gguf", grammar="first")
-    old = LocalLLM("a/b/c.gguf", grammar="in_chain", plain_prefill=False, lookup="off").identity()
-    assert old == {"backend": "local", "model": "a/b/c.gguf", "n_ctx": 4096}  # the old engine's cache stays its own
-    new = LocalLLM("a/b/c.gguf").identity()
-    assert new["grammar"] == "after_sampling" and new != old
-    assert set(ENGINES) == {"after_sampling", "in_chain"}
-    assert pickle.loads(pickle.dumps(LocalLLM("a/b/c.gguf", grammar="in_chain"))).grammar == "in_chain"
+def test_the_grammar_is_checked_after_sampling_and_said_so_in_the_identity() -> None:
+    """The engine with the grammar in llama-cpp-python's chain (whose identity had no ``grammar``) was removed: the
+    engine kept says ``grammar="after_sampling"`` as it always did, so its cached answers stay its own, and a backend
+    pickled with a removed option refuses to come back as another engine."""
+    new = LocalLLM("a/b/c.gguf", lookup="off").identity()
+    assert new == {"backend": "local", "model": "a/b/c.gguf", "n_ctx": 4096, "grammar": "after_sampling"}
+    assert pickle.loads(pickle.dumps(LocalLLM("a/b/c.gguf"))).identity() == LocalLLM("a/b/c.gguf").identity()
+    with pytest.raises(TypeError, match="grammar"):
+        LocalLLM("a/b/c.gguf", grammar="in_chain")  # type: ignore[call-arg]
+    state = LocalLLM("a/b/c.gguf").__getstate__()
+    for key, value in (("grammar", "in_chain"), ("plain_prefill", True), ("parallel", 4)):
+        revived = LocalLLM.__new__(LocalLLM)
+        with pytest.raises(ConfigError, match=f"{key}={value!r}.*removed"):
+            revived.__setstate__({**state, key: value})
+    revived = LocalLLM.__new__(LocalLLM)
+    revived.__setstate__({**state, "grammar": "after_sampling", "plain_prefill": False, "parallel": 1,
+                          "max_concurrency": 1})  # pickled with the removed options at the values kept
+    assert revived.identity() == LocalLLM("a/b/c.gguf").identity() and revived.max_concurrency == 1
 
 
 def test_lookup_finds_the_latest_match_of_the_longest_tail() -> None:
@@ -244,34 +243,12 @@ def test_the_drafter_guesses_as_many_tokens_as_its_timings_favour() -> None:
         LookupDraft(mode="sometimes")
 
 
-def test_a_decode_of_several_sequences_takes_the_guesses_that_pay_in_order_of_their_chances() -> None:
-    # costs of a decode by its width shaped like the Xeon's (a one-token decode dear, more tokens cheap each)
-    xeon = {1: 0.085, 2: 0.132, 3: 0.135, 4: 0.138, 8: 0.157, 12: 0.173, 16: 0.192, 24: 0.252}
-    d = _drafter(xeon, kept=80, rejections=20, explore=0)
-    assert d.estimate(4) == 0.138 and d.estimate(6) == pytest.approx(0.1475)  # between 4 and 8
-    assert d.estimate(32) == pytest.approx(0.252 + (0.252 - 0.192))  # past the widest: the last two's line
-    assert _drafter({1: 0.1}, kept=1, rejections=1).estimate(3) is None  # one width measured: no line
-    # one sequence: as for the one-call engine, a few guesses pay (4 tokens cost little more than 2)
-    one = d.plan([6], 1)
-    assert one[0] >= 3
-    # four sequences: each first guess before any second one, and fewer guesses a sequence than alone
-    four = d.plan([6, 6, 6, 0], 3)
-    assert max(four) - min(four[:3]) <= 1 and four[3] == 0 and max(four) < one[0]
-    # guesses rarely kept: none, however many sequences
-    assert _drafter(xeon, kept=5, rejections=95, explore=0).plan([6, 6, 6, 6], 4) == [0, 0, 0, 0]
-    # nothing to guess, "off", "always"; before a keep rate is known every guess is checked (and measured)
-    assert d.plan([0, 0], 2) == [0, 0] and LookupDraft(mode="off").plan([3, 2], 2) == [0, 0]
-    assert LookupDraft(mode="always").plan([3, 2], 2) == [3, 2] and LookupDraft().plan([3, 2], 2) == [3, 2]
-
-
 def test_lookup_option_is_checked_part_of_the_identity_and_auto_by_default() -> None:
     with pytest.raises(ConfigError, match="lookup"):
         LocalLLM("a/b/c.gguf", lookup="sometimes")
     auto, off = LocalLLM("a/b/c.gguf"), LocalLLM("a/b/c.gguf", lookup="off")
     assert auto.lookup == "auto" and auto.identity() == {**off.identity(), "lookup": "auto"}
     assert "lookup" not in off.identity()  # the engine without guesses keeps the identity (and cached answers) it had
-    assert LocalLLM("a/b/c.gguf", parallel=4).lookup == "auto"  # the slots guess too
-    assert LocalLLM("a/b/c.gguf", grammar="in_chain").lookup == "off"  # the old engine stays the engine it was
     old = auto.__getstate__()
     old.pop("lookup")
     revived = LocalLLM.__new__(LocalLLM)
@@ -330,78 +307,6 @@ def test_guesses_stop_at_the_end_of_the_context() -> None:
     assert used["always"] == used["off"] > 100
 
 
-def test_plain_prefill_is_part_of_the_identity_and_off_by_default() -> None:
-    on, off = LocalLLM("a/b/c.gguf", plain_prefill=True), LocalLLM("a/b/c.gguf")
-    assert on.identity() == {**off.identity(), "prefill": "plain"}
-    old = on.__getstate__()
-    old.pop("plain_prefill")
-    revived = LocalLLM.__new__(LocalLLM)
-    revived.__setstate__(old)  # pickled before the option: the one-copy engine it ran
-    assert revived.plain_prefill is False and revived.identity() == off.identity()
-
-
-@pytest.mark.slow
-@needs_tiny
-def test_plain_prefill_hands_the_generating_copy_the_kv_cells_a_full_evaluation_gives(
-        plain_weights: None) -> None:
-    """Long prompts evaluated on the plain-layout copy and short ones on the generating copy, with kept states and
-    without: the greedy answers and the option probabilities are the single copy's (both copies hold the weights in
-    the plain layout here, so they compute the same numbers and any difference is a KV cell copied wrong), and a
-    prompt that extends the copy's last one is evaluated there without copying its cells over first."""
-    runs = {}
-    for prefill, mb in ((False, 0), (True, 0), (True, 64)):
-        llm = load_llm(TINY, n_ctx=2048, kv_states_mb=mb, plain_prefill=prefill, lookup="off")
-        talk = [{"role": "system", "content": "You write biomedical sentences. " * 20}, *MESSAGES]
-        judge = [{"role": "system", "content": "You judge sentences carefully. " * 20}]
-        out = []
-        for turn in range(3):
-            c = asyncio.run(llm.complete(talk, schema=SCHEMA, params={"temperature": 0.0, "max_tokens": 120, "seed": 1}))
-            question = [*judge, {"role": "user", "content": f"Is the sentence {c.text[:60]!r} about a disease? "
-                                                            "Answer A (yes) or B (no)."}]
-            o = asyncio.run(llm.option_probs(question, ["A", "B"], params={}))
-            out += [c.text, round(o.probs["A"], 6)]
-            talk = [*talk, {"role": "assistant", "content": c.text},
-                    {"role": "user", "content": "Two more, shorter, and about other diseases of the lung this time."
-                                                * (turn + 1)}]
-        runs[(prefill, mb)] = (out, llm._llama.prefill)
-    assert runs[(True, 0)][0] == runs[(False, 0)][0] and runs[(True, 64)][0] == runs[(False, 0)][0]
-    assert runs[(False, 0)][1] is None
-    for key in ((True, 0), (True, 64)):
-        twin = runs[key][1]
-        # every call's prompt was long enough for it, and each one's cells came back in one copy at least
-        assert twin.evaluated > 300 and twin.copies >= 6, (key, twin.evaluated, twin.copies)
-    # without kept states the judge questions in between push the conversation out of the generating copy's cache,
-    # but the plain copy still holds the conversation's last prompt: no copy there first
-    assert runs[(True, 0)][1].copies == 6, runs[(True, 0)][1].copies
-
-
-@pytest.mark.slow
-@needs_tiny
-def test_a_failed_kv_copy_empties_both_caches_and_the_next_call_starts_clean(monkeypatch: pytest.MonkeyPatch,
-                                                                           plain_weights: None) -> None:
-    """llama.cpp refusing the copy of the cells is a clear backend error for that call, not a generating copy whose
-    cache no longer matches the tokens it believes it holds: the next call gives the answer a fresh engine gives."""
-    import llama_cpp
-
-    from hf_rgda._exceptions import BackendError
-
-    talk = [{"role": "system", "content": "You write biomedical sentences. " * 20},
-            {"role": "user", "content": MESSAGES[0]["content"] + " Keep them short and plain." * 10}]  # 48+ new tokens
-    params = {"temperature": 0.0, "max_tokens": 60, "seed": 1}
-    fresh = asyncio.run(load_llm(TINY, n_ctx=2048, kv_states_mb=0, lookup="off").complete(talk, schema=SCHEMA,
-                                                                                             params=params)).text
-    llm = load_llm(TINY, n_ctx=2048, kv_states_mb=0, plain_prefill=True, lookup="off")
-    asyncio.run(llm.complete([talk[0], {"role": "user", "content": "Name a disease of the lung."}], schema=None,
-                             params=params))
-    real = llama_cpp.llama_state_seq_set_data
-    monkeypatch.setattr(llama_cpp, "llama_state_seq_set_data", lambda *a: 0)
-    with pytest.raises(BackendError, match="copy the KV cells"):
-        asyncio.run(llm.complete(talk, schema=SCHEMA, params=params))
-    assert llm._llama.n_tokens == 0 and llm._llama.prefill.tokens == []
-    monkeypatch.setattr(llama_cpp, "llama_state_seq_set_data", real)
-    assert asyncio.run(llm.complete(talk, schema=SCHEMA, params=params)).text == fresh
-
-
 @pytest.mark.slow
 def test_cpu_backend_variants_load_when_the_build_has_them() -> None:
     pytest.importorskip("llama_cpp")
@@ -415,7 +320,7 @@ def test_cpu_backend_variants_load_when_the_build_has_them() -> None:
 
 _GREEDY = r'''
 import json
-from hf_rgda.llm.engine import cpu_backend, load_cpu_variant
+from hf_rgda.llm.local import cpu_backend, load_cpu_variant
 if MODULE:
     load_cpu_variant(MODULE)
 import llama_cpp
@@ -506,25 +411,20 @@ def test_the_sampler_ends_an_answer_caught_in_a_loop() -> None:
 
 @pytest.mark.slow
 @needs_tiny
-@pytest.mark.parametrize("grammar", ENGINES)
-def test_outputs_follow_the_schema(grammar: str) -> None:
+def test_outputs_follow_the_schema() -> None:
     pytest.importorskip("llama_cpp")
-    llm = load_llm(TINY, n_ctx=2048, grammar=grammar)
+    llm = load_llm(TINY, n_ctx=2048)
     rejected = 0
     for seed in range(4):
         comp = asyncio.run(llm.complete(MESSAGES, schema=SCHEMA,
                                         params={"temperature": 1.0, "max_tokens": 400, "seed": seed}))
         # llama-cpp-python's own grammar lets raw control characters into a string with maxLength (JSON forbids
-        # them); the after-sampling engine's grammar does not
-        assert _inside_schema(comp.text, strict=grammar == "after_sampling") and comp.usage.completion_tokens > 0
+        # them); the engine's grammar does not
+        assert _inside_schema(comp.text, strict=True) and comp.usage.completion_tokens > 0
         sampler = llm._llama.last_sampler
-        if grammar == "after_sampling":
-            assert sampler is not None and sampler.sampled >= comp.usage.completion_tokens
-            rejected += sampler.rejected
-        else:
-            assert sampler is None  # llama-cpp-python's own chain ran
-    if grammar == "after_sampling":
-        assert rejected > 0  # the tiny model strays from the schema: the whole-vocabulary fallback ran
+        assert sampler is not None and sampler.sampled >= comp.usage.completion_tokens
+        rejected += sampler.rejected
+    assert rejected > 0  # the tiny model strays from the schema: the whole-vocabulary fallback ran
     # free text and option probabilities take llama-cpp-python's own path
     free = asyncio.run(llm.complete(MESSAGES, schema=None, params={"temperature": 0.0, "max_tokens": 8, "seed": 0}))
     assert free.text

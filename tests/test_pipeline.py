@@ -42,37 +42,6 @@ def test_row_schedule_runs_each_seed_through_all_stages() -> None:
     assert world.stages[:8] == ["seed_generation", "guidance", "guidance_judge", "composer", *["entity_verify"] * 3, "composition_judge"]
 
 
-def test_seeds_schedule_runs_the_seeds_side_by_side_with_the_stage_schedules_rows() -> None:
-    """No seed waits for the others at a stage's end: with the first seed's first answer slow, the other seeds go on
-    to their next stages meanwhile (under ``stage`` they wait for it), and each seed keeps what it keeps under ``stage``."""
-
-    class SlowFirst(ScriptedLLM):
-        calls = 0
-
-        async def complete(self, messages, *, schema, params):  # type: ignore[no-untyped-def]
-            SlowFirst.calls += 1
-            if SlowFirst.calls == 1:
-                await asyncio.sleep(0.2)
-            return await super().complete(messages, schema=schema, params=params)
-
-    def slow_run(world: FakeWorld, schedule: str):
-        SlowFirst.calls = 0
-        pipe = Pipeline(AugmentConfig(schedule=schedule), SlowFirst(world), Checker(("Disease",)))
-        return asyncio.run(pipe.run(SEEDS))
-
-    n = len(SEEDS)
-    stage_world, seeds_world = FakeWorld(), FakeWorld()
-    by_stage, by_seed = slow_run(stage_world, "stage"), slow_run(seeds_world, "seeds")
-    assert stage_world.stages[n : 2 * n] == ["guidance"] * n
-    # the other seeds wrote their guides and met their judge before the first seed's guide was asked for
-    assert seeds_world.stages[n : 2 * n] != ["guidance"] * n and "guidance_judge" in seeds_world.stages[: 2 * n]
-    assert sorted(seeds_world.stages) == sorted(stage_world.stages)
-    # the scripted world numbers its sentences in call order, so the rows' texts differ; what each seed kept does not
-    assert [(len(r.accepted), len(r.rejected), r.failure) for r in by_seed] == [
-        (len(r.accepted), len(r.rejected), r.failure) for r in by_stage]
-    assert all(r.accepted for r in by_seed)
-
-
 @pytest.mark.parametrize("reading", ["probability", "sample"])
 @pytest.mark.parametrize(("scores", "rounds"), [([95], 1), ([60, 92], 2), ([10, 20, 30, 40], 3), ([90], 1)])
 def test_refine_loop_stops_at_threshold_or_max_rounds(scores: list[int], rounds: int, reading: str) -> None:

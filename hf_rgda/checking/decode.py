@@ -93,7 +93,7 @@ def text_loops(text: str) -> bool:
 def copies_item(text: str, items: Sequence[Any]) -> bool:
     """Whether the sentence an answer stopped in (``text``, the item cut short) copies one of its complete
     ``items``: its text's last 8 words stand in one's text in order, or, shorter than 8 words and 3 or more, they
-    open one's text (the local engine ends such an answer: :class:`~hf_rgda.llm.stops.SelfCopy`). Only the items'
+    open one's text (the local engine ends such an answer: :class:`~hf_rgda.llm.local.SelfCopy`). Only the items'
     ``"text"`` values are compared: an entity list or a type repeats across versions of a sentence legitimately.
 
     Example:

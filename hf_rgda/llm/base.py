@@ -102,9 +102,7 @@ class LLM(abc.ABC):
     @property
     def asks_in_turn(self) -> bool:
         """Whether a seed's questions asked one after another take no longer than asked at once, so a judge may ask
-        its criteria in turn and stop early (``judge_early_pass``): a backend that answers one call at a time (the
-        local engine says so with parallel slots too: they serve the other seeds' calls meanwhile, and a prompt costs
-        the same compute either way)."""
+        its criteria in turn and stop early (``judge_early_pass``): a backend that answers one call at a time."""
         return self.max_concurrency == 1
 
     #: whether :meth:`option_probs` reads next-token logprobs (else it is the sampling fallback, several calls); the

@@ -1,4 +1,4 @@
-"""Prompt-lookup drafting for the local engine (:mod:`hf_rgda.llm.engine`): guess the next tokens from the context
+"""Prompt-lookup drafting for the local engine (:mod:`hf_rgda.llm.local.engine`): guess the next tokens from the context
 itself and have the model check them in one decode.
 
 The pipeline's answers repeat their prompts: a row keeps the seed's words around the entities it changes, an entity
@@ -138,54 +138,6 @@ class LookupDraft:
             speed = expected / self.seconds(m + 1)  # type: ignore[operator]
             if speed > best_speed:
                 best, best_speed = m, speed
-        return best
-
-    def estimate(self, width: int) -> float | None:
-        """The seconds of a decode of ``width`` tokens: measured, else read off the line through the nearest
-        measured widths (the last two past the widest; never below the widest below it); None with fewer than two
-        (or where the line falls to nothing below the narrowest)."""
-        if (seconds := self.seconds(width)) is not None:
-            return seconds if seconds > 0 else None
-        known = sorted(w for w in self.cost if self.seconds(w) is not None)
-        if len(known) < 2:
-            return None
-        below = [w for w in known if w < width]
-        above = [w for w in known if w > width]
-        a, b = (below[-1], above[0]) if below and above else (known[-2], known[-1]) if below else (known[0], known[1])
-        sa, sb = self.seconds(a), self.seconds(b)
-        guess = sa + (sb - sa) * (width - a) / (b - a)  # type: ignore[operator]
-        guess = max(guess, self.seconds(below[-1]) if below else 0.0)  # type: ignore[arg-type]
-        return guess if guess > 0 else None
-
-    def plan(self, available: list[int], base: int) -> list[int]:
-        """How many guesses to check for each of several sequences decoded together (the parallel slots of
-        :mod:`hf_rgda.llm.slots`): ``available[i]`` guesses of sequence i, ``base`` tokens in the decode without
-        guesses (one a sequence). Guesses are added in the order of their chance of being kept (the first guess of
-        every sequence, then the second, ...) and the plan is the prefix of that order with the most expected tokens
-        a second, the decode's cost read from the measurements by its whole width (:meth:`estimate`). Until two
-        widths are measured, and at every ``explore``-th chance, every guess is checked."""
-        if self.mode == "off" or not any(available):
-            return [0] * len(available)
-        if self.mode == "always":
-            return list(available)
-        self.chances += 1
-        rate = self.keep_rate
-        start = self.estimate(base)
-        if (rate is None or (self.explore and self.chances % self.explore == 0) or start is None
-                or self.estimate(base + 1) is None):
-            return list(available)
-        best_speed = base / start
-        best = [0] * len(available)
-        order = sorted((j, i) for i, n in enumerate(available) for j in range(1, n + 1))  # guess j of sequence i
-        counts, expected = [0] * len(available), float(base)
-        for added, (j, i) in enumerate(order, 1):
-            counts[i] += 1
-            expected += rate ** j
-            seconds = self.estimate(base + added)
-            if seconds is None:
-                break
-            if (speed := expected / seconds) > best_speed:
-                best, best_speed = list(counts), speed
         return best
 
     # -- llama-cpp-python's draft hook ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Local GGUF models through llama-cpp-python, with JSON-schema-constrained decoding.
+""":class:`LocalLLM`: local GGUF models through llama-cpp-python, with JSON-schema-constrained decoding.
 
 The model is named the way users online name it, ``ORG/REPO/FILE.gguf``, and resolved through
 ``huggingface_hub`` (which finds it in the local cache offline, see :mod:`hf_rgda.provision`), or given
@@ -9,8 +9,8 @@ Option probabilities are the next token's logits, read by a logits processor dur
 the same numbers as llama.cpp's ``logprobs``, without ``logits_all=True`` (which keeps a vocabulary-wide row per
 context position: 2.5 GB for Qwen2.5 at ``n_ctx=4096``) and with the KV prefix reused like any call.
 
-The engine (:mod:`hf_rgda.llm.engine`) checks a schema's grammar after sampling, as llama.cpp's own server does, and
-runs on the best CPU kernels the build has for this machine.
+The engine (:mod:`hf_rgda.llm.local.engine`) checks a schema's grammar after sampling, as llama.cpp's own server
+does, and runs on the best CPU kernels the build has for this machine (:mod:`hf_rgda.llm.local.cpu`).
 """
 
 from __future__ import annotations
@@ -23,18 +23,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._exceptions import BackendError, ConfigError
-from ..calls import call_of
-from .base import LLM, Completion, Message, OptionProbs, Usage
-from .engine import ENGINES, common_prefix, make_llama
+from ..._exceptions import BackendError, ConfigError
+from ..base import LLM, Completion, Message, OptionProbs, Usage
+from ..options import check_options, top_logprobs_of
+from .engine import make_llama
+from .kvstates import common_prefix
 from .lookup import LookupDraft
-from .options import check_options, top_logprobs_of
-from .slots import Request as SlotRequest
-from .slots import SlotEngine
 from .stops import SELF_COPY_TOKENS, sentence_list
-from .turns import Turns
 
-__all__ = ["LocalLLM", "resolve_gguf"]
+__all__ = ["LocalLLM", "resolve_gguf", "top_indices"]
+
+#: the engine's grammar, checked after sampling: a constant of the identity since the engine with the grammar in
+#: llama-cpp-python's chain (whose identity had no ``grammar``) was removed (docs/decisions/grammar-after-sampling.md),
+#: so the answers cached under it stay this engine's
+GRAMMAR = "after_sampling"
+#: engine options removed (issue #55) with the value that is the engine kept: a pickled backend with another refuses
+REMOVED = {"grammar": GRAMMAR, "plain_prefill": False, "parallel": 1}
 
 
 def resolve_gguf(model: str) -> Path:
@@ -105,48 +109,26 @@ class LocalLLM(LLM):
         model: path to a ``.gguf`` file or ``ORG/REPO/FILE.gguf``.
         n_ctx: context window in tokens.
         n_threads: CPU threads (default: all cores).
-        grammar: where a schema's grammar is applied (:data:`~hf_rgda.llm.engine.ENGINES`): ``"after_sampling"``
-            (default; the sampled token is checked, the whole vocabulary only when it is rejected) or ``"in_chain"``
-            (llama-cpp-python's own sampler chain: the grammar over the whole vocabulary at every token, about 35%
-            slower under the composer's schema). Part of the identity: the two sample different tokens.
-        kv_states_mb: MiB of KV states kept across calls (:class:`~hf_rgda.llm.engine.KVStates`): a call starts from
-            the kept state sharing the longest prefix with its prompt, so a repair re-ask or a seed's next question
-            evaluates only its new tokens. 0 keeps llama-cpp-python's reuse of the previous call's prefix alone.
-            Not part of the identity (it changes what is evaluated, not what is asked).
-        plain_prefill: evaluate prompts of 48 new tokens or more on a second copy of the weights in llama.cpp's plain
-            layout, and generate on the repacked copy (:class:`~hf_rgda.llm.prefill.PlainPrefill`): on x86-64 the
-            repacked layout generates faster and evaluates prompts slower. Costs the second copy's page cache and
-            KV cache. Part of the identity: the two copies' numbers differ slightly, so the sampled tokens do. Off
-            by default: on two draws of 20 NCBI-disease seeds its rows scored lower silver precision than the
-            one-copy engine's (0.734 and 0.774 against 0.809 and 0.822) for about the same seconds per accepted row
-            (docs/decisions/plain-prefill.md, A/B runs 12 and 13).
-        lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.lookup`): ``"auto"`` checks guesses taken from the
-            context where the engine's own timings say a wider decode buys more tokens a second, ``"always"``
-            wherever the context has a match, ``"off"`` never. Default (None): ``"auto"``, ``"off"`` with
-            ``grammar="in_chain"``. With ``parallel`` > 1 the slots check guesses beside the other calls' tokens
-            (:meth:`~hf_rgda.llm.lookup.LookupDraft.plan`). Every
-            output token is sampled from the model's next-token distribution as without guesses, but a decode of
-            several tokens computes it through another batch shape, whose sums differ (near ties fall the other
-            way), so the tokens sampled differ and the option is part of the identity; with ``"auto"`` the widths follow the machine's timings, so a rerun
+        kv_states_mb: MiB of KV states kept across calls (:class:`~hf_rgda.llm.local.kvstates.KVStates`): a call
+            starts from the kept state sharing the longest prefix with its prompt, so a repair re-ask or a seed's next
+            question evaluates only its new tokens. 0 keeps llama-cpp-python's reuse of the previous call's prefix
+            alone. Not part of the identity (it changes what is evaluated, not what is asked).
+        lookup: prompt-lookup drafting (:mod:`~hf_rgda.llm.local.lookup`): ``"auto"`` (default) checks guesses taken
+            from the context where the engine's own timings say a wider decode buys more tokens a second,
+            ``"always"`` wherever the context has a match, ``"off"`` never. Every output token is sampled from the
+            model's next-token distribution as without guesses, but a decode of several tokens computes it through
+            another batch shape, whose sums differ (near ties fall the other way), so the tokens sampled differ and
+            the option is part of the identity; with ``"auto"`` the widths follow the machine's timings, so a rerun
             on a fresh cache is not reproducible token for token (the response cache keeps the first answers, so a
             resumed run is consistent; ``"off"`` reproduces). On by default: on the Xeon of the A/B
             (docs/decisions/lookup.md) ``"auto"`` brings the README's main command from 171.1 s to 134.0 s of LLM
             time and took 9% off an A/B's seconds per accepted row (run 19); the silver precision of its rows pools
             to 0.820 over three draws against 0.825 without guesses (A/B runs 14-16 and 19).
-        parallel: calls answered at once (:class:`~hf_rgda.llm.slots.SlotEngine`): up to this many calls share each
-            decode, a seed's calls in the same sequence, with ``lookup``'s guesses; option questions go to the
-            model's own context, which keeps their states (``kv_states_mb``), and the two take turns. 1 (default):
-            one call at a time. ``plain_prefill`` does not combine with it. Part of the identity: a sequence decoded
-            beside others has its logits summed in another batch shape, and which calls share a decode depends on
-            when they arrive, so with ``parallel`` > 1 a run is not reproducible token for token (the response cache
-            keeps the first answer). With ``schedule="seeds"`` no seed waits for the others at a stage's end. 1 by
-            default: on the Xeon of the A/B (docs/decisions/parallel-slots.md) four slots with guesses took 0.970 of
-            the one-call engine's wall seconds per accepted row for 2.45 rows a seed against 2.70 (run 25), and with
-            ``schedule="seeds"`` 1.266 for 1.90 (run 26); on a compute-bound CPU four sequences decode only 1.27x one.
+
+    The engine options the A/B runs rejected (the grammar in llama-cpp-python's chain, prompts on a plain-layout copy
+    of the weights, parallel slots) were removed in issue #55; their records are in docs/decisions/.
     """
 
-    max_concurrency = 1
-    asks_in_turn = True
     has_logprobs = True
     scores_text = True
     reuses_prefix = True
@@ -157,34 +139,19 @@ class LocalLLM(LLM):
     #: the prompt's words) and its re-asks cost as much as the first ask (docs/decisions/local-no-repairs.md)
     max_repairs = 0
 
-    def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
-                 grammar: str = "after_sampling", kv_states_mb: int = 512, plain_prefill: bool = False,
-                 lookup: str | None = None, parallel: int = 1) -> None:
-        if grammar not in ENGINES:
-            raise ConfigError(f"local backend grammar={grammar!r}: expected one of {', '.join(ENGINES)}")
-        if lookup is None:  # the old engine (grammar in the chain) stays the engine it was, identity and all
-            lookup = "auto" if grammar == "after_sampling" else "off"
+    def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None, kv_states_mb: int = 512,
+                 lookup: str = "auto") -> None:
         if lookup not in LookupDraft.MODES:
             raise ConfigError(f"local backend lookup={lookup!r}: expected one of {', '.join(LookupDraft.MODES)}")
         self.lookup = lookup
         self.model = model
         self.n_ctx = n_ctx
         self.n_threads = n_threads
-        self.grammar = grammar
         if kv_states_mb < 0:
             raise ConfigError(f"local backend kv_states_mb={kv_states_mb} must be 0 or more")
         self.kv_states_mb = kv_states_mb
-        self.plain_prefill = bool(plain_prefill)
-        if not isinstance(parallel, int) or parallel < 1:
-            raise ConfigError(f"local backend parallel={parallel!r} must be a whole number, 1 or more")
-        if parallel > 1 and self.plain_prefill:
-            raise ConfigError(f"local backend parallel={parallel} does not combine with plain_prefill "
-                              "(it acts on the one-call engine)")
-        self.parallel = int(parallel)
-        self.max_concurrency = self.parallel
         self._llama: Any = None
         self._lock = threading.Lock()
-        self._compute = Turns()  # the slots' thread and the option questions' context take turns
 
     def _load(self) -> Any:
         if self._llama is None:
@@ -192,50 +159,21 @@ class LocalLLM(LLM):
                 import llama_cpp  # noqa: F401
             except ImportError as err:
                 raise ImportError("the local backend needs llama-cpp-python: pip install 'hf_rgda[local]'") from err
-            slots = self.parallel > 1
-            llama = make_llama(
-                grammar=self.grammar,
+            self._llama = make_llama(
                 kv_states_mb=self.kv_states_mb,
-                plain_prefill=self.plain_prefill,
-                lookup="off" if slots else self.lookup,  # with slots the model's own context answers options only
+                lookup=self.lookup,
                 model_path=str(resolve_gguf(self.model)),
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads or os.cpu_count() or 1,
                 verbose=False,
             )
-            if slots:
-                draft = LookupDraft(mode=self.lookup) if self.lookup != "off" else None
-                llama.slots = SlotEngine(llama, self.parallel, self.n_ctx, lookup=draft, lock=self._compute)
-            self._llama = llama
         return self._llama
-
-    @property
-    def _slots(self) -> SlotEngine | None:
-        """The parallel slots of the loaded model (None: not loaded, or one call at a time)."""
-        return getattr(self._llama, "slots", None)
-
-    def _slot_chat(self, messages: list[dict[str, str]], copies: int = 0, **kwargs: Any) -> tuple[Any, Usage, float]:
-        """One call through the slots (``parallel`` > 1): (the answered request, usage, seconds from asking). The
-        engine's thread alone touches its context: closing it first stops the thread."""
-        with self._lock:
-            self._load()
-            slots = self._slots
-        if slots is None or slots.closed:
-            raise BackendError("llama.cpp failed: the local engine is closed")
-        info = call_of(messages)  # the pipeline's call in flight: its seed's calls share a sequence
-        req = SlotRequest(messages=messages, chat=kwargs, copies=copies, affinity=info.seed if info is not None else "")
-        start = time.perf_counter()
-        try:
-            slots.submit(req)
-        except (RuntimeError, ValueError) as err:
-            raise BackendError(f"llama.cpp failed: {err}") from err
-        return req, Usage(len(req.prompt), len(req.tokens), req.reused), time.perf_counter() - start
 
     def _chat(self, messages: list[dict[str, str]], stop_copies: int = 0,
               **kwargs: Any) -> tuple[dict[str, Any], Usage, float]:
         """One ``create_chat_completion`` under the lock: (response, usage with the reused KV prefix, seconds);
         ``stop_copies``: the engine's ``stop_copies`` for this call."""
-        with self._lock, self._compute:  # the slots' thread (parallel > 1) waits meanwhile
+        with self._lock:
             llama = self._load()
             previous = list(llama._input_ids[: llama.n_tokens])  # the KV state the last call left behind
             llama.last_restored = None
@@ -259,11 +197,8 @@ class LocalLLM(LLM):
         kwargs = {"response_format": {"type": "json_object", "schema": dict(schema)} if schema is not None else None,
                   "temperature": float(params.get("temperature", 1.0)), "max_tokens": int(params.get("max_tokens", 768)),
                   "seed": int(params.get("seed", 0))}
-        # a list of sentences ends where it starts copying itself (hf_rgda.llm.stops)
+        # a list of sentences ends where it starts copying itself (hf_rgda.llm.local.stops)
         copies = SELF_COPY_TOKENS if sentence_list(schema) else 0
-        if self.parallel > 1:
-            req, usage, seconds = self._slot_chat(messages, copies=copies, **kwargs)
-            return Completion(text=req.text, usage=usage, seconds=seconds)
         out, usage, seconds = self._chat(messages, stop_copies=copies, **kwargs)
         return Completion(text=out["choices"][0]["message"]["content"] or "", usage=usage, seconds=seconds)
 
@@ -272,8 +207,6 @@ class LocalLLM(LLM):
         """One output token at temperature 0; its logits are captured before sampling and read as logprobs."""
         from llama_cpp import LogitsProcessorList
 
-        # with parallel slots too: the model's own context keeps the judges' states (kv_states_mb), which the
-        # slots' few sequences would overwrite with the next stage's prompts
         tops: list[list[tuple[str, float]]] = []
 
         def capture(_ids: Any, logits: Any) -> Any:  # a logits processor that only reads
@@ -294,7 +227,7 @@ class LocalLLM(LLM):
         import llama_cpp
 
         out = []
-        with self._lock, self._compute:
+        with self._lock:
             llama = self._load()
             head = llama.tokenize(prefix.encode(), add_bos=True, special=False)
             for text in texts:
@@ -331,37 +264,32 @@ class LocalLLM(LLM):
         return await asyncio.to_thread(self._option_run, [dict(m) for m in messages], opts, params, n)
 
     def close(self) -> None:
-        """Free the model, its contexts and the parallel slots' thread (the next call loads the model again)."""
+        """Free the model and its context (the next call loads the model again)."""
         with self._lock:
             if self._llama is not None:
                 self._llama.close()
             self._llama = None
 
     def identity(self) -> dict[str, Any]:
-        """The old engine (``grammar="in_chain"``) keeps the identity it always had, so its cached answers stay its own;
-        the grammar-after-sampling engine samples other tokens and says so."""
-        extra = {} if self.grammar == "in_chain" else {"grammar": self.grammar}
-        if self.plain_prefill:
-            extra["prefill"] = "plain"
-        if self.lookup != "off":
-            extra["lookup"] = self.lookup
-        if self.parallel > 1:
-            extra["parallel"] = self.parallel
-        return {"backend": "local", "model": self.model, "n_ctx": self.n_ctx, **extra}
+        """What decides the tokens written: the model, the context, the engine's grammar and, when on, prompt lookup
+        (the engine without guesses keeps the identity, and cached answers, it had before the option)."""
+        extra = {"lookup": self.lookup} if self.lookup != "off" else {}
+        return {"backend": "local", "model": self.model, "n_ctx": self.n_ctx, "grammar": GRAMMAR, **extra}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_llama"] = None
         state.pop("_lock")
-        state.pop("_compute")
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        for key, kept in REMOVED.items():
+            if (value := state.pop(key, kept)) != kept:
+                raise ConfigError(f"this local backend was pickled with {key}={value!r}, an engine option removed "
+                                  "since (issue #55); build it again")
+        state.pop("max_concurrency", None)  # pickled with the parallel slots' own
         state.setdefault("kv_states_mb", 512)
-        state.setdefault("plain_prefill", False)  # pickled before the option: the engine it was
         state.setdefault("lookup", "off")  # pickled before the option: the engine it was
-        state.setdefault("parallel", 1)
-        state.setdefault("max_concurrency", state["parallel"])
         self.__dict__.update(state)
         self._lock = threading.Lock()
-        self._compute = Turns()

@@ -1,11 +1,17 @@
 """The KV states the local engine keeps across calls (:class:`KVStates`): each call starts from the kept state that
-shares the longest prefix with its prompt and evaluates only the rest (see :mod:`hf_rgda.llm.engine`)."""
+shares the longest prefix with its prompt and evaluates only the rest (see :mod:`hf_rgda.llm.local.engine`)."""
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
-__all__ = ["KVState", "KVStates", "common_prefix"]
+__all__ = ["KVState", "KVStates", "bytes_pointer", "common_prefix"]
+
+
+def bytes_pointer(data: Any) -> Any:
+    """A ``uint8_t *`` to the bytes of a numpy array, for llama.cpp's state functions."""
+    return data.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
 
 
 def common_prefix(a: Any, b: Any) -> int:

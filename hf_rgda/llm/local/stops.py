@@ -1,7 +1,8 @@
 """When the local engine ends an answer early: a short cycle of tokens repeated (:func:`loops`) or the answer's
-own tokens written again (:class:`SelfCopy`, for lists of sentences only). :class:`~hf_rgda.llm.engine.GrammarAfterSampling`
-asks after every token it samples and returns the end-of-generation token when one says yes; the caller reads the
-answer as one cut at ``max_tokens`` and keeps its complete items (:meth:`hf_rgda.calls.Caller.ask`).
+own tokens written again (:class:`SelfCopy`, for lists of sentences only).
+:class:`~hf_rgda.llm.local.engine.GrammarAfterSampling` asks after every token it samples and returns the
+end-of-generation token when one says yes; the caller reads the answer as one cut at ``max_tokens`` and keeps its
+complete items (:meth:`hf_rgda.calls.Caller.ask`).
 """
 
 from __future__ import annotations
