@@ -56,3 +56,28 @@ def test_nothing_listed_or_nothing_confirmed_keeps_the_rows() -> None:
     # verification at 0.1: the seeds' own entities get as much, and the threshold is relative to them)
     unconfirmed = _run(FakeWorld(listed=GENES, entity_prob=0.1), check_mentions=True)
     assert all(len(r.accepted) == 3 and not r.rejected for r in unconfirmed)
+
+
+def test_the_splits_statistics_propose_a_new_mention_the_listing_misses() -> None:
+    from hf_rgda.checking import SplitStats
+    from hf_rgda.stages.completeness import proposals
+
+    rows = [("Patients with Huntington disease were seen .", "O O B-Disease I-Disease O O O"),
+            ("The disease and the syndrome were studied in the clinic .", "O O O O O O O O O O O")] * 6
+    stats = SplitStats.from_split([t.split() for t, _ in rows], [g.split() for _, g in rows])
+    tokens = "Patients with Wolfram disease were seen in the clinic .".split()
+    got = proposals(tokens, ["O"] * len(tokens), stats, ["Disease"])
+    assert got and (got[0].start, got[0].end) == (2, 4)  # "Wolfram disease": a head of the split, run back
+    assert not proposals(tokens, ["O", "O", "B-Disease", "I-Disease"] + ["O"] * 6, stats, ["Disease"])  # tagged
+    assert not proposals(tokens, ["O"] * len(tokens), SplitStats(), ["Disease"])  # no statistics, no proposal
+    # in the pipeline, with the listing off, the proposals alone are asked about (the world's rows name a gene
+    # untagged, "TP53", a term the split never writes) and the world's verifier confirms them
+    world = FakeWorld()
+    pipe = Pipeline(AugmentConfig(method="gda", check_mentions=True, mention_listing=False), ScriptedLLM(world),
+                    Checker(("Disease",), stats))
+    out = asyncio.run(pipe.run(SEEDS))
+    assert "mention_check" not in world.stages  # no listing call
+    rejected = [(c.reason, c.detail) for r in out for stage, c in r.rejected if stage == "mention_check"]
+    assert rejected and {reason for reason, _ in rejected} == {"untagged_mention"}
+    row = "Rare alleles of TP53 often precede ataxia among adults in Oslo .".split()
+    assert "TP53" in [" ".join(row[s.start:s.end]) for s in proposals(row, ["O"] * len(row), stats, ["Disease"])]
