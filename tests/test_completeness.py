@@ -65,7 +65,7 @@ def test_the_splits_statistics_propose_a_new_mention_the_listing_misses() -> Non
     rows = [("Patients with Huntington disease were seen .", "O O B-Disease I-Disease O O O"),
             ("The disease and the syndrome were studied in the clinic .", "O O O O O O O O O O O")] * 6
     stats = SplitStats.from_split([t.split() for t, _ in rows], [g.split() for _, g in rows])
-    tokens = "Patients with Wolfram disease were seen in the clinic .".split()
+    tokens = ["Patients", "with", "Wolfram", "disease", "were", "seen", "in", "the", "clinic", "."]
     got = proposals(tokens, ["O"] * len(tokens), stats, ["Disease"])
     assert got and (got[0].start, got[0].end) == (2, 4)  # "Wolfram disease": a head of the split, run back
     assert not proposals(tokens, ["O", "O", "B-Disease", "I-Disease"] + ["O"] * 6, stats, ["Disease"])  # tagged
@@ -79,5 +79,5 @@ def test_the_splits_statistics_propose_a_new_mention_the_listing_misses() -> Non
     assert "mention_check" not in world.stages  # no listing call
     rejected = [(c.reason, c.detail) for r in out for stage, c in r.rejected if stage == "mention_check"]
     assert rejected and {reason for reason, _ in rejected} == {"untagged_mention"}
-    row = "Rare alleles of TP53 often precede ataxia among adults in Oslo .".split()
+    row = ["Rare", "alleles", "of", "TP53", "often", "precede", "ataxia", "among", "adults", "in", "Oslo", "."]
     assert "TP53" in [" ".join(row[s.start:s.end]) for s in proposals(row, ["O"] * len(row), stats, ["Disease"])]

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import prompts
-from ..records import Candidate, SeedResult
 from ..checking import SplitStats
+from ..records import Candidate, SeedResult
 from ..tags import Span, detokenize, tags_to_spans
 from ..words import FUNCTION_WORDS
 from .base import Run
