@@ -41,7 +41,7 @@ from ..stages.rating import expected_total
 from ..tags import Span, detokenize, tags_to_spans
 from .build import Canary, Gold
 from .defects import build_guide
-from .scoring import evaluate
+from .scoring import evaluate, sig4
 
 __all__ = ["SCORERS", "Judges", "ScorerSpec", "score_cell"]
 
@@ -278,7 +278,7 @@ async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary
 
     async def one(c: Canary) -> dict[str, Any]:
         try:
-            score = round(await scorer(c), 4)
+            score = sig4(await scorer(c))  # significant digits: a sense reading is ~1e-5
             typed = {"type": c.span[2]} if c.span is not None else {}
             return {"id": c.id, "label": c.label, **typed, "score": score, **judges.details.pop(c.id, {})}
         except RGDAError as err:  # an unreadable answer fails its canary, never the cell
