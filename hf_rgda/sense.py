@@ -13,7 +13,7 @@ below their ``quantile`` (default 0.1) is rejected, so the bar is the data's own
 calibration run; ``sense_threshold`` above 0 sets an absolute one instead. Readings are kept in the response cache
 (:func:`hf_rgda.cache.text_key`): a rerun reads nothing again.
 
-Why these choices, with figures (three datasets' canaries, local 1.5B): ``docs/decisions/row-gates.md``.
+Why these choices, with figures (three datasets' canaries, local 1.5B): ``docs/decisions/sense-gate.md``.
 """
 
 from __future__ import annotations
