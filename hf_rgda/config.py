@@ -166,8 +166,9 @@ class AugmentConfig:
                               "row leaves untagged, confirmed by the verifier's question (P(type) >= "
                               "verify_threshold), rejects the row (untagged_mention); one call a row, more for what it "
                               "lists", group="checks")
-    mention_listing: bool = _f(True, "the completeness check asks the model to list each row's mentions (one call a "
-                               "row); off: only the spans the split's statistics propose are asked about",
+    mention_listing: bool = _f(False, "the completeness check also asks the model to list each row's mentions (one "
+                               "generation a row); off: only the spans the split's statistics propose are asked about "
+                               "(the listing measured worse and costs more with the 1.5B: docs/decisions/completeness.md)",
                                group="checks")
     sense_gate: bool = _f(True, "the sense gate (hf_rgda.sense), where the backend reads a text's token logprobs (the "
                           "local model): a sentence is read after a few of the split's own sentences, and one whose "

@@ -41,7 +41,7 @@ def test_a_listed_untagged_mention_the_verifier_confirms_rejects_the_row() -> No
     off = _run(quiet)
     assert "mention_check" not in quiet.stages and all(len(r.accepted) == 3 for r in off)
     world = FakeWorld(listed=GENES)
-    on = _run(world, check_mentions=True)
+    on = _run(world, check_mentions=True, mention_listing=True)
     assert "mention_check" in world.stages
     rejected = [(stage, c.reason, c.detail) for r in on for stage, c in r.rejected]
     assert rejected and all(stage == "mention_check" and reason == "untagged_mention" for stage, reason, _ in rejected)
@@ -50,11 +50,12 @@ def test_a_listed_untagged_mention_the_verifier_confirms_rejects_the_row() -> No
 
 
 def test_nothing_listed_or_nothing_confirmed_keeps_the_rows() -> None:
-    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(), check_mentions=True))
-    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(listed=["no such text"]), check_mentions=True))
+    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(), check_mentions=True, mention_listing=True))
+    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(listed=["no such text"]), check_mentions=True,
+                                                  mention_listing=True))
     # the genes listed, but the verifier gives their type 0.1, under verify_threshold (the rows' own diseases pass
     # verification at 0.1: the seeds' own entities get as much, and the threshold is relative to them)
-    unconfirmed = _run(FakeWorld(listed=GENES, entity_prob=0.1), check_mentions=True)
+    unconfirmed = _run(FakeWorld(listed=GENES, entity_prob=0.1), check_mentions=True, mention_listing=True)
     assert all(len(r.accepted) == 3 and not r.rejected for r in unconfirmed)
 
 
@@ -73,7 +74,7 @@ def test_the_splits_statistics_propose_a_new_mention_the_listing_misses() -> Non
     # in the pipeline, with the listing off, the proposals alone are asked about (the world's rows name a gene
     # untagged, "TP53", a term the split never writes) and the world's verifier confirms them
     world = FakeWorld()
-    pipe = Pipeline(AugmentConfig(method="gda", check_mentions=True, mention_listing=False), ScriptedLLM(world),
+    pipe = Pipeline(AugmentConfig(method="gda", check_mentions=True), ScriptedLLM(world),
                     Checker(("Disease",), stats))
     out = asyncio.run(pipe.run(SEEDS))
     assert "mention_check" not in world.stages  # no listing call
