@@ -243,6 +243,17 @@ async def run_dataset(llm: LLM, gold: Gold, canaries: Sequence[Canary], scorers:
         await llm.aclose()
 
 
+def only_classes(canaries: Sequence[Canary], classes: Sequence[str]) -> list[Canary]:
+    """The canaries of ``classes``, and per dataset and level as many good ones (the first) as those together."""
+    kept = [c for c in canaries if c.label in classes]
+    out = []
+    for key in dict.fromkeys((c.dataset, c.level) for c in kept):
+        mine = [c for c in kept if (c.dataset, c.level) == key]
+        good = [c for c in canaries if (c.dataset, c.level) == key and c.label == "good"][: len(mine)]
+        out += good + mine
+    return out
+
+
 def _option(text: str) -> tuple[str, Any]:
     """``--set``'s ``OPTION=VALUE``, checked against :class:`AugmentConfig`'s fields."""
     name, eq, value = text.partition("=")
@@ -269,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-class", type=int, default=3, help="canaries per defect class (good: as many as all defects)")
     p.add_argument("--scorers", nargs="+", default=["ac", "gr", "debate"], choices=list(SCORERS))
     p.add_argument("--seed", type=int, default=0, help="the canaries' seed")
+    p.add_argument("--classes", nargs="+", default=None, metavar="CLASS",
+                   help="only these defect classes, and as many good canaries as they have together (AUROC pooled "
+                        "over them)")
     p.add_argument("--cache", type=Path, default=Path("benchmarks/.cache/calibration.sqlite3"))
     p.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/calibration/calibration_<llm>.json")
     p.add_argument("--descriptions", choices=["none", "dataset", "examples"], default="none",
@@ -296,12 +310,14 @@ def main(argv: list[str] | None = None) -> int:
     llm = load_llm(args.llm)
     golds = [load_gold(args.data_dir, name, args.seed) for name in args.datasets]
     canaries = build_canaries(golds, args.per_class, args.seed)
+    if args.classes:
+        canaries = only_classes(canaries, args.classes)
     cache = ResponseCache(args.cache)
     for gold in golds:
         mine = [c for c in canaries if c.dataset == gold.name]
         entry = results.setdefault("datasets", {}).setdefault(gold.name, {})
         descriptions = type_descriptions(args.descriptions, gold, args.data_dir)
-        entry.update({"dev": gold.source, "per_class": args.per_class, "seed": args.seed,
+        entry.update({"dev": gold.source, "per_class": args.per_class, "seed": args.seed, "classes": args.classes,
                       "canaries": class_counts(mine), "type_descriptions": descriptions,
                       "config_overrides": overrides, "split_size": args.split_size})
         print(f"{gold.name} ({gold.source}): " + "; ".join(

@@ -28,7 +28,7 @@ from typing import Any
 from ._exceptions import ConfigError
 from .llm.base import Completion, OptionProbs, Usage
 
-__all__ = ["ResponseCache", "cache_key", "default_cache_path", "option_probs_key"]
+__all__ = ["ResponseCache", "cache_key", "default_cache_path", "option_probs_key", "text_key"]
 
 
 def default_cache_path() -> Path:
@@ -47,6 +47,11 @@ def option_probs_key(identity: Mapping[str, Any], messages: Sequence[Mapping[str
                      params: Mapping[str, Any]) -> str:
     """Stable key of one :meth:`~hf_rgda.llm.LLM.option_probs` call (never equal to a :func:`cache_key`)."""
     return _digest(["option_probs", identity, [dict(m) for m in messages], list(options), params])
+
+
+def text_key(identity: Mapping[str, Any], prefix: str, text: str) -> str:
+    """Stable key of one text's reading by :meth:`~hf_rgda.llm.LLM.text_logprobs` after ``prefix``."""
+    return _digest(["text_logprobs", identity, prefix, text])
 
 
 _PROBE = "hf_rgda-write-probe"
@@ -165,6 +170,15 @@ class ResponseCache:
         text = json.dumps({"probs": result.probs, "method": result.method, "mass": result.mass,
                            "top": [list(pair) for pair in result.top]}, ensure_ascii=False)
         self.put(key, Completion(text, result.usage, result.seconds))
+
+    def get_logprobs(self, key: str) -> list[float] | None:
+        """A text's token logprobs stored by :meth:`put_logprobs` (key: :func:`text_key`)."""
+        comp = self.get(key)
+        return None if comp is None else [float(x) for x in json.loads(comp.text)]
+
+    def put_logprobs(self, key: str, logprobs: Sequence[float]) -> None:
+        """Store one text's token logprobs (as JSON in the completion's text; a reading is no call: no usage)."""
+        self.put(key, Completion(json.dumps([round(x, 5) for x in logprobs]), Usage()))
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

@@ -49,7 +49,7 @@ LABELS = {"entity": "entity verifier", "verification": "entity verification (che
           "split": "split statistics", "ac": "AC judge", "gr": "GR judge", "ac-prob": "AC judge (by probability)",
           "gr-prob": "GR judge (by probability)", "debate": "debate reviewers",
           "debate-prob": "debate reviewers (by probability)",
-          "sense": "sense (least likely tokens)", "mentions": "completeness (mentions listed, verified)"}
+          "sense": "sense (least likely tokens)", "sense-gate": "sense gate (checker first)", "mentions": "completeness (mentions listed, verified)"}
 MIN_CANARIES = 4
 
 
@@ -60,7 +60,7 @@ def default_scorers(config: AugmentConfig, llm: LLM) -> list[str]:
     names = ["entity"] if config.verify_entities else []
     names.append("checker")
     names += [f"ac{prob}"] * config.uses_ac + [f"gr{prob}"] * config.uses_gr
-    names += ["sense"] * llm.scores_text  # a backend that reads a given text's token logprobs (the local model)
+    names += ["sense", "sense-gate"] * (llm.scores_text and config.sense_gate)  # a backend reading text logprobs
     names += ["mentions"] * config.check_mentions
     return names + [f"debate{prob}"] * (config.debate_review or config.method == "biorda")
 
@@ -110,7 +110,7 @@ def calibrate(data: str | os.PathLike[str] | Sequence[str], llm: str | LLM = DEF
     if unknown:
         raise ConfigError(f"unknown scorer(s) {unknown}; choose among {', '.join(SCORERS)}")
     names = list(scorers or default_scorers(cfg, model))
-    if "sense" in names and not model.scores_text:
+    if {"sense", "sense-gate"} & set(names) and not model.scores_text:
         raise ConfigError(f"scorer 'sense' reads a given text's token logprobs, which {type(model).__name__} cannot "
                           "(the chat APIs return none; the local model can)")
     splits = _splits(data, tokens_column, tags_column, scheme, label_names)

@@ -85,6 +85,7 @@ _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "near_copy_ratio": (lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
     "verify_threshold": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "sense_threshold": (lambda v: 0.0 <= v < 1.0, "at least 0.0 and under 1.0"),
+    "sense_quantile": (lambda v: 0.0 < v <= 0.5, "above 0.0 and at most 0.5"),
     "verify_relative": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "verify_min_mass": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "entity_hints": (lambda v: v >= 0, "0 or more"),
@@ -163,11 +164,20 @@ class AugmentConfig:
                               "row leaves untagged, confirmed by the verifier's question (P(type) >= "
                               "verify_threshold), rejects the row (untagged_mention); one call a row, more for what it "
                               "lists", group="checks")
-    sense_threshold: float = _f(0.0, "the sense gate (hf_rgda.sense): reject a sentence whose three least likely "
-                                "tokens the model finds too unlikely (their geometric mean probability under it), "
-                                "where the backend reads text logprobs (the local model): garbled, looping or spliced "
-                                "text; `hf-rgda calibrate` measures it (scorer 'sense') and sets it per dataset; 0: off",
-                                group="checks")
+    mention_listing: bool = _f(False, "the completeness check also asks the model to list each row's mentions (one "
+                               "generation a row); off: only the spans the split's statistics propose are asked about "
+                               "(the listing measured worse and costs more with the 1.5B: docs/decisions/completeness.md)",
+                               group="checks")
+    sense_gate: bool = _f(True, "the sense gate (hf_rgda.sense), where the backend reads a text's token logprobs (the "
+                          "local model): a sentence is read after a few of the split's own sentences, and one whose "
+                          "three least likely tokens read below what sense_quantile of the split's sentences read "
+                          "is rejected (sense/implausible): garbled, looping, spliced or off-domain text; a prompt "
+                          "evaluation a row, no generation", group="checks")
+    sense_quantile: float = _f(0.1, "the share of the split's own sentences a row may read below and pass the sense "
+                               "gate (its threshold: that quantile of their readings)", group="checks")
+    sense_threshold: float = _f(0.0, "an absolute threshold for the sense gate instead of sense_quantile (the "
+                                "geometric mean probability of a sentence's three least likely tokens; `hf-rgda "
+                                "calibrate` measures it, scorer 'sense'); 0: the split's own", group="checks")
     verify_entities: bool = _f(True, "ask one multiple-choice question per tagged entity of every sentence that passed "
                                "the checker (its type against the dataset's other types, contrast categories and 'an "
                                "ordinary word or phrase'), read as the probability of its type; below verify_threshold "

@@ -1,38 +1,57 @@
 """Does a sentence make sense? A reading of the model's own token probabilities, for a gate that works with a small
 model where its judges do not (the local 1.5B's AC judge ranks canaries at chance).
 
-The sentence, detokenized, follows a neutral plain-text line naming the domain; the model's log-probability of each
-of its tokens is read in one prompt evaluation (:meth:`hf_rgda.llm.LLM.text_logprobs`, no generation). A sentence's
-*sense* is the mean of its ``k`` least likely tokens (default 3): garbled word order, clauses of two sentences
-spliced, an entity moved where it has no business and off-domain text each put a few very unlikely tokens in a
-sentence, which a mean over every token dilutes. The gate and the calibration scorer read it as a probability,
-``exp(sense)`` (the geometric mean probability of those tokens), against an absolute threshold that calibration sets
-per dataset and model. Read relative to the seed instead (``sense(row) - sense(seed)``) it ranked NCBI-disease's
-canaries worse (``benchmarks/results/calibration/calibration_sense.json``: garbled 0.805 against 0.964 for the row alone).
+The sentence, detokenized, follows a few of the split's own sentences under a plain line naming the domain (the
+*shots*: :attr:`SplitStats.examples <hf_rgda.checking.SplitStats>`), and the model's log-probability of each of its
+tokens is read in one prompt evaluation (:meth:`hf_rgda.llm.LLM.text_logprobs`, no generation). A sentence's *sense*
+is the mean of its ``k`` least likely tokens (default 3): garbled word order, clauses of two sentences spliced, an
+entity moved where it has no business and off-domain text each put a few very unlikely tokens in a sentence, which a
+mean over every token dilutes. A score is that read as a probability, ``exp(sense)``.
 
-Measured before this module (scratch probe, NCBI-disease dev, 40 sentences against 40 of each class, local 1.5B):
-AUROC against good sentences, mean of all tokens / mean of the 3 least likely: garbled 0.989 / 0.969, spliced
-0.777 / 0.817, another dataset's entity in place of this one's 0.544 / 0.831, off-domain 0.700 / 0.821; pooled
-0.813 / 0.868. ``hf-rgda calibrate --scorers sense`` measures it on your data's canaries.
+The gate's threshold comes from the split too: the other example sentences are read the same way and a row scoring
+below their ``quantile`` (default 0.1) is rejected, so the bar is the data's own, for any domain and model, with no
+calibration run; ``sense_threshold`` above 0 sets an absolute one instead. Readings are kept in the response cache
+(:func:`hf_rgda.cache.text_key`): a rerun reads nothing again.
+
+Why these choices, with figures (three datasets' canaries, local 1.5B): ``docs/decisions/sense-gate.md``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .llm.base import LLM
 from .tags import detokenize
 
-__all__ = ["LEAST_LIKELY", "prefix", "sense", "sense_scores"]
+if TYPE_CHECKING:
+    from .cache import ResponseCache
+
+__all__ = ["LEAST_LIKELY", "QUANTILE", "SHOTS", "Reader", "prefix", "quantile", "sense", "sense_scores"]
 
 #: how many of a sentence's least likely tokens its sense averages
 LEAST_LIKELY = 3
+#: how many of the split's example sentences stand before the sentence read
+SHOTS = 4
+#: the share of the split's own sentences a row may read below and still pass
+QUANTILE = 0.1
+#: thresholds read in this process, by backend, shots, reference and quantile (a run builds its gate per batch)
+_THRESHOLDS: dict[str, float] = {}
 
 
-def prefix(domain: str) -> str:
-    """The plain-text line a sentence is read after."""
-    return f"A sentence from {domain or 'a text corpus'}:\n"
+def prefix(domain: str, shots: Sequence[Sequence[str]] = ()) -> str:
+    """The plain text a sentence is read after: a line naming the domain, then the ``shots`` one a line.
+
+    Example:
+        >>> prefix("clinical notes", [["Gout", "hurts", "."]])
+        'Sentences from clinical notes:\\nGout hurts.\\n'
+    """
+    where = domain or "a text corpus"
+    if not shots:
+        return f"A sentence from {where}:\n"
+    return f"Sentences from {where}:\n" + "".join(f"{detokenize(t)}\n" for t in shots)
 
 
 def sense(logprobs: Sequence[float], k: int = LEAST_LIKELY) -> float:
@@ -46,8 +65,79 @@ def sense(logprobs: Sequence[float], k: int = LEAST_LIKELY) -> float:
     return sum(low) / len(low) if low else 0.0
 
 
-async def sense_scores(llm: LLM, domain: str, sentences: Sequence[Sequence[str]]) -> list[float]:
-    """``exp(sense)`` of each tokenized sentence under ``llm``, in (0, 1] (one prompt evaluation each, the prefix's
-    cells reused)."""
-    logprobs = await llm.text_logprobs(prefix(domain), [detokenize(t) for t in sentences])
-    return [math.exp(sense(lp)) for lp in logprobs]
+def quantile(scores: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``scores`` (linear between order statistics, as ``numpy.quantile``).
+
+    Example:
+        >>> quantile([0.1, 0.2, 0.3, 0.4, 0.5], 0.1)
+        0.14
+    """
+    if not scores:
+        raise ValueError("no scores")
+    xs = sorted(scores)
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return round(xs[lo] + (xs[hi] - xs[lo]) * (pos - lo), 12)
+
+
+async def _logprobs(llm: LLM, head: str, texts: Sequence[str], cache: ResponseCache | None) -> list[list[float]]:
+    """Each text's token logprobs after ``head``, from the cache where it holds them (the rest read in one call)."""
+    from .cache import text_key
+
+    keys = [text_key(llm.identity(), head, t) for t in texts] if cache is not None else []
+    out: list[list[float] | None] = [cache.get_logprobs(k) for k in keys] if cache is not None else [None] * len(texts)
+    todo = [i for i, x in enumerate(out) if x is None]
+    if todo:
+        read = await llm.text_logprobs(head, [texts[i] for i in todo])
+        for i, lp in zip(todo, read):
+            out[i] = list(lp)
+            if cache is not None:
+                cache.put_logprobs(keys[i], lp)
+    return [x or [] for x in out]
+
+
+async def sense_scores(llm: LLM, domain: str, sentences: Sequence[Sequence[str]], *,
+                       shots: Sequence[Sequence[str]] = (), cache: ResponseCache | None = None) -> list[float]:
+    """``exp(sense)`` of each tokenized sentence under ``llm`` after :func:`prefix`, in (0, 1] (one prompt
+    evaluation each, the prefix's cells reused; none for a reading ``cache`` holds)."""
+    read = await _logprobs(llm, prefix(domain, shots), [detokenize(t) for t in sentences], cache)
+    return [math.exp(sense(lp)) for lp in read]
+
+
+class Reader:
+    """The sense readings of one run: its shots, and the threshold its reference sentences set.
+
+    Args:
+        llm: the backend (one that :attr:`~hf_rgda.llm.LLM.scores_text`).
+        domain: the data's domain.
+        examples: the split's example sentences (:attr:`SplitStats.examples <hf_rgda.checking.SplitStats>`): the
+            first :data:`SHOTS` stand before every sentence read, the rest are the reference.
+        q: the reference's quantile that is the threshold.
+        threshold: an absolute threshold instead (above 0).
+        cache: where readings are kept.
+    """
+
+    def __init__(self, llm: LLM, domain: str, examples: Sequence[Sequence[str]], *, q: float = QUANTILE,
+                 threshold: float = 0.0, cache: ResponseCache | None = None) -> None:
+        self.llm, self.domain, self.q, self.cache = llm, domain, q, cache
+        self.shots, self.reference = list(examples[:SHOTS]), list(examples[SHOTS:])
+        self._threshold: float | None = threshold if threshold > 0 else None
+        self._lock = asyncio.Lock()
+
+    async def scores(self, sentences: Sequence[Sequence[str]]) -> list[float]:
+        """Each sentence's score after the shots."""
+        return await sense_scores(self.llm, self.domain, sentences, shots=self.shots, cache=self.cache)
+
+    async def threshold(self) -> float | None:
+        """The absolute threshold, else the reference's quantile (read once); None without reference sentences."""
+        from .cache import text_key
+
+        async with self._lock:
+            if self._threshold is None and self.reference:
+                key = text_key(self.llm.identity(), prefix(self.domain, self.shots),
+                               "\n".join(detokenize(t) for t in self.reference)) + f"/{self.q}"
+                if key not in _THRESHOLDS:
+                    _THRESHOLDS[key] = quantile(await self.scores(self.reference), self.q)
+                self._threshold = _THRESHOLDS[key]
+        return self._threshold

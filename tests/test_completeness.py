@@ -41,7 +41,7 @@ def test_a_listed_untagged_mention_the_verifier_confirms_rejects_the_row() -> No
     off = _run(quiet)
     assert "mention_check" not in quiet.stages and all(len(r.accepted) == 3 for r in off)
     world = FakeWorld(listed=GENES)
-    on = _run(world, check_mentions=True)
+    on = _run(world, check_mentions=True, mention_listing=True)
     assert "mention_check" in world.stages
     rejected = [(stage, c.reason, c.detail) for r in on for stage, c in r.rejected]
     assert rejected and all(stage == "mention_check" and reason == "untagged_mention" for stage, reason, _ in rejected)
@@ -50,9 +50,35 @@ def test_a_listed_untagged_mention_the_verifier_confirms_rejects_the_row() -> No
 
 
 def test_nothing_listed_or_nothing_confirmed_keeps_the_rows() -> None:
-    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(), check_mentions=True))
-    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(listed=["no such text"]), check_mentions=True))
+    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(), check_mentions=True, mention_listing=True))
+    assert all(len(r.accepted) == 3 for r in _run(FakeWorld(listed=["no such text"]), check_mentions=True,
+                                                  mention_listing=True))
     # the genes listed, but the verifier gives their type 0.1, under verify_threshold (the rows' own diseases pass
     # verification at 0.1: the seeds' own entities get as much, and the threshold is relative to them)
-    unconfirmed = _run(FakeWorld(listed=GENES, entity_prob=0.1), check_mentions=True)
+    unconfirmed = _run(FakeWorld(listed=GENES, entity_prob=0.1), check_mentions=True, mention_listing=True)
     assert all(len(r.accepted) == 3 and not r.rejected for r in unconfirmed)
+
+
+def test_the_splits_statistics_propose_a_new_mention_the_listing_misses() -> None:
+    from hf_rgda.checking import SplitStats
+    from hf_rgda.stages.completeness import proposals
+
+    rows = [("Patients with Huntington disease were seen .", "O O B-Disease I-Disease O O O"),
+            ("The disease and the syndrome were studied in the clinic .", "O O O O O O O O O O O")] * 6
+    stats = SplitStats.from_split([t.split() for t, _ in rows], [g.split() for _, g in rows])
+    tokens = ["Patients", "with", "Wolfram", "disease", "were", "seen", "in", "the", "clinic", "."]
+    got = proposals(tokens, ["O"] * len(tokens), stats, ["Disease"])
+    assert got and (got[0].start, got[0].end) == (2, 4)  # "Wolfram disease": a head of the split, run back
+    assert not proposals(tokens, ["O", "O", "B-Disease", "I-Disease"] + ["O"] * 6, stats, ["Disease"])  # tagged
+    assert not proposals(tokens, ["O"] * len(tokens), SplitStats(), ["Disease"])  # no statistics, no proposal
+    # in the pipeline, with the listing off, the proposals alone are asked about (the world's rows name a gene
+    # untagged, "TP53", a term the split never writes) and the world's verifier confirms them
+    world = FakeWorld()
+    pipe = Pipeline(AugmentConfig(method="gda", check_mentions=True), ScriptedLLM(world),
+                    Checker(("Disease",), stats))
+    out = asyncio.run(pipe.run(SEEDS))
+    assert "mention_check" not in world.stages  # no listing call
+    rejected = [(c.reason, c.detail) for r in out for stage, c in r.rejected if stage == "mention_check"]
+    assert rejected and {reason for reason, _ in rejected} == {"untagged_mention"}
+    row = ["Rare", "alleles", "of", "TP53", "often", "precede", "ataxia", "among", "adults", "in", "Oslo", "."]
+    assert "TP53" in [" ".join(row[s.start:s.end]) for s in proposals(row, ["O"] * len(row), stats, ["Disease"])]

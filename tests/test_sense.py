@@ -15,7 +15,7 @@ import pytest
 
 from hf_rgda import AugmentConfig, ConfigError, ScriptedLLM, calibrate
 from hf_rgda.calibration import default_scorers
-from hf_rgda.sense import prefix, sense, sense_scores
+from hf_rgda.sense import SHOTS, Reader, prefix, quantile, sense, sense_scores
 from hf_rgda.tags import detokenize, parse_inline
 
 from .test_calibrate import DEV, TRAIN, data  # noqa: F401 (the fixture)
@@ -61,7 +61,11 @@ def test_calibrate_reports_the_sense_reading_by_class(data: Path, tmp_path: Path
     for nonsense in ("garbled", "entity_swapped", "looped"):
         assert per_class[nonsense]["auroc_vs_good"] == 1.0, (nonsense, per_class[nonsense])
     assert math.isclose(per_class["good"]["mean_score"], math.exp(-0.5), abs_tol=1e-3)  # every word pair known
-    assert llm.read and all(p == prefix("bio") for p in llm.read)
+    # every sentence is read after the train split's example sentences (the shots), the same prefix each time
+    assert llm.read and len(set(llm.read)) == 1 and llm.read[0].startswith("Sentences from bio:\n")
+    assert llm.read[0].count("\n") == 1 + min(4, len(TRAIN)) and "sense-gate" in default_scorers(AugmentConfig(), llm)
+    # the fixture's train split is all shots: no reference sentences, so no threshold of the split's own
+    assert report["scorers"]["sense"]["current_threshold"] == 0.0
 
 
 def test_a_backend_without_text_logprobs_is_refused_the_sense_scorer_before_any_call(data: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -111,3 +115,59 @@ def test_the_gate_rejects_what_reads_too_unlikely_and_only_where_switched_on() -
     assert all(c.sensed for c in kept)
     plain, _ = run(0.05, reader=lambda world, _: ScriptedLLM(world))  # a backend that cannot read text: no gate
     assert all(len(r.accepted) == 3 for r in plain)
+
+
+def _gate_run(threshold: float = 0.0, *, gate: bool = True, stats: bool = True, cache: object = None,
+              quantile_: float = 0.1) -> tuple[list, MarkedReader]:
+    from hf_rgda.checking import Checker, SplitStats
+    from hf_rgda.pipeline import Pipeline
+
+    from .conftest import FakeWorld
+    from .test_pipeline import SEEDS
+
+    rows = [parse_inline(x) for x in DEV + TRAIN]
+    split = SplitStats.from_split([t for t, _ in rows], [g for _, g in rows]) if stats else SplitStats()
+    llm = MarkedReader(FakeWorld(), "Huntington")
+    cfg = AugmentConfig(method="gda", sense_gate=gate, sense_threshold=threshold, sense_quantile=quantile_)
+    pipe = Pipeline(cfg, llm, Checker(("Disease",), split), cache=cache)
+    return asyncio.run(pipe.run(SEEDS)), llm
+
+
+def test_the_gate_is_on_by_default_and_sets_its_threshold_from_the_splits_own_sentences(tmp_path: Path) -> None:
+    from hf_rgda.cache import ResponseCache
+
+    assert AugmentConfig().sense_gate and AugmentConfig().sense_threshold == 0.0
+    cache = ResponseCache(tmp_path / "r.sqlite3")
+    on, llm = _gate_run(cache=cache)
+    rows = [parse_inline(x) for x in DEV + TRAIN]
+    examples = [detokenize(t) for t, g in rows if any(x != "O" for x in g) and 8 <= len(t) <= 40]
+    # the reference (the examples after the shots) is read once for the run, then the rows; the shots never are
+    assert set(examples[SHOTS:]) <= set(llm.texts) and not set(examples[:SHOTS]) & set(llm.texts)
+    assert sum(t == examples[SHOTS] for t in llm.texts) == 1
+    rejected = [(stage, c.reason, c.detail) for r in on for stage, c in r.rejected]
+    assert rejected and {x[:2] for x in rejected} == {("sense", "implausible")}
+    reads = [math.exp(sense([-9.0 if "Huntington" in w else -0.5 for w in t.split()])) for t in examples[SHOTS:]]
+    assert all(d.endswith(f"< the gate's {quantile(reads, 0.1):.2g}") for *_, d in rejected), rejected
+    assert not any("Huntington" in " ".join(c.tokens) for r in on for c in r.accepted)
+    again, llm2 = _gate_run(cache=cache)  # a rerun reads nothing: every reading is in the cache
+    assert not llm2.texts and [len(r.accepted) for r in again] == [len(r.accepted) for r in on]
+
+
+def test_the_gate_passes_everything_where_switched_off_or_without_a_split() -> None:
+    off, llm = _gate_run(gate=False)
+    assert not llm.texts and all(len(r.accepted) == 3 for r in off)
+    bare, llm = _gate_run(stats=False)  # no example sentences and no absolute threshold: nothing to read against
+    assert not llm.texts and all(len(r.accepted) == 3 for r in bare)
+    absolute, llm = _gate_run(0.05, stats=False)  # an absolute threshold needs no split
+    assert llm.texts and sum(len(r.accepted) for r in absolute) < sum(len(r.accepted) for r in off)
+
+
+def test_quantile_and_the_readers_threshold() -> None:
+    assert quantile([0.5], 0.1) == 0.5 and quantile([0.0, 1.0], 0.25) == 0.25
+    with pytest.raises(ValueError):
+        quantile([], 0.1)
+    reader = Reader(BigramReader(), "bio", [["a"]] * SHOTS, threshold=0.0)
+    assert asyncio.run(reader.threshold()) is None  # shots, no reference
+    assert asyncio.run(Reader(BigramReader(), "bio", [], threshold=0.3).threshold()) == 0.3
+    with pytest.raises(ConfigError, match="sense_quantile"):
+        AugmentConfig(sense_quantile=0.9)

@@ -34,14 +34,14 @@ from ..llm.base import LLM
 from ..pipeline import Pipeline
 from ..records import Candidate, Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
-from ..sense import sense_scores
+from ..sense import Reader
 from ..stages import Stages
 from ..stages.debate import ReviewResult, run_review
 from ..stages.rating import expected_total
 from ..tags import Span, detokenize, tags_to_spans
 from .build import Canary, Gold
 from .defects import build_guide
-from .scoring import evaluate
+from .scoring import evaluate, sig4
 
 __all__ = ["SCORERS", "Judges", "ScorerSpec", "score_cell"]
 
@@ -77,6 +77,8 @@ class Judges:
                                                         judge_early_pass=False), llm, self.checker, **kw).stages()
         self.spent: list[SeedResult] = []  # every canary's calls, for the cost figures
         self.details: dict[str, dict[str, Any]] = {}  # canary id -> what a scorer read beside its score
+        self.reader = Reader(llm, self.config.domain, self.checker.stats.examples, q=self.config.sense_quantile,
+                             threshold=self.config.sense_threshold, cache=cache)
 
     def _result(self, canary: Canary, tokens: Sequence[str], tags: Sequence[str]) -> SeedResult:
         r = SeedResult(Seed(canary.id, tuple(tokens), tuple(tags)))
@@ -121,8 +123,8 @@ class Judges:
         return expected_total(await self._gr(canary, self.prob_stages), GR_RUBRIC) / 100
 
     async def mentions(self, canary: Canary) -> float:
-        """The completeness check on the row: 1 - the largest P(type) the verifier gives a mention the model listed
-        and the row leaves untagged (1: none listed)."""
+        """The completeness check on the row: 1 - the largest P(type) the verifier gives an untagged span the split's
+        statistics propose or the model lists (1: none)."""
         r = self._result(canary, canary.seed_tokens, canary.seed_tags)
         found = await self.stages["mention_check"].found(r, self._row(canary))
         self.details[canary.id] = {"untagged": [[detokenize(canary.tokens[s.start:s.end]), s.label, round(p, 3)]
@@ -130,11 +132,24 @@ class Judges:
         return 1 - max((p for _, p in found), default=0.0)
 
     async def sense(self, canary: Canary) -> float:
-        """The row's sense read as a probability (:mod:`hf_rgda.sense`): its least likely tokens, no generation."""
+        """The row's sense read as a probability (:mod:`hf_rgda.sense`): its least likely tokens after the split's
+        example sentences, no generation."""
         if not self.llm.scores_text:
             raise RGDAError(f"{type(self.llm).__name__} cannot score a given text (no prompt logprobs)")
-        (score,) = await sense_scores(self.llm, self.config.domain, [canary.tokens])
+        (score,) = await self.reader.scores([canary.tokens])
         return score
+
+    async def sense_gate(self, canary: Canary) -> float:
+        """The sense gate as the pipeline meets a row: 0 where the checker rejects it (a looping, garbled or
+        entity-less sentence never reaches the gate), else :meth:`sense`."""
+        return 0.0 if await self.check(canary) == 0 else await self.sense(canary)
+
+    async def threshold(self, spec: ScorerSpec) -> float:
+        """The threshold the product applies to ``spec``'s score: the sense gate's is the split's own where
+        ``sense_threshold`` is 0 (the reference sentences' quantile, read here)."""
+        if spec.option == "sense_threshold" and not self.config.sense_threshold and self.llm.scores_text:
+            return await self.reader.threshold() or 0.0
+        return spec.threshold(self.config)
 
     async def _review(self, canary: Canary, stages: Stages) -> ReviewResult[Candidate]:
         """The review panel's first round on the row (no revision), as the pipeline's ``debate_review`` runs it."""
@@ -250,6 +265,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "debate": ScorerSpec("row", lambda j: j.debate, "debate_sigma", 100),
     "debate-prob": ScorerSpec("row", lambda j: j.debate_prob, "probability_threshold", 100),
     "sense": ScorerSpec("row", lambda j: j.sense, "sense_threshold"),
+    "sense-gate": ScorerSpec("row", lambda j: j.sense_gate, "sense_threshold", sets=False),
     "mentions": ScorerSpec("row", lambda j: j.mentions),
 }
 
@@ -264,7 +280,7 @@ async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary
 
     async def one(c: Canary) -> dict[str, Any]:
         try:
-            score = round(await scorer(c), 4)
+            score = sig4(await scorer(c))  # significant digits: a sense reading is ~1e-5
             typed = {"type": c.span[2]} if c.span is not None else {}
             return {"id": c.id, "label": c.label, **typed, "score": score, **judges.details.pop(c.id, {})}
         except RGDAError as err:  # an unreadable answer fails its canary, never the cell
@@ -275,7 +291,7 @@ async def score_cell(spec: ScorerSpec, judges: Judges, canaries: Sequence[Canary
     rows = await asyncio.gather(*(one(c) for c in canaries if c.level == spec.level))
     scored = [x for x in rows if x["score"] is not None]
     seconds = sum(r.accounting.llm_seconds for r in judges.spent)
-    metrics = evaluate([x["label"] for x in scored], [x["score"] for x in scored], spec.threshold(judges.config))
+    metrics = evaluate([x["label"] for x in scored], [x["score"] for x in scored], await judges.threshold(spec))
     return {"canaries": len(rows), "failed": len(rows) - len(scored), "metrics": metrics,
             "calls": sum(r.accounting.calls for r in judges.spent),
             "cached_calls": sum(r.accounting.cached_calls for r in judges.spent),

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["THRESHOLD_RULE", "accuracy", "auroc", "balanced_accuracy", "choose_threshold", "evaluate", "halves"]
+__all__ = ["THRESHOLD_RULE", "accuracy", "auroc", "balanced_accuracy", "choose_threshold", "evaluate", "halves", "sig4"]
 
 THRESHOLD_RULE = ("predict good when score >= t; t is chosen on one half of the canaries among the scores seen there, "
                   "maximising balanced accuracy (the mean of the recall of good and of defective canaries), the "
@@ -105,4 +105,14 @@ def evaluate(labels: Sequence[str], scores: Sequence[float], product_threshold: 
 
 
 def _r(x: float | None) -> float | None:
-    return None if x is None else round(x, 4)
+    return None if x is None else sig4(x)
+
+
+def sig4(x: float) -> float:
+    """``x`` to 4 significant digits: a score of 0.5 keeps 4 decimals, the sense reading's 1.2e-05 keeps its own.
+
+    Example:
+        >>> sig4(0.123456), sig4(1.23456e-05), sig4(0.0)
+        (0.1235, 1.235e-05, 0.0)
+    """
+    return float(f"{x:.4g}")

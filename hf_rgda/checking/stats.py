@@ -73,6 +73,8 @@ class SplitStats:
         whole_tokens: the shapes of :data:`~hf_rgda.tags.TOKEN_SHAPES` beyond hyphens that the split keeps as one
             token ("url", "handle", "hashtag", "decimal", "ptb_clitic"), learned by :func:`whole_shapes`; with
             ``split_hyphens`` they make :attr:`token_style`, the way generated sentences are tokenized.
+        examples: up to :data:`EXAMPLES` of the split's sentences with an entity (:func:`example_sentences`): what
+            the sense gate reads rows beside and sets its threshold from (:mod:`hf_rgda.sense`).
     """
 
     heads: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
@@ -83,6 +85,7 @@ class SplitStats:
     max_entity_len: Mapping[str, int] = field(default_factory=dict)
     split_hyphens: bool = False
     whole_tokens: tuple[str, ...] = ()
+    examples: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         # sorted dicts and tuples, never sets: the pickled state (the datasets fingerprint) must not depend on
@@ -93,7 +96,8 @@ class SplitStats:
                 "lexicon": dict(sorted(self.lexicon.items())),
                 "mentions": {t: tuple(m) for t, m in self.mentions.items()},
                 "max_entity_len": dict(sorted(self.max_entity_len.items())), "split_hyphens": bool(self.split_hyphens),
-                "whole_tokens": TokenStyle.of(self.whole_tokens).whole}
+                "whole_tokens": TokenStyle.of(self.whole_tokens).whole,
+                "examples": tuple(tuple(str(w) for w in t) for t in self.examples)}
         for name, value in norm.items():
             object.__setattr__(self, name, value)
 
@@ -105,7 +109,7 @@ class SplitStats:
         return cls(heads=heads, starts=starts, context_words=context, lexicon=_lexicon(token_rows, spans),
                    mentions=_hint_pool(_inventory(token_rows, spans), HINTS_PER_TYPE),
                    max_entity_len=_longest(spans), split_hyphens=_splits_hyphens(token_rows),
-                   whole_tokens=whole_shapes(token_rows))
+                   whole_tokens=whole_shapes(token_rows), examples=example_sentences(token_rows, spans))
 
     @property
     def token_style(self) -> TokenStyle:
@@ -336,3 +340,23 @@ def whole_shapes(token_rows: Rows) -> tuple[str, ...]:
             elif t in ("'", "’") and nxt.lower() in _CLITIC_ENDS:
                 pieces["ptb_clitic"] += 1
     return tuple(s for s in _WHOLE if whole[s] >= WHOLE_MIN_COUNT and whole[s] > pieces[s])
+
+
+#: how many example sentences the statistics keep (the sense gate's shots and reference)
+EXAMPLES = 24
+
+
+def example_sentences(token_rows: Rows, spans: Sequence[Sequence[Span]], n: int = EXAMPLES) -> tuple[tuple[str, ...], ...]:
+    """Up to ``n`` sentences of the split that tag an entity and read as a sentence (8 to 40 tokens), spread evenly
+    over it in its order (no randomness: the same split gives the same examples).
+
+    Example:
+        >>> rows = [["Gout", "is", "a", "common", "form", "of", "painful", "arthritis", "."]] * 3
+        >>> spans = [[Span(0, 1, "Disease")]] * 3
+        >>> len(example_sentences(rows, spans, n=2))
+        2
+    """
+    pool = [tuple(str(w) for w in t) for t, s in zip(token_rows, spans) if s and 8 <= len(t) <= 40]
+    if len(pool) <= n:
+        return tuple(pool)
+    return tuple(pool[i * len(pool) // n] for i in range(n))

@@ -23,13 +23,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import prompts
+from ..checking import SplitStats
 from ..records import Candidate, SeedResult
 from ..tags import Span, detokenize, tags_to_spans
+from ..words import FUNCTION_WORDS
 from .base import Run
 from .registry import Stage, register
 from .verify import Verify
 
-__all__ = ["STAGE", "Completeness", "find_span", "mention_schema"]
+__all__ = ["STAGE", "Completeness", "find_span", "mention_schema", "proposals"]
 
 STAGE = "mention_check"
 
@@ -76,6 +78,65 @@ def candidates(tokens: Sequence[str], tags: Sequence[str], listed: Any, types: S
     return out
 
 
+#: candidates the split's statistics propose a row at most (each one verifier question)
+PROPOSALS = 4
+
+
+def _new_term(word: str, stats: SplitStats, first: bool = False) -> float:
+    """How much a word the split never writes outside or at the end of an entity looks like a term: 0.5 with a digit
+    or a capital after its first letter ("MEN1", "IDDM"), 0.4 with a capital opening it where it does not open the
+    sentence ("Willebrand"), 0.3 with six letters or more ("aniridia"); else (and for a word the split writes) 0."""
+    form = stats.stats_form(word)
+    if form in stats.context_words or any(form in h for h in stats.heads.values()):
+        return 0.0
+    if any(c.isdigit() or c.isupper() for c in word[1:]):
+        return 0.5
+    if word[:1].isupper() and not first:
+        return 0.4
+    return 0.3 if word.isalpha() and len(word) >= 6 else 0.0
+
+
+def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, types: Sequence[str],
+              limit: int = PROPOSALS) -> list[Span]:
+    """Untagged spans the split's statistics say may be mentions, most likely first, at most ``limit``: each ends in
+    a word the split mostly uses to end a mention of a type (its smoothed head share at least 0.3, seen twice), or in a
+    new term-like word (:func:`_new_term`, every type); one span is that word alone, one runs back over the content
+    words before it (no function word or punctuation, at most the type's longest mention); none without statistics.
+    The verifier then asks
+    about each; a new mention the model's listing misses is found this way.
+
+    Example:
+        >>> stats = SplitStats(heads={"Disease": {"syndrome": 30}}, context_words={"the": 90, "of": 80, "risk": 9},
+        ...                    max_entity_len={"Disease": 4})
+        >>> proposals("The risk of Sotos syndrome .".split(), ["O"] * 6, stats, ["Disease"])
+        [Span(start=3, end=5, label='Disease'), Span(start=4, end=5, label='Disease'), Span(start=3, end=4, label='Disease')]
+    """
+    if not stats.heads and not stats.context_words:  # no statistics: nothing is known to be new or a head
+        return []
+    tagged = {i for s in tags_to_spans(list(tags)) for i in range(s.start, s.end)}
+
+    def content(i: int) -> bool:
+        w = tokens[i]
+        return i not in tagged and any(c.isalnum() for c in w) and w.lower() not in FUNCTION_WORDS
+
+    scored: dict[Span, float] = {}
+    for end in range(len(tokens)):
+        if not content(end):
+            continue
+        word = tokens[end]
+        for label in types:
+            seen = stats.heads.get(label, {}).get(stats.stats_form(word), 0)
+            prior = stats.head_share(word, label, types) if seen >= 2 else _new_term(word, stats, end == 0)
+            if prior < 0.3:
+                continue
+            start = end
+            while start > 0 and content(start - 1) and end - start + 1 < stats.max_entity_len.get(label, 4):
+                start -= 1
+            for span in {Span(start, end + 1, label), Span(end, end + 1, label)}:
+                scored[span] = max(scored.get(span, 0.0), prior + 0.01 * (span.end - span.start))
+    return sorted(scored, key=lambda s: (-scored[s], s))[:limit]
+
+
 class Completeness:
     """The check's pass over the seed's accepted rows not checked yet (``Candidate.completed``)."""
 
@@ -85,10 +146,13 @@ class Completeness:
     async def found(self, r: SeedResult, c: Candidate) -> list[tuple[Span, float]]:
         """The row's untagged mentions the listing named and the verifier confirmed, with their P(type); every
         candidate's P is recorded on the row's detail when it rejects."""
-        msgs = self.run.messages(STAGE, sentence=detokenize(c.tokens))
-        listed, _ = await self.run.caller.ask(r, STAGE, msgs, mention_schema(self.run.checker.types),
-                                              salt=" ".join(c.tokens))
-        spans = candidates(c.tokens, c.tags, listed, self.run.checker.types)
+        checker = self.run.checker
+        spans: list[Span] = []
+        if self.run.config.mention_listing:
+            msgs = self.run.messages(STAGE, sentence=detokenize(c.tokens))
+            listed, _ = await self.run.caller.ask(r, STAGE, msgs, mention_schema(checker.types), salt=" ".join(c.tokens))
+            spans = candidates(c.tokens, c.tags, listed, checker.types)
+        spans += [s for s in proposals(c.tokens, c.tags, checker.stats, checker.types) if s not in spans]
         probs = await asyncio.gather(*(self.verify.probability(r, c.tokens, s) for s in spans))
         return [(s, p) for s, p in zip(spans, probs) if p is not None]
 
