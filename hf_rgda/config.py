@@ -159,11 +159,11 @@ class AugmentConfig:
                        "type, tag a text the split always tags, keep the one of several sentences with the entities; each repair is "
                        "recorded in rgda_reason", group="checks")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold", group="judges")
-    check_mentions: bool = _f(False, "the completeness check (hf_rgda.stages.completeness): the model lists every "
-                              "mention of the types in each row that passed entity verification, and a listed one the "
-                              "row leaves untagged, confirmed by the verifier's question (P(type) >= "
-                              "verify_threshold), rejects the row (untagged_mention); one call a row, more for what it "
-                              "lists", group="checks")
+    check_mentions: bool = _f(False, "the completeness check (hf_rgda.stages.completeness): in each row that passed "
+                              "entity verification, up to 4 untagged spans the split's statistics propose (and, with "
+                              "mention_listing, those the model lists) are asked the verifier's question; one it "
+                              "confirms (P(type) >= verify_threshold) rejects the row (untagged_mention); about 7 s a "
+                              "row with the local 1.5B", group="checks")
     mention_listing: bool = _f(False, "the completeness check also asks the model to list each row's mentions (one "
                                "generation a row); off: only the spans the split's statistics propose are asked about "
                                "(the listing measured worse and costs more with the 1.5B: docs/decisions/completeness.md)",
