@@ -2,7 +2,8 @@
 
 Keys are sha256 over the backend identity (never a secret), the messages, the schema and the generation
 parameters (including the derived per-call seed). Values are the completion text and usage; an option-probability
-answer (:func:`option_probs_key`) is stored the same way, its probabilities as JSON text. SQLite in WAL
+answer (:func:`option_probs_key`) is stored the same way, its probabilities as JSON text; a text's reading
+(:func:`text_key`, the sense gate's token logprobs) in a table of its own, since it is no call. SQLite in WAL
 mode lets several ``datasets.map`` worker processes share one file.
 
 Example:
@@ -109,6 +110,7 @@ class ResponseCache:
         conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)  # close() may run on another thread
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT, usage TEXT)")
+        conn.execute("CREATE TABLE IF NOT EXISTS readings (key TEXT PRIMARY KEY, logprobs TEXT)")  # not calls
         columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
         if "seconds" not in columns:  # files written by 0.1.0 lack it
             conn.execute("ALTER TABLE responses ADD COLUMN seconds REAL")
@@ -173,12 +175,15 @@ class ResponseCache:
 
     def get_logprobs(self, key: str) -> list[float] | None:
         """A text's token logprobs stored by :meth:`put_logprobs` (key: :func:`text_key`)."""
-        comp = self.get(key)
-        return None if comp is None else [float(x) for x in json.loads(comp.text)]
+        with _unusable(self.path):
+            row = self._conn().execute("SELECT logprobs FROM readings WHERE key = ?", (key,)).fetchone()
+        return None if row is None else [float(x) for x in json.loads(row[0])]
 
     def put_logprobs(self, key: str, logprobs: Sequence[float]) -> None:
-        """Store one text's token logprobs (as JSON in the completion's text; a reading is no call: no usage)."""
-        self.put(key, Completion(json.dumps([round(x, 5) for x in logprobs]), Usage()))
+        """Store one text's token logprobs, in a table of their own: a reading is no call (not in :func:`len`)."""
+        text = json.dumps([round(x, 5) for x in logprobs])
+        with _unusable(self.path), self._conn() as conn:
+            conn.execute("INSERT OR REPLACE INTO readings (key, logprobs) VALUES (?, ?)", (key, text))
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

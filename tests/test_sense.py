@@ -149,6 +149,7 @@ def test_the_gate_is_on_by_default_and_sets_its_threshold_from_the_splits_own_se
     reads = [math.exp(sense([-9.0 if "Huntington" in w else -0.5 for w in t.split()])) for t in examples[SHOTS:]]
     assert all(d.endswith(f"< the gate's {quantile(reads, 0.1):.2g}") for *_, d in rejected), rejected
     assert not any("Huntington" in " ".join(c.tokens) for r in on for c in r.accepted)
+    assert len(cache) == len(llm.calls)  # the readings are kept beside the calls, not counted as calls
     again, llm2 = _gate_run(cache=cache)  # a rerun reads nothing: every reading is in the cache
     assert not llm2.texts and [len(r.accepted) for r in again] == [len(r.accepted) for r in on]
 
