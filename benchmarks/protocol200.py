@@ -211,7 +211,7 @@ class Protocol:
         from benchmarks.protocol import augment as rule_rows
 
         method, generator, plus_mr = parse_cell(cell)
-        args = argparse.Namespace(ratio=self.args.ratio, sample_seed=self.args.sample_seed)
+        args = argparse.Namespace(ratio=self.args.ratio, sample_seed=self.args.sample_seed, batch_size=self.args.batch_size)
         parts, info = [], {}
         if generator is not None:
             if not self.complete(method, generator):
