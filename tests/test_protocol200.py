@@ -134,10 +134,10 @@ def test_pooled_bootstrap() -> None:
 def test_rule_based_cells_make_their_rows(proto, cell: str) -> None:
     """The rule-based cells' rows come from benchmarks.protocol's own augment (no fake): the job stopped at its first
     MR cell on a namespace without batch_size (session 34)."""
-    mod, p, _ = proto
+    _, p, _ = proto
     if "+mr" in cell:
         p.generate("rgda", COMMIT)
-    aug, info = p.cell_rows(cell)
+    aug, _ = p.cell_rows(cell)
     assert set(aug.column_names) >= {"tokens", "ner_tags", "rgda_source"}
     # the toy split has one mention text, so MR has nothing to swap in; EDA edits the other words
     assert len(aug) > 0 if cell == "eda" else len(aug) == (10 if "+mr" in cell else 0)
