@@ -56,6 +56,7 @@ from typing import Any
 
 from benchmarks.common import (
     DATA_DIR,
+    DOMAINS,
     MAIN_COMMAND_DOMAIN,
     ROOT,
     add_cpu_module,
@@ -177,8 +178,9 @@ def _load() -> str:
 def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace) -> dict[str, Any]:
     """One chunk of seeds through one arm, in a fresh process; its figures."""
     with tempfile.TemporaryDirectory(prefix="local_speed_") as tmp:
-        job = {"data": str(args.data_dir / "ncbi_disease"), "num_seeds": args.first_seed + args.num_seeds,
-               "indices": indices, "domain": MAIN_COMMAND_DOMAIN, "cache": str(Path(tmp) / "cache.sqlite3")}
+        domain = MAIN_COMMAND_DOMAIN if args.dataset == "ncbi_disease" else DOMAINS.get(args.dataset, args.dataset)
+        job = {"data": str(args.data_dir / args.dataset), "num_seeds": args.first_seed + args.num_seeds,
+               "indices": indices, "domain": domain, "cache": str(Path(tmp) / "cache.sqlite3")}
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(Path(tmp) / "datasets")}
         env.pop("PYTHONPATH", None)
         env.pop("LLAMA_CPP_LIB_PATH", None)
@@ -273,7 +275,7 @@ def ab(args: argparse.Namespace) -> dict[str, Any]:
             result["chunks"][arm["name"]].append(chunk)
             done = result["chunks"][arm["name"]]
             result["arms"][arm["name"]].update(totals(done))
-            result["cells"][arm["name"]] = {"dataset": "ncbi_disease", "rows": [r for c in done for r in c["rows"]]}
+            result["cells"][arm["name"]] = {"dataset": args.dataset, "rows": [r for c in done for r in c["rows"]]}
             result["ratio"] = ratios(result, [a["name"] for a in arms])
             result["load_average_end"] = _load()
             args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
@@ -426,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="NAME=PATH[:PYTHON[:LIBDIR]]: a checkout, the Python that runs it (default: this venv's) and "
                         "the llama.cpp build it loads (default: its Python's own; LIBDIR sets LLAMA_CPP_LIB_PATH)")
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    p.add_argument("--dataset", default="ncbi_disease", help="a folder under --data-dir (the README's main command: "
+                   "ncbi_disease, with its domain line)")
     p.add_argument("--num-seeds", type=int, default=20)
     p.add_argument("--first-seed", type=int, default=0,
                    help="the place of the first seed in the sample (20: the 20 after the A/B's own, a fresh draw)")
