@@ -141,3 +141,23 @@ def test_rule_based_cells_make_their_rows(proto, cell: str) -> None:
     assert set(aug.column_names) >= {"tokens", "ner_tags", "rgda_source"}
     # the toy split has one mention text, so MR has nothing to swap in; EDA edits the other words
     assert len(aug) > 0 if cell == "eda" else len(aug) == (10 if "+mr" in cell else 0)
+
+
+def test_a_committed_run_rewrites_the_readme_table(proto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's table and the results file change in one commit (a run committed alone left the README's test
+    failing on main until someone ran report --readme)."""
+    mod, p, _ = proto
+    readme = tmp_path / "README.md"
+    readme.write_text("# B\n<!-- protocol200:start -->\nold\n<!-- protocol200:end -->\nrest\n")
+    assert mod.write_readme(p, readme) == readme
+    text = readme.read_text()
+    assert "old" not in text and "| cell |" in text and text.endswith("<!-- protocol200:end -->\nrest\n")
+    committed: list[tuple[str, tuple[str, ...]]] = []
+    monkeypatch.setattr(mod, "commit_results", lambda message, args, also=(): committed.append((message, also)))
+    monkeypatch.setattr(mod, "README_DATASET", "toy")
+    monkeypatch.setattr(mod, "write_readme", lambda proto: mod.ROOT / "benchmarks" / "README.md")
+    protocol = importlib.import_module("benchmarks.protocol")
+    monkeypatch.setattr(protocol, "train_eval", lambda rows, test, *, steps, run, args: {
+        "f1": 0.5, "precision": 0.5, "recall": 0.5, "steps": steps, "seconds": 1.0, "predictions": [[]] * len(test)})
+    p.train("noaug")
+    assert committed and all(also == ("benchmarks/README.md",) for _, also in committed)
