@@ -21,13 +21,10 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from .cache import ResponseCache, text_key
 from .llm.base import LLM
 from .tags import detokenize
-
-if TYPE_CHECKING:
-    from .cache import ResponseCache
 
 __all__ = ["LEAST_LIKELY", "QUANTILE", "SHOTS", "Reader", "prefix", "quantile", "sense", "sense_scores"]
 
@@ -74,18 +71,15 @@ def quantile(scores: Sequence[float], q: float) -> float:
     """
     if not scores:
         raise ValueError("no scores")
-    xs = sorted(scores)
-    pos = q * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return round(xs[lo] + (xs[hi] - xs[lo]) * (pos - lo), 12)
+    import numpy
+
+    return round(float(numpy.quantile(scores, q)), 12)
 
 
 async def _logprobs(llm: LLM, head: str, texts: Sequence[str], cache: ResponseCache | None) -> list[list[float]]:
     """Each text's token logprobs after ``head``, from the cache where it holds them (the rest read in one call)."""
-    from .cache import text_key
-
-    keys = [text_key(llm.identity(), head, t) for t in texts] if cache is not None else []
+    identity = llm.identity()
+    keys = [text_key(identity, head, t) for t in texts] if cache is not None else []
     out: list[list[float] | None] = [cache.get_logprobs(k) for k in keys] if cache is not None else [None] * len(texts)
     todo = [i for i, x in enumerate(out) if x is None]
     if todo:
@@ -131,8 +125,6 @@ class Reader:
 
     async def threshold(self) -> float | None:
         """The absolute threshold, else the reference's quantile (read once); None without reference sentences."""
-        from .cache import text_key
-
         async with self._lock:
             if self._threshold is None and self.reference:
                 key = text_key(self.llm.identity(), prefix(self.domain, self.shots),
