@@ -46,14 +46,18 @@ def command(module: str, argv: Sequence[str] | None = None) -> str:
 
 
 def commit() -> str:
-    """The code measured: the short hash of HEAD, flagged when ``hf_rgda/`` has uncommitted edits."""
+    """The code measured: the short hash of HEAD, flagged when ``hf_rgda/`` has uncommitted edits; in a copy of the
+    tree without its git folder (a device machine's), ``BENCHMARK_COMMIT`` as the copy's sender set it."""
     try:
         def git(*args: str) -> str:
             return subprocess.run(["git", *args], capture_output=True, text=True, check=False, cwd=ROOT).stdout
+        head = git("rev-parse", "--short", "HEAD").strip()
+        if not head:
+            return os.environ.get("BENCHMARK_COMMIT", "unknown")
         dirty = git("status", "--porcelain", "hf_rgda").strip()
-        return git("rev-parse", "--short", "HEAD").strip() + ("+uncommitted changes in hf_rgda/" if dirty else "")
+        return head + ("+uncommitted changes in hf_rgda/" if dirty else "")
     except OSError:
-        return "unknown"
+        return os.environ.get("BENCHMARK_COMMIT", "unknown")
 
 
 def cpu_model() -> str:
@@ -70,14 +74,27 @@ def cpu_model() -> str:
     return ""
 
 
-def machine(note: str = "no GPU") -> str:
-    """The machine in one line: architecture, CPU cores (and their model, where known) and ``note``."""
+def gpu() -> str:
+    """``"GPU: <name>"`` for each GPU ``nvidia-smi`` lists, else ``"no GPU"``."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, check=False, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "no GPU"
+    names = [line.strip() for line in out.splitlines() if line.strip()]
+    return f"GPU: {', '.join(names)}" if names else "no GPU"
+
+
+def machine(note: str | None = None) -> str:
+    """The machine in one line: architecture, CPU cores (and their model, where known) and ``note`` (default: the
+    GPU, or "no GPU")."""
+    note = gpu() if note is None else note
     model = cpu_model()
     return (f"{platform.machine()}, {os.cpu_count()} CPU cores" + (f" ({model})" if model else "")
             + (f", {note}" if note else ""))
 
 
-def header(module: str, argv: Sequence[str] | None = None, note: str = "no GPU") -> dict[str, str]:
+def header(module: str, argv: Sequence[str] | None = None, note: str | None = None) -> dict[str, str]:
     """The results file's header: ``command``, ``commit`` and ``machine``."""
     return {"command": command(module, argv), "commit": commit(), "machine": machine(note)}
 
