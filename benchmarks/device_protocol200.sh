@@ -71,7 +71,7 @@ train)
     fi
     ;;
 unpack)
-    from=${1:?the folder the device's files came back to}
+    from=${1:?the folder the device files came back to}
     tmp=$(mktemp -d) && tar xzf "$from/p200.tgz" -C "$tmp"
     cp "$tmp/p200/ncbi_disease.json" benchmarks/results/protocol200/ncbi_disease.json
     cp "$tmp"/p200/ncbi_disease/predictions/*.json.gz benchmarks/results/protocol200/ncbi_disease/predictions/
