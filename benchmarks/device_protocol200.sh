@@ -11,7 +11,8 @@
 #   here:    bash benchmarks/device_protocol200.sh pack                 # .dev/a (data, wheels, model files, half 1), .dev/b
 #   device:  bash benchmarks/device_protocol200.sh stage                # carry .dev/a
 #   device:  bash benchmarks/device_protocol200.sh train CELL...        # carry .dev/b, at once after stage
-#            (SILVER_ROWS="results files" also scores those rows' tags against a silver tagger trained there)
+#            (a cell named silver scores the rows of SILVER_ROWS="results files" against a silver tagger trained there;
+#             replica:CELL trains one run of CELL apart, to set beside the runs made on this CPU)
 #   here:    bash benchmarks/device_protocol200.sh unpack DIR           # DIR: the files that came back
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,18 +58,18 @@ train)
     nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/device.txt"
     python3 -c "import torch, transformers, datasets; print(torch.__version__, transformers.__version__, datasets.__version__)"
     for cell in "$@"; do
-        if [ "${cell#replica:}" != "$cell" ]; then  # replica:CELL: one run of CELL apart, to set beside this CPU's
+        if [ "$cell" = silver ]; then  # SILVER_ROWS' rows scored against a silver tagger trained there
+            # shellcheck disable=SC2086
+            python3 -m benchmarks.silver --data-dir "$STAGE/data" --datasets ncbi_disease --rows ${SILVER_ROWS:?} \
+                --cache /tmp/silver --out "$out/silver.json"
+            continue
+        elif [ "${cell#replica:}" != "$cell" ]; then  # replica:CELL: one run of CELL apart, beside the CPU runs
             python3 -m benchmarks.protocol200 train "${cell#replica:}" --runs 1 --data-dir "$STAGE/data" --out /tmp/replica
         else
             python3 -m benchmarks.protocol200 train "$cell" --data-dir "$STAGE/data" --out /tmp/p200
         fi
         tar czf "$out/p200.tgz" -C /tmp p200 $( [ -d /tmp/replica ] && echo replica )
     done
-    if [ -n "${SILVER_ROWS:-}" ]; then
-        # shellcheck disable=SC2086
-        python3 -m benchmarks.silver --data-dir "$STAGE/data" --datasets ncbi_disease --rows $SILVER_ROWS \
-            --cache /tmp/silver --out "$out/silver.json"
-    fi
     ;;
 unpack)
     from=${1:?the folder the device files came back to}
