@@ -51,7 +51,8 @@ train)
     [ "$(sha256sum < "$snap/model.safetensors" | cut -d' ' -f1)" = "$(cat "$STAGE/model.sha256")" ] \
         || { echo "the weights do not match their sha256" >&2; exit 4; }
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$STAGE"/whl/*.whl
-    export PYTHONPATH=/tmp/site:$PWD HF_HOME=/root/hf HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+    # the image may name its own hub cache (HF_HUB_CACHE outranks HF_HOME): name this one outright
+    export PYTHONPATH=/tmp/site:$PWD HF_HOME=/root/hf HF_HUB_CACHE=/root/hf/hub HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
     export BENCHMARK_COMMIT; BENCHMARK_COMMIT=$(cat "$STAGE/commit")
     out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/p200
     cp -r benchmarks/results/protocol200/. /tmp/p200/
