@@ -46,7 +46,7 @@ train)
     [ -d "$STAGE" ] || { echo "no stage: the machine went back between the two calls; run stage again" >&2; exit 3; }
     hub=/root/hf/hub/models--$MODEL
     snap=$hub/snapshots/$(cat "$STAGE/revision")
-    mkdir -p "$snap" "$hub/refs" && cp -r "$STAGE/model/." "$snap/" && cat "$STAGE/revision" > "$hub/refs/main"
+    mkdir -p "$snap" "$hub/refs" && cp -r "$STAGE/model/." "$snap/" && printf %s "$(cat "$STAGE/revision")" > "$hub/refs/main"  # no newline: the hub reads the file whole
     cat "$STAGE/model.xz.1" .dev/b/model.xz.2 | xz -d > "$snap/model.safetensors"
     [ "$(sha256sum < "$snap/model.safetensors" | cut -d' ' -f1)" = "$(cat "$STAGE/model.sha256")" ] \
         || { echo "the weights do not match their sha256" >&2; exit 4; }
