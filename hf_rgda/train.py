@@ -198,7 +198,9 @@ def predict_tags(model: Any, tokenizer: Any, token_rows: Sequence[Sequence[str]]
         for lo in range(0, len(enc), batch_size):
             rows = enc.select(order[lo:lo + batch_size])
             batch = collate([{k: r[k] for k in ("input_ids", "attention_mask", "labels")} for r in rows])
-            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            # on the model's device (a GPU after Trainer moved it there); labels stay where they are, read below
+            logits = model(input_ids=batch["input_ids"].to(model.device),
+                           attention_mask=batch["attention_mask"].to(model.device)).logits
             pred = logits.argmax(-1).tolist()
             for k, r in enumerate(rows):
                 word = r["word_offset"]
