@@ -46,18 +46,18 @@ def command(module: str, argv: Sequence[str] | None = None) -> str:
 
 
 def commit() -> str:
-    """The code measured: the short hash of HEAD, flagged when ``hf_rgda/`` has uncommitted edits; in a copy of the
-    tree without its git folder (a device machine's), ``BENCHMARK_COMMIT`` as the copy's sender set it."""
+    """The code measured: ``BENCHMARK_COMMIT`` where the sender of a copy of the tree set it (a device machine's copy
+    carries a git folder that need not be at the commit sent), else the short hash of HEAD, flagged when ``hf_rgda/``
+    has uncommitted edits."""
+    if os.environ.get("BENCHMARK_COMMIT"):
+        return os.environ["BENCHMARK_COMMIT"]
     try:
         def git(*args: str) -> str:
             return subprocess.run(["git", *args], capture_output=True, text=True, check=False, cwd=ROOT).stdout
-        head = git("rev-parse", "--short", "HEAD").strip()
-        if not head:
-            return os.environ.get("BENCHMARK_COMMIT", "unknown")
         dirty = git("status", "--porcelain", "hf_rgda").strip()
-        return head + ("+uncommitted changes in hf_rgda/" if dirty else "")
+        return git("rev-parse", "--short", "HEAD").strip() + ("+uncommitted changes in hf_rgda/" if dirty else "")
     except OSError:
-        return os.environ.get("BENCHMARK_COMMIT", "unknown")
+        return "unknown"
 
 
 def cpu_model() -> str:
