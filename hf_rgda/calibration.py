@@ -61,7 +61,7 @@ def default_scorers(config: AugmentConfig, llm: LLM) -> list[str]:
     names.append("checker")
     names += [f"ac{prob}"] * config.uses_ac + [f"gr{prob}"] * config.uses_gr
     names += ["sense", "sense-gate"] * (llm.scores_text and config.sense_gate)  # a backend reading text logprobs
-    names += ["mentions"] * config.check_mentions
+    names += ["mentions"] * bool(config.for_backend(llm).check_mentions)
     return names + [f"debate{prob}"] * (config.debate_review or config.method == "biorda")
 
 

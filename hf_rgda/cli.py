@@ -37,7 +37,7 @@ def _add_config_options(parser: argparse.ArgumentParser, config: type) -> None:
     groups: dict[str, Any] = {}
     for f in dataclasses.fields(config):
         kw: dict[str, Any] = {"dest": f.name, "default": f.default, "help": f"{f.metadata['help']} (default: {f.default})"}
-        if f.type in ("bool", bool):
+        if f.type in ("bool", bool) or f.metadata.get("type") is bool:  # ``bool | None``: unset, --x or --no-x
             kw["action"] = argparse.BooleanOptionalAction
         else:
             kw["type"] = f.metadata.get("type", type(f.default))  # ``type`` where the default is None

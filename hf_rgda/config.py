@@ -80,6 +80,7 @@ _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "probability_threshold": (lambda v: 0 <= v <= 100, "between 0 and 100"),
     "max_rounds": (lambda v: v >= 1, "at least 1"),
     "max_repairs": (lambda v: v is None or v >= 0, "0 or more, or None (the backend's own)"),
+    "spare_sentences": (lambda v: v is None or 0 <= v <= 10, "between 0 and 10, or None (the backend's own)"),
     "temperature": (lambda v: 0.0 <= v <= 2.0, "between 0.0 and 2.0"),
     "judge_temperature": (lambda v: 0.0 <= v <= 2.0, "between 0.0 and 2.0"),
     "near_copy_ratio": (lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
@@ -129,6 +130,12 @@ class AugmentConfig:
                                  "backend's own (1 for the APIs; 0 for the local model, whose re-asks repeat the "
                                  "rejected sentence's fault: docs/decisions/local-no-repairs.md)", type=int,
                                  group="generation")
+    spare_sentences: int | None = _f(None, "sentences the composer writes beyond num_augmented, so that a seed still "
+                                     "has num_augmented rows after the gates drop some (the first num_augmented to "
+                                     "pass every check are kept, the rest recorded as 'spare'); unset: the backend's "
+                                     "own (1 for the local model, whose gates drop about a third of its sentences; 0 "
+                                     "for the APIs, which repair instead: docs/decisions/spare-sentences.md)",
+                                     type=int, group="generation")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content", group="generation")
     representation: str = _f("auto", "what the LLM writes: a sentence plus entity list ('entities'), typed "
                              "segments ('segments'), or the sentence with each entity marked in place as "
@@ -159,11 +166,13 @@ class AugmentConfig:
                        "type, tag a text the split always tags, keep the one of several sentences with the entities; each repair is "
                        "recorded in rgda_reason", group="checks")
     reject_below_threshold: bool = _f(False, "drop sentences whose final AC score is below the threshold", group="judges")
-    check_mentions: bool = _f(False, "the completeness check (hf_rgda.stages.completeness): in each row that passed "
-                              "entity verification, up to 4 untagged spans the split's statistics propose (and, with "
-                              "mention_listing, those the model lists) are asked the verifier's question; one it "
-                              "confirms (P(type) >= verify_threshold) rejects the row (untagged_mention); about 7 s a "
-                              "row with the local 1.5B", group="checks")
+    check_mentions: bool | None = _f(None, "the completeness check (hf_rgda.stages.completeness): in each row that "
+                                     "passed entity verification, up to 4 untagged spans the split's statistics "
+                                     "propose (and, with mention_listing, those the model lists) are asked the "
+                                     "verifier's question; one it confirms (P(type) >= verify_threshold) rejects the "
+                                     "row (untagged_mention); unset: the backend's own (on for the local model, whose "
+                                     "rows leave mentions untagged, about 7 s a row; off for the APIs: "
+                                     "docs/decisions/completeness.md)", type=bool, group="checks")
     mention_listing: bool = _f(False, "the completeness check also asks the model to list each row's mentions (one "
                                "generation a row); off: only the spans the split's statistics propose are asked about "
                                "(the listing measured worse and costs more with the 1.5B: docs/decisions/completeness.md)",
@@ -294,12 +303,18 @@ class AugmentConfig:
     def for_backend(self, llm: Any) -> AugmentConfig:
         """This configuration with the backend's own values where it leaves them to the backend: ``representation``
         ``"auto"`` (its ``representation`` attribute: ``"inline"`` for the local model, ``"entities"`` otherwise) and
-        ``max_repairs`` unset (its ``max_repairs``: 0 for the local model, 1 otherwise)."""
+        ``max_repairs`` unset (its ``max_repairs``: 0 for the local model, 1 otherwise), ``spare_sentences`` unset
+        (its ``spare_sentences``: 1 for the local model, 0 otherwise) and ``check_mentions`` unset (its
+        ``check_mentions``: on for the local model, off otherwise)."""
         own: dict[str, Any] = {}
         if self.representation == "auto":
             own["representation"] = getattr(llm, "representation", "entities")
         if self.max_repairs is None:
             own["max_repairs"] = getattr(llm, "max_repairs", 1)
+        if self.spare_sentences is None:
+            own["spare_sentences"] = getattr(llm, "spare_sentences", 0)
+        if self.check_mentions is None:
+            own["check_mentions"] = getattr(llm, "check_mentions", False)
         return replace(self, **own) if own else self
 
     def threshold_for(self, verdict_method: str) -> int:

@@ -89,7 +89,7 @@ class Pipeline:
             if r.failure and r.accepted:
                 r.notes.append(f"{len(r.accepted)} sentences withheld: the seed failed before they passed every stage")
                 r.accepted = []
-        self.checker.vary(todo, self.ledger, forbid_seed_entities=self.cfg.uses_guidance)
+        self.checker.vary(todo, self.ledger, forbid_seed_entities=self.cfg.uses_guidance, keep=self.cfg.num_augmented)
         return results
 
     def stages(self, examples: Sequence[Seed] = ()) -> Stages:

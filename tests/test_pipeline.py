@@ -212,6 +212,48 @@ def test_an_unset_max_repairs_is_the_backends_own(own: int, given: int | None, a
     assert calls["composer"] == asked and not r.accepted
 
 
+@pytest.mark.parametrize(("own", "given", "written"), [(1, None, 4), (0, None, 3), (1, 0, 3), (0, 2, 5)])
+def test_spare_sentences_are_asked_and_the_first_num_augmented_kept(own: int, given: int | None, written: int) -> None:
+    """The composer writes ``num_augmented`` + ``spare_sentences`` (unset: the backend's own; the local model's 1);
+    a seed keeps the first ``num_augmented`` rows to pass every check, and each further one is recorded as
+    ``variety/spare``, never silently dropped."""
+    asked: list[int] = []
+
+    def handler(messages, schema, params):
+        if stage_of(list(messages)) == "composer":
+            asked.append(schema["properties"]["sentences"]["minItems"])
+        return FakeWorld()(messages, schema, params)
+
+    llm = ScriptedLLM(handler)
+    llm.spare_sentences = own
+    pipe = Pipeline(AugmentConfig(method="gda", spare_sentences=given), llm, Checker(("Disease",)))
+    assert pipe.cfg.spare_sentences == (own if given is None else given)
+    [r] = asyncio.run(pipe.run(SEEDS[:1]))
+    assert asked == [written]
+    assert len(r.accepted) == 3
+    spare = [c for s, c in r.rejected if c.reason == "spare"]
+    composed = written - sum(1 for s, c in r.rejected if s == "composer")
+    assert len(spare) == composed - 3 and all(s == "variety" for s, c in r.rejected if c.reason == "spare")
+    assert all("has its 3 rows" in c.detail for c in spare)
+
+
+@pytest.mark.parametrize(("own", "given"), [(True, None), (False, None), (True, False), (False, True)])
+def test_an_unset_check_mentions_is_the_backends_own(own: bool, given: bool | None) -> None:
+    """``check_mentions`` unset takes the backend's (the local model's: on); a value given wins either way, and the
+    completeness stage runs exactly where the resolved value is on."""
+    stages: list[str] = []
+
+    def handler(messages, schema, params):
+        stages.append(stage_of(list(messages)))
+        return FakeWorld()(messages, schema, params)
+
+    llm = ScriptedLLM(handler)
+    llm.check_mentions = own
+    pipe = Pipeline(AugmentConfig(method="gda", check_mentions=given), llm, Checker(("Disease",)))
+    assert pipe.cfg.check_mentions is (own if given is None else given)
+    assert (pipe.stages().step("mention_check") is not None) is pipe.cfg.check_mentions
+
+
 def test_an_answer_cut_at_max_tokens_keeps_its_complete_sentences() -> None:
     """A small model at a low ``max_tokens`` stops inside the last sentence (the JSON unterminated). Its complete
     sentences are kept without a re-ask; the cut one is a rejection (``cut_off``) and goes to the repair."""

@@ -86,16 +86,22 @@ class Checker:
         found = first_failure(sentence, table.RULES)
         return cand.reject(found.rule.name, found.detail) if found else cand
 
-    def vary(self, rs: Sequence[SeedResult], ledger: Ledger, *, forbid_seed_entities: bool) -> None:
+    def vary(self, rs: Sequence[SeedResult], ledger: Ledger, *, forbid_seed_entities: bool,
+             keep: int | None = None) -> None:
         """The variety pass (:mod:`~hf_rgda.checking.variety`) over finished seeds, in order: each accepted row
         against its seed's rows kept before it and the ``ledger`` of the other seeds' (which it joins when it
         passes); a row failing :data:`~hf_rgda.checking.rules.VARIETY_RULES` is rejected, recorded under the
-        stage ``variety``. The seeds' earlier rows in ``ledger`` (a batch computed again) are dropped first."""
+        stage ``variety``. With ``keep``, a seed's rows past its first ``keep`` to pass are rejected as ``spare``
+        (the composer's ``spare_sentences``) before they join the ledger. The seeds' earlier rows in ``ledger`` (a
+        batch computed again) are dropped first."""
         for r in rs:
             ledger.forget(r.seed.key)
         for r in rs:
             kept: list[Candidate] = []
             for c in r.accepted:
+                if keep is not None and len(kept) >= keep:
+                    r.rejected.append(("variety", c.reject("spare", f"a spare sentence: the seed has its {keep} rows")))
+                    continue
                 s = Sentence(c.tokens, c.tags, r.seed, self, kept, forbid_seed_entities, (), ledger)
                 found = first_failure(s, table.VARIETY_RULES)
                 if found is not None:

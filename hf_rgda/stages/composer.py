@@ -125,9 +125,10 @@ class Composer:
         if r.attribution is not None:
             words = [r.seed.tokens[i] for i in r.attribution["selected"]]
             sections["words to replace (keep the rest of the original sentence's skeleton)"] = words or "none"
-        sections["task"] = f"Write {cfg.num_augmented} new sentences."
+        n = cfg.num_augmented + (cfg.spare_sentences or 0)  # the variety pass keeps the first num_augmented
+        sections["task"] = f"Write {n} new sentences."
         msgs = self.run.messages("composer", **sections)
-        new, raw = await self.run.write(r, "composer", msgs, cfg.num_augmented, shown=shown)
+        new, raw = await self.run.write(r, "composer", msgs, n, shown=shown)
         self.asked[r] = (msgs, raw)
         r.accepted = [c for c in new if c.ok]
 
@@ -213,7 +214,8 @@ class Composer:
                          self._refine, applies=lambda r: bool(valid(r)), after_refine=after_refine)
 
     async def _refine(self, r: SeedResult, verdict: Judgement, rnd: int) -> bool:
-        current, n = valid(r), self.run.config.num_augmented
+        current = valid(r)
+        n = max(self.run.config.num_augmented, len(current))  # with spare sentences a seed may hold more
         msgs = self.run.messages(REFINE.name, **self.refine_context(r), **{
             "current sentences": [c.raw for c in current], "reviewer feedback": verdict.feedback_text(AC_RUBRIC),
             "task": f"Write {n} revised sentences."})
