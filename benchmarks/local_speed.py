@@ -460,8 +460,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.decode:
         decode(args)
         return 0
-    if len(args.arm) < 2:
-        p.error("give two arms: --arm base=/tmp/base --arm main=.")
+    if not args.arm:  # one arm alone: its rows and figures, to set beside an earlier run's baseline (no ratios)
+        p.error("give the arms: --arm base=/tmp/base --arm main=.")
     ab(args)
     return 0
 
