@@ -126,11 +126,7 @@ class Composer:
             words = [r.seed.tokens[i] for i in r.attribution["selected"]]
             sections["words to replace (keep the rest of the original sentence's skeleton)"] = words or "none"
         n = cfg.num_augmented + (cfg.spare_sentences or 0)  # the variety pass keeps the first num_augmented
-        each = self.entities_each(r, n)
-        if each:  # one entity set per sentence instead of one list of hints for all (a small model reuses one)
-            sections.pop("more entities of these types from this dataset (vary the entities across sentences)", None)
-            sections["entities for each sentence (sentence 1 uses the first list, sentence 2 the second, ...)"] = each
-        sections["task"] = f"Write {n} new sentences" + (", each with its own entities." if each else ".")
+        sections["task"] = f"Write {n} new sentences."
         msgs = self.run.messages("composer", **sections)
         new, raw = await self.run.write(r, "composer", msgs, n, shown=shown)
         self.asked[r] = (msgs, raw)
@@ -147,28 +143,6 @@ class Composer:
         if hints:
             sections["more entities of these types from this dataset (vary the entities across sentences)"] = hints
         return sections
-
-    def entities_each(self, r: SeedResult, n: int) -> list[list[str]]:
-        """``n`` entity lists, one per sentence to write: the first is the guide's substitutes, each later one puts,
-        in place of each seed entity, a further hint of its type not used by an earlier list while the hints last
-        (then they are reused in turn); empty when the plan has no substitutes. Rows of one seed that tag the same
-        entity set are rejected (``same_entities``), and told only "vary them", the 1.5B wrote the guide's entity in
-        every sentence (docs/decisions/spare-sentences.md)."""
-        subs, hints = self.entity_plan(r)
-        if not subs:
-            return []
-        seed = [(squeeze(e["text"]), e["type"]) for e in r.seed.entities]
-        seed = list(dict.fromkeys(k for k in seed if k[0] in subs))
-        out = [[subs[key] for key, _ in seed]]
-        used: dict[str, int] = {}
-        for _ in range(1, n):
-            row = []
-            for key, label in seed:
-                pool = hints.get(label) or [subs[key]]
-                row.append(pool[used.get(label, 0) % len(pool)])
-                used[label] = used.get(label, 0) + 1
-            out.append(row)
-        return out
 
     def refine_context(self, r: SeedResult) -> dict[str, Any]:
         """What the composer's revisions see of the seed: the original in the composer's view, then its sections."""
