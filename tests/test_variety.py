@@ -17,7 +17,7 @@ from hf_rgda.checking import Checker
 from hf_rgda.checking.sentence import occurrences
 from hf_rgda.checking.variety import Ledger, similar, similarity_bound
 from hf_rgda.records import Candidate, Seed, SeedResult, SeedTrace
-from hf_rgda.tags import parse_inline
+from hf_rgda.tags import parse_inline, tags_to_spans
 from hf_rgda.testing import FakeWorld
 
 from .conftest import LABELS
@@ -166,3 +166,35 @@ def test_similar_decides_as_difflibs_ratio_and_its_bound_is_quick_ratio() -> Non
         assert similarity_bound(occurrences(a), occurrences(b)) == matcher.quick_ratio()
         for ratio in (0.5, 0.85, 1.0):
             assert similar(a, occurrences(a), b, ratio) == (a == b or matcher.ratio() >= ratio), (a, b, ratio)
+
+
+def test_a_row_repeating_a_siblings_entities_gets_unused_mentions_of_the_split_under_salvage() -> None:
+    """``same_entities`` under ``salvage``: the row keeps its words and takes, for each entity, a mention of the
+    same type from the split's pool that neither the seed, the row nor its kept siblings tag (multi-word mentions
+    tagged B-/I-); the choice is fixed by the row's words; with no unused mention left the row is rejected."""
+    from hf_rgda.checking import SplitStats
+
+    pool = {"Disease": ("glioma", "breast cancer", "gout", "cystic fibrosis")}
+    check = Checker(("Disease",), SplitStats(mentions=pool), salvage=True)
+    seed = Seed("s", *map(tuple, parse_inline("Germline mutations in BRCA1 cause [breast cancer](Disease) .")))
+    rows = ["Carriers of the variant developed [glioma](Disease) early .",
+            "PTEN variants raise the risk of [glioma](Disease) in men .",
+            "A second cohort of [glioma](Disease) patients was sequenced ."]
+    kept: list[Candidate] = []
+    for row in rows:
+        c = Candidate(raw=row, tokens=parse_inline(row)[0], tags=parse_inline(row)[1])
+        check.check(c, seed, kept, forbid_seed_entities=True)
+        assert c.ok, c.detail
+        kept.append(c)
+    sets = [frozenset(" ".join(c.tokens[s.start:s.end]) for s in tags_to_spans(c.tags)) for c in kept]
+    assert sets[0] == {"glioma"} and len(set(sets)) == 3 and not {"breast cancer"} & (sets[1] | sets[2])
+    assert kept[1].salvaged and kept[1].salvaged[0].startswith("same_entities: 'glioma' -> ")
+    swapped = kept[2] if "cystic" in " ".join(kept[2].tokens) else kept[1]
+    at = swapped.tokens.index("cystic")
+    assert swapped.tags[at:at + 2] == ["B-Disease", "I-Disease"]
+    again = Candidate(raw=rows[1], tokens=parse_inline(rows[1])[0], tags=parse_inline(rows[1])[1])
+    check.check(again, seed, kept[:1], forbid_seed_entities=True)
+    assert again.tokens == kept[1].tokens  # the same row, the same choice
+    last = Candidate(raw=rows[2], tokens=parse_inline(rows[2])[0], tags=parse_inline(rows[2])[1])
+    check.check(last, seed, kept, forbid_seed_entities=True)  # every mention of the pool is taken now
+    assert last.reason == "same_entities"

@@ -4,6 +4,7 @@ known mention is beside its rule in :mod:`.rules` (it reads the rule's own searc
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -13,7 +14,10 @@ from .sentence import Sentence
 from .table import Finding
 
 __all__ = ["head_ends_another_type", "head_typical_elsewhere", "keep_one_sentence", "letterless_elsewhere",
-           "sentence_breaks", "untag"]
+           "sentence_breaks", "swap_entities", "untag"]
+
+#: a swapped-in entity is drawn from the first this many mentions of its type (the most frequent)
+SWAP_FROM = 50
 
 
 def sentence_breaks(toks: Sequence[str]) -> list[int]:
@@ -69,3 +73,32 @@ def head_typical_elsewhere(s: Sentence, span: Span) -> bool:
     c = s.checker
     return any(not c.stats.atypical(s.tokens[span.end - 1], t, c.atypical_share, c.atypical_min_outside)
                for t in _others(s, span))
+
+
+def swap_entities(cand: Candidate, found: Finding, s: Sentence) -> Sentence | None:
+    """Put in place of each of the row's entities another mention of its type from the split's pool, one that
+    neither the seed, this row nor the seed's rows kept before it tag: a row whose wording is new but whose entities
+    repeat a sibling's becomes a row with entities of its own (the small model writes the guide's entity into every
+    sentence it is asked for). The choice is fixed by the row's words; None where a type has no unused mention."""
+    pool = s.checker.stats.mentions
+    used = {" ".join(t.lower() for t in words) for words, _ in s.of_seed.mentions}
+    for other in (cand, *s.accepted):
+        used.update(" ".join(other.tokens[sp.start:sp.end]).lower() for sp in tags_to_spans(other.tags))
+    pick = zlib.crc32(" ".join(s.low).encode())
+    tokens: list[str] = []
+    tags: list[str] = []
+    at, swapped = 0, []
+    for span in s.spans:
+        options = [m for m in pool.get(span.label, ())[:SWAP_FROM] if m.lower() not in used]
+        if not options:
+            return None
+        new = options[pick % len(options)]
+        used.add(new.lower())
+        words = new.split(" ")
+        tokens += cand.tokens[at:span.start] + words
+        tags += cand.tags[at:span.start] + [f"B-{span.label}"] + [f"I-{span.label}"] * (len(words) - 1)
+        swapped.append(f"{' '.join(cand.tokens[span.start:span.end])!r} -> {new!r}")
+        at = span.end
+    cand.tokens, cand.tags = tokens + cand.tokens[at:], tags + cand.tags[at:]
+    cand.salvaged.append(f"{found.rule.name}: {', '.join(swapped)} (from the split's mentions of the same types)")
+    return replace(s, tokens=cand.tokens, tags=cand.tags)

@@ -29,6 +29,7 @@ from .repairs import (
     keep_one_sentence,
     letterless_elsewhere,
     sentence_breaks,
+    swap_entities,
     untag,
 )
 from .sentence import SeedFacts, Sentence, seed_facts
@@ -409,7 +410,9 @@ RULES: tuple[Rule, ...] = (
                  accepted=("Inherited PTEN variants raise the risk of [glioma](Disease) .",))),
     Rule("same_entities", same_entities, "the same entities (texts and types) as another accepted for this seed, "
          "where the stage asks for new entities", Example("Carriers of the variant developed [glioma](Disease) early .",
-                                                          accepted=("PTEN variants raise the risk of [glioma](Disease) .",))),
+                                                          accepted=("PTEN variants raise the risk of [glioma](Disease) .",),
+                                                          stats=SplitStats(mentions={"Disease": ("glioma", "gout")})),
+         repair=Repair("puts mentions of the same types from the split in their places", swap_entities)),
     Rule("near_duplicate", near_duplicate, "a sentence `near_copy_ratio` (0.85) similar or more to another accepted "
          "for this seed", Example("PTEN variants in men raise the risk of [glioma](Disease) by half .",
                                   accepted=("PTEN variants in men raise the risk of [lupus](Disease) by half .",))),
