@@ -11,8 +11,9 @@ The same two figures on the gold test sentences are the ceiling that the silver 
 tagged as carefully as the dataset itself would score about that. Each figure comes with the number of entities it
 is a share of (small row sets give wide intervals: a 95% Wilson interval is reported beside each share).
 
-Row sets are the accepted rows of every cell of a ``benchmarks/local_pipeline.py`` results file (rows stored with
-their tokens and tags), or of every ``protocol.py`` cell that stored its rows; an entity the silver tagger disagrees
+Row sets are the accepted rows of every cell of a ``benchmarks/local_pipeline.py`` or ``local_speed.py`` results file
+(rows stored with their tokens and tags), of every ``protocol.py`` cell that stored its rows, or of a ``protocol200``
+cell's folder of chunks (``results/protocol200/<dataset>/<method>@seeds/<commit>/``, the chunks committed so far); an entity the silver tagger disagrees
 with is listed with its row, to be read.
 
 ``--recheck RULE ...`` also scores each row set as it would have left the checker with those rules of today's table
@@ -29,6 +30,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import sys
@@ -115,6 +117,15 @@ def row_sets(paths: Sequence[Path], name: str) -> dict[str, list[dict[str, Any]]
     results (its LLM cells that stored their rows, keyed ``<file>:<cell>``); rows with tokens and tags."""
     sets: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
+        if path.is_dir():  # a protocol200 cell's chunks: <dataset>/<method>@seeds/<commit>/chunk-NNN.jsonl.gz
+            rows = []
+            for chunk in sorted(path.glob("chunk-*.jsonl.gz")):
+                with gzip.open(chunk, "rt") as fh:
+                    head, *lines = (json.loads(line) for line in fh)
+                rows += [r for r in lines if r["status"] == "accepted"] if head.get("dataset") == name else []
+            if rows:
+                sets[f"protocol200:{path.parent.name}:{path.name[:7]} ({len(list(path.glob('chunk-*')))} chunks)"] = rows
+            continue
         results = json.loads(path.read_text())
         for key, cell in results.get("cells", {}).items():
             if isinstance(cell, dict) and cell.get("dataset") == name and cell.get("rows"):

@@ -59,6 +59,22 @@ def test_row_sets_read_protocol_cells_that_stored_rows(silver, tmp_path: Path) -
     assert list(sets) == ["protocol.json:ncbi_disease|40|rgda|x"] and len(sets["protocol.json:ncbi_disease|40|rgda|x"]) == 2
 
 
+def test_row_sets_read_a_protocol200_cells_committed_chunks(silver, tmp_path: Path) -> None:
+    import gzip
+
+    cell = tmp_path / "ncbi_disease" / "rgda@seeds" / "2096b68d9a6b"
+    cell.mkdir(parents=True)
+    row = {"seed": 0, "tokens": ["Gout", "hurts"], "tags": ["B-Disease", "O"], "status": "accepted", "reason": ""}
+    for k, rows in enumerate([[row, {**row, "status": "rejected"}], [row]]):
+        with gzip.open(cell / f"chunk-{k:03d}.jsonl.gz", "wt") as fh:
+            for line in ({"dataset": "ncbi_disease", "chunk": k}, *rows):
+                fh.write(json.dumps(line) + "\n")
+    sets = silver.row_sets([cell], "ncbi_disease")
+    assert list(sets) == ["protocol200:rgda@seeds:2096b68 (2 chunks)"]
+    assert len(sets["protocol200:rgda@seeds:2096b68 (2 chunks)"]) == 2  # the accepted rows only
+    assert silver.row_sets([cell], "fin") == {}
+
+
 def test_recheck_repairs_or_drops_the_rows_a_sentence_rule_fires_on(silver) -> None:
     rows = [{"tokens": ["Drugs", "treat", "influenza", "influenza", "influenza", "infections", "."],
              "tags": ["O", "O", "B-Disease", "B-Disease", "B-Disease", "O", "O"]},
