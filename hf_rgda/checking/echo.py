@@ -14,7 +14,7 @@ from .. import prompts
 from ..tags import parse_inline, tags_to_spans, tokenize
 from .sentence import Sentence, seed_facts
 
-__all__ = ["example_form", "format_example", "format_example_forms", "meta_text"]
+__all__ = ["example_form", "format_example", "format_example_forms", "markup_debris", "meta_text"]
 
 
 #: words for the text itself rather than its subject: a small model told the domain ("biomedical research abstracts")
@@ -33,6 +33,22 @@ def meta_text(s: Sentence) -> str | None:
             return (f"{s.tokens[i]!r} speaks of the text itself, a word the split (almost) never uses outside "
                     "entities: the prompt written back as content")
     return None
+
+
+def markup_debris(s: Sentence) -> str | None:
+    """A token made only of braces or brackets that the split never writes: the answer's JSON (or a list of the
+    request's) written into the sentence ("AGU , VWS , C7 deficiency } , {")."""
+    context = s.checker.stats.context_words
+    if not context:
+        return None
+    for tok in s.tokens:
+        if tok and set(tok) <= _MARKUP and not context.get(tok) and tok not in s.of_seed.counts:
+            return f"{tok!r}: markup written into the sentence, a token the split never writes"
+    return None
+
+
+#: the characters of :func:`markup_debris`'s tokens
+_MARKUP = frozenset("{}[]")
 
 
 def format_example(s: Sentence) -> str | None:

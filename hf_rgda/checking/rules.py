@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from ..records import Candidate
 from ..tags import Span, spans_to_tags, tags_to_spans
 from ..words import FUNCTION_WORDS
-from .echo import format_example, meta_text
+from .echo import format_example, markup_debris, meta_text
 from .repairs import (
     head_ends_another_type,
     head_typical_elsewhere,
@@ -341,6 +341,9 @@ RULES: tuple[Rule, ...] = (
          "the split uses fewer than 5 times outside entities: the prompt written back as content",
          Example("In these research abstracts , the sentence describes [gout](Disease) in adults .",
                  stats=SplitStats(context_words={"in": 300}))),
+    Rule("markup_debris", markup_debris, "a token of braces or brackets alone that neither the split nor the seed "
+         "writes: the answer's JSON written into the sentence", Example("Patients with [gout](Disease) , lupus } , {",
+                                                                       stats=SplitStats(context_words={"with": 90}))),
     Rule("format_example", format_example, "an entity that is the output-format prompt's example entity, its "
          "numbers aside (`type 3 diabetes`), where neither the seed, a sentence the prompt showed nor the split has "
          "one: the prompt's example written back",
