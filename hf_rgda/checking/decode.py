@@ -144,8 +144,9 @@ def _clean_surrogates(value: Any) -> Any:
 
 def _find(tokens: list[str], needle: list[str], taken: list[bool]) -> list[int]:
     n = len(needle)
+    first = needle[0] if needle else None  # the slice compared only where the first word is (an empty one: anywhere)
     return [i for i in range(len(tokens) - n + 1)
-            if tokens[i : i + n] == needle and not any(taken[i : i + n])]
+            if (first is None or tokens[i] == first) and tokens[i : i + n] == needle and not any(taken[i : i + n])]
 
 
 def _find_loose(tokens: list[str], needle: str, taken: list[bool]) -> list[tuple[int, int]]:

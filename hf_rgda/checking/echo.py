@@ -57,6 +57,8 @@ def format_example(s: Sentence) -> str | None:
     an entity: the prompt's example written back as a row (the local 1.5B did in up to a third of its rows; the
     silver tagger scores them right, being a real disease name)."""
     examples = format_example_forms(s.checker.representation)
+    if not examples:  # a representation without such a prompt (or not known): nothing to compare with
+        return None
     for span in s.spans:
         form = example_form(s.low[span.start : span.end])
         if form not in examples:

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import Counter
@@ -58,8 +59,8 @@ def garbled(s: Sentence) -> str | None:
 
 
 def placeholder(s: Sentence) -> str | None:
-    names, low = {t.lower() for t in s.checker.types}, s.low
-    for i in sorted(i for bracket in ("<", "[", "{") for i in s.where(bracket)):  # where an opening bracket is
+    names, low, where = _lower_names(tuple(s.checker.types)), s.low, s.where
+    for i in sorted(where("<") + where("[") + where("{")):  # where an opening bracket is
         if i < len(low) - 2 and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
             return f"{' '.join(s.tokens[i : i + 3])!r} is a placeholder, not text"
     for span in s.spans:  # a bare type name counts unless the split ends such mentions with it (SciERC's "method")
@@ -67,11 +68,17 @@ def placeholder(s: Sentence) -> str | None:
         if bare.strip("<>[]{}") in names and (bare != bare.strip("<>[]{}")
                                               or not s.checker.stats.ends_mention(bare, span.label)):
             return f"entity {s.text(span)!r} is a type name"
-    for i in sorted(i for name in names for i in s.where(name)):  # "... at the RNA level Disease ." (the 1.5B, inline)
+    for i in sorted([i for name in names for i in where(name)]):  # "... at the RNA level Disease ." (the 1.5B, inline)
         word = s.tokens[i]
         if i and i < len(s.tags) and s.tags[i] == "O" and word in s.checker.types and word not in s.seed.tokens:
             return f"{word!r}, a type name, stands as a word"  # NCBI's train split: once in 5,432 sentences
     return None
+
+
+@functools.lru_cache(maxsize=16)
+def _lower_names(types: tuple[str, ...]) -> frozenset[str]:
+    """The type names lower-cased (:func:`placeholder` reads them for every sentence)."""
+    return frozenset(t.lower() for t in types)
 
 
 def several_sentences(s: Sentence) -> str | None:
@@ -145,7 +152,7 @@ def _near_copy(seed: SeedFacts, s: Sentence) -> bool:
 def looping(s: Sentence) -> str | None:
     """A 4-word phrase three times, or an 8-word phrase twice. (A 4-word phrase twice is ordinary prose, "the
     matrices in M ... the matrices in M" in SciERC: see ``benchmarks/checker_gold.py``.)"""
-    return LOOPING if repeats_phrase([t for t in s.low if _ALNUM(t)]) else None
+    return LOOPING if repeats_phrase([t for t in s.low if t.isalnum() or _ALNUM(t)]) else None  # most are words
 
 
 #: :func:`looping`'s finding
@@ -174,7 +181,7 @@ def self_coordinated(s: Sentence) -> str | None:
 
 
 def duplicate(s: Sentence) -> str | None:
-    same = any(s.low == [t.lower() for t in other.tokens] for other in s.accepted)
+    same = s.low in s.accepted_low
     return "same as another output for this seed" if same else None
 
 

@@ -78,6 +78,9 @@ def seed_facts(seed: Seed) -> SeedFacts:
                      {w: tuple(ix) for w, ix in at.items()}, Counter(low), occurrences(low))
 
 
+_MISSING = object()
+
+
 @dataclass
 class Sentence:
     """One candidate sentence as the rules see it, with the seed it was written from and its accepted siblings."""
@@ -105,6 +108,16 @@ class Sentence:
         return tags_to_spans(self.tags)
 
     @cached_property
+    def accepted_low(self) -> list[list[str]]:
+        """Each accepted sibling's words lower-cased (read once per sentence by the rules that compare with them)."""
+        return [[t.lower() for t in other.tokens] for other in self.accepted]
+
+    @cached_property
+    def accepted_spans(self) -> list[list[Span]]:
+        """Each accepted sibling's entities."""
+        return [tags_to_spans(other.tags) for other in self.accepted]
+
+    @cached_property
     def of_seed(self) -> SeedFacts:
         return seed_facts(self.seed)
 
@@ -125,9 +138,11 @@ class Sentence:
 
     def memo(self, key: Any, compute: Callable[..., Any], *args: Any) -> Any:
         """``compute(self, *args)``, computed once per sentence under ``key``."""
-        if key not in self._memo:
-            self._memo[key] = compute(self, *args)
-        return self._memo[key]
+        memo = self._memo
+        got = memo.get(key, _MISSING)
+        if got is _MISSING:
+            got = memo[key] = compute(self, *args)
+        return got
 
     def text(self, span: Span) -> str:
         return " ".join(self.tokens[span.start : span.end])

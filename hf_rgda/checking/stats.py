@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from ..tags import Span, TokenStyle, detokenize, tags_to_spans
@@ -115,10 +115,7 @@ class SplitStats:
     def token_style(self) -> TokenStyle:
         """How the split writes its tokens: hyphenated words and clitics whole unless ``split_hyphens`` (a split
         writing "'s" as a token of its own, ``ptb_clitic``, keeps that instead), plus ``whole_tokens``."""
-        kept = [] if self.split_hyphens else ["hyphen"]
-        if not self.split_hyphens and "ptb_clitic" not in self.whole_tokens:
-            kept.append("clitic")
-        return TokenStyle.of([*kept, *self.whole_tokens])
+        return _token_style(bool(self.split_hyphens), tuple(self.whole_tokens))
 
     def __getstate__(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}  # the derived index is rebuilt on demand
@@ -202,6 +199,15 @@ class SplitStats:
         index = self._index
         total = index.totals.get(label, 0)
         return total >= 50 and getattr(index, shape)[label] < share * total
+
+
+@lru_cache(maxsize=64)
+def _token_style(split_hyphens: bool, whole_tokens: tuple[str, ...]) -> TokenStyle:
+    """:attr:`SplitStats.token_style` (read for every sentence the checker decodes)."""
+    kept = [] if split_hyphens else ["hyphen"]
+    if not split_hyphens and "ptb_clitic" not in whole_tokens:
+        kept.append("clitic")
+    return TokenStyle.of([*kept, *whole_tokens])
 
 
 def entity_inventory(token_rows: Rows, tag_rows: Rows) -> dict[str, Counter[tuple[str, ...]]]:

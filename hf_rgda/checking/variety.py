@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..tags import Span, tags_to_spans
+from ..tags import Span
 from .sentence import Occurrences, Sentence, occurrences
 
 __all__ = ["Ledger", "cross_seed_duplicate", "entity_set", "near_duplicate", "repeated_entity", "same_entities",
@@ -115,8 +115,8 @@ def same_entities(s: Sentence) -> str | None:
     if not s.forbid_seed_entities or not s.spans:
         return None
     mine = entity_set(s.low, s.spans)
-    for other in s.accepted:
-        if entity_set([t.lower() for t in other.tokens], tags_to_spans(other.tags)) == mine:
+    for low, spans in zip(s.accepted_low, s.accepted_spans):
+        if entity_set(low, spans) == mine:
             texts = ", ".join(sorted(text for _, text in mine))
             return f"tags the same entities as another output for this seed ({texts})"
     return None
@@ -124,8 +124,7 @@ def same_entities(s: Sentence) -> str | None:
 
 def near_duplicate(s: Sentence) -> str | None:
     ratio = s.checker.near_copy_ratio
-    for other in s.accepted:
-        low = [t.lower() for t in other.tokens]
+    for other, low in zip(s.accepted, s.accepted_low):
         if low != s.low and similar(low, None, s.low, ratio, s.occurrences):  # the same words: duplicate's
             return f"{ratio:.0%} similar or more to another output for this seed: {' '.join(other.tokens)!r}"
     return None
@@ -135,14 +134,17 @@ def cross_seed_duplicate(s: Sentence) -> str | None:
     if s.ledger is None:
         return None
     ratio = s.checker.near_copy_ratio
-    words, mine = tuple(s.low), s.occurrences
-    m, found = len(words), None
-    for low, occ in s.ledger.others(s.seed.key):
-        total = len(low) + m  # the words shared first (a set intersection), the rest only where they allow it
-        if (not total or 2.0 * len(occ & mine) / total >= ratio) and similar(low, occ, words, ratio, mine):
-            found = low
-            break
-    return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(found)!r}" if found else None
+    words, mine, key = tuple(s.low), s.occurrences, s.seed.key
+    m = len(words)
+    for seed, rows in s.ledger.rows.items():  # the rows of the other seeds (Ledger.others, inlined: the hot loop)
+        if seed == key:
+            continue
+        for low, occ in rows:
+            total = len(low) + m  # the words shared first (a set intersection), the rest only where they allow it
+            if (not total or 2.0 * len(occ & mine) / total >= ratio) and similar(low, occ, words, ratio, mine):
+                return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(low)!r}" if low \
+                    else None  # an empty row (never accepted) ends the search too
+    return None
 
 
 def repeated_entity(s: Sentence) -> str | None:

@@ -78,11 +78,13 @@ def scripted_stage(messages: Sequence[Mapping[str, str]], listed: str) -> Stage:
     """The declared stage whose scripted answer (``Stage.scripted``) a call gets: the stage it is listed as (by
     :func:`stage_of`), else (a repair re-ask, a call named apart from its stage such as ``debate_revise``) the call's
     own stage, else the stage of its prompt template."""
-    info = call_of(messages)
-    for name in (listed, info.stage if info is not None else None):
-        stage = STAGES.get(name) if name else None
-        if stage is not None and stage.scripted is not None:
-            return stage
+    stage = STAGES.get(listed) if listed else None
+    if stage is not None and stage.scripted is not None:
+        return stage
+    info = call_of(messages)  # only where the listed stage scripts nothing
+    stage = STAGES.get(info.stage) if info is not None and info.stage else None
+    if stage is not None and stage.scripted is not None:
+        return stage
     stage = STAGES.get(_template_stage(messages))
     if stage is None or stage.scripted is None:
         raise AssertionError(f"no declared stage scripts an answer to a call of {listed!r}")
