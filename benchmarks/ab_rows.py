@@ -107,6 +107,9 @@ def report(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         file, _, arm = spec.rpartition(":")
         path = Path(file)
         rows, seeds = arm_rows(path, arm)
+        if args.seeds is not None:  # the seeds every arm ran (a run stopped early)
+            seeds = [i for i in seeds if i < args.seeds]
+            rows = [r for r in rows if r["seed"] < args.seeds]
         arms.append((path, arm, rows, seeds))
     seed_ents = seed_entities(args.data_dir, args.dataset, sorted({s for *_, seeds in arms for s in seeds}))
     silver = json.loads(args.silver.read_text()) if args.silver else None
@@ -150,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dataset", default="ncbi_disease")
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--silver", type=Path, default=None, help="benchmarks.silver results that scored these rows")
+    p.add_argument("--seeds", type=int, default=None, help="only the seeds below this index (arms stopped early)")
     p.add_argument("--quote", type=int, default=10)
     p.add_argument("--sample-seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
