@@ -51,3 +51,24 @@ def test_quoted_rows_mark_entities_and_the_readme_block_is_replaced(tmp_path: Pa
     assert readme.read_text() == "top\n<!-- x:start -->\nnew table\n<!-- x:end -->\nbottom\n"
     with pytest.raises(SystemExit, match="no <!-- y:start -->"):
         write_readme("y", "t", readme)
+
+
+def test_a_results_header_names_the_gpu_and_the_commit_a_device_copy_was_sent_at(monkeypatch) -> None:
+    """Runs made on a lent GPU machine say so (``machine``), and record the commit the copy was sent at
+    (``BENCHMARK_COMMIT``), not the copy's own git folder."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from benchmarks import common
+
+    monkeypatch.setattr(common.subprocess, "run", lambda *a, **k: SimpleNamespace(stdout="NVIDIA H200\n"))
+    assert common.machine().endswith(", GPU: NVIDIA H200")
+
+    def missing(*a, **k):
+        raise FileNotFoundError("nvidia-smi")
+
+    monkeypatch.setattr(common.subprocess, "run", missing)
+    assert common.machine().endswith(", no GPU") and common.machine("note").endswith(", note")
+    monkeypatch.setattr(common.subprocess, "run", subprocess.run)
+    monkeypatch.setenv("BENCHMARK_COMMIT", "abc1234")
+    assert common.commit() == "abc1234"
