@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -190,6 +191,16 @@ def test_invalid_sentences_are_repaired_once_then_rejected() -> None:
     assert reasons == ["seed_entity_reused"] * 4
 
 
+def pipeline_with_backends_own(option: str, own: Any, given: Any, handler: Any) -> Pipeline:
+    """A gda pipeline on a scripted backend whose own ``option`` is ``own``, the configuration giving ``given``
+    (None: unset); the resolved value is checked: the one given wins, else the backend's."""
+    llm = ScriptedLLM(handler)
+    setattr(llm, option, own)
+    pipe = Pipeline(AugmentConfig(method="gda", **{option: given}), llm, Checker(("Disease",)))
+    assert getattr(pipe.cfg, option) == (own if given is None else given)
+    return pipe
+
+
 @pytest.mark.parametrize(("own", "given", "asked"), [(0, None, 1), (0, 1, 2), (1, None, 2), (1, 0, 1)])
 def test_an_unset_max_repairs_is_the_backends_own(own: int, given: int | None, asked: int) -> None:
     """``max_repairs`` unset takes the backend's ``max_repairs`` (the local model's 0: its re-asks repeat the fault);
@@ -204,10 +215,7 @@ def test_an_unset_max_repairs_is_the_backends_own(own: int, given: int | None, a
                                    "entities": [{"text": "breast cancer", "type": "Disease"}]}] * n}
         return FakeWorld()(messages, schema, params)
 
-    llm = ScriptedLLM(handler)
-    llm.max_repairs = own
-    pipe = Pipeline(AugmentConfig(method="gda", max_repairs=given), llm, Checker(("Disease",)))
-    assert pipe.cfg.max_repairs == (own if given is None else given)
+    pipe = pipeline_with_backends_own("max_repairs", own, given, handler)
     [r] = asyncio.run(pipe.run(SEEDS[:1]))
     assert calls["composer"] == asked and not r.accepted
 
@@ -224,10 +232,7 @@ def test_spare_sentences_are_asked_and_the_first_num_augmented_kept(own: int, gi
             asked.append(schema["properties"]["sentences"]["minItems"])
         return FakeWorld()(messages, schema, params)
 
-    llm = ScriptedLLM(handler)
-    llm.spare_sentences = own
-    pipe = Pipeline(AugmentConfig(method="gda", spare_sentences=given), llm, Checker(("Disease",)))
-    assert pipe.cfg.spare_sentences == (own if given is None else given)
+    pipe = pipeline_with_backends_own("spare_sentences", own, given, handler)
     [r] = asyncio.run(pipe.run(SEEDS[:1]))
     assert asked == [written]
     assert len(r.accepted) == 3
@@ -247,10 +252,7 @@ def test_an_unset_check_mentions_is_the_backends_own(own: bool, given: bool | No
         stages.append(stage_of(list(messages)))
         return FakeWorld()(messages, schema, params)
 
-    llm = ScriptedLLM(handler)
-    llm.check_mentions = own
-    pipe = Pipeline(AugmentConfig(method="gda", check_mentions=given), llm, Checker(("Disease",)))
-    assert pipe.cfg.check_mentions is (own if given is None else given)
+    pipe = pipeline_with_backends_own("check_mentions", own, given, handler)
     assert (pipe.stages().step("mention_check") is not None) is pipe.cfg.check_mentions
 
 
