@@ -131,7 +131,9 @@ def report(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     path, arm, rows, _ = arms[-1]
     picked = random.Random(args.sample_seed).sample(rows, min(args.quote, len(rows)))
     lines += ["", f"Ten rows of `{arm}` drawn at random (`random.Random({args.sample_seed})`), as accepted:", ""]
-    lines += [f"{i}. (seed {r['seed']}) {inline(r['tokens'], r['tags'])}" for i, r in enumerate(picked, 1)]
+    # as code: a mark ``[text](Type)`` would read as a Markdown link
+    lines += [f"{i}. (seed {r['seed']}) `{inline(r['tokens'], r['tags']).replace('`', chr(39))}`"
+              for i, r in enumerate(picked, 1)]
     out["quoted"] = [inline(r["tokens"], r["tags"]) for r in picked]
     return "\n".join(lines), out
 
