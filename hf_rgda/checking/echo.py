@@ -35,6 +35,10 @@ def meta_text(s: Sentence) -> str | None:
     return None
 
 
+#: the characters of :func:`markup_debris`'s tokens
+_MARKUP = frozenset("{}[]")
+
+
 def markup_debris(s: Sentence) -> str | None:
     """A token made only of braces or brackets that the split never writes: the answer's JSON (or a list of the
     request's) written into the sentence ("AGU , VWS , C7 deficiency } , {")."""
@@ -45,10 +49,6 @@ def markup_debris(s: Sentence) -> str | None:
         if tok and set(tok) <= _MARKUP and not context.get(tok) and tok not in s.of_seed.counts:
             return f"{tok!r}: markup written into the sentence, a token the split never writes"
     return None
-
-
-#: the characters of :func:`markup_debris`'s tokens
-_MARKUP = frozenset("{}[]")
 
 
 def format_example(s: Sentence) -> str | None:

@@ -81,9 +81,9 @@ def swap_entities(cand: Candidate, found: Finding, s: Sentence) -> Sentence | No
     repeat a sibling's becomes a row with entities of its own (the small model writes the guide's entity into every
     sentence it is asked for). The choice is fixed by the row's words; None where a type has no unused mention."""
     pool = s.checker.stats.mentions
-    used = {" ".join(t.lower() for t in words) for words, _ in s.of_seed.mentions}
-    for other in (cand, *s.accepted):
-        used.update(" ".join(other.tokens[sp.start:sp.end]).lower() for sp in tags_to_spans(other.tags))
+    used = {" ".join(words) for words, _ in s.of_seed.mentions}  # lower-cased already
+    for low, spans in [(s.low, s.spans), *zip(s.accepted_low, s.accepted_spans)]:
+        used.update(" ".join(low[sp.start:sp.end]) for sp in spans)
     pick = zlib.crc32(" ".join(s.low).encode())
     tokens: list[str] = []
     tags: list[str] = []

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..tags import Span
@@ -67,12 +67,6 @@ class Ledger:
     def count(self, entity: tuple[str, str]) -> int:
         """How many accepted rows carry ``entity`` (``(type, text lower-cased)``)."""
         return self._total[entity]
-
-    def others(self, key: str) -> Iterator[Words]:
-        """The rows accepted from seeds other than ``key``."""
-        for seed, rows in self.rows.items():
-            if seed != key:
-                yield from rows
 
 
 def entity_set(words: Sequence[str], spans: Sequence[Span]) -> frozenset[tuple[str, str]]:
@@ -136,14 +130,13 @@ def cross_seed_duplicate(s: Sentence) -> str | None:
     ratio = s.checker.near_copy_ratio
     words, mine, key = tuple(s.low), s.occurrences, s.seed.key
     m = len(words)
-    for seed, rows in s.ledger.rows.items():  # the rows of the other seeds (Ledger.others, inlined: the hot loop)
+    for seed, rows in s.ledger.rows.items():  # the other seeds' rows (a loop, not a generator: the hot path)
         if seed == key:
             continue
         for low, occ in rows:
             total = len(low) + m  # the words shared first (a set intersection), the rest only where they allow it
-            if (not total or 2.0 * len(occ & mine) / total >= ratio) and similar(low, occ, words, ratio, mine):
-                return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(low)!r}" if low \
-                    else None  # an empty row (never accepted) ends the search too
+            if total and 2.0 * len(occ & mine) / total >= ratio and similar(low, occ, words, ratio, mine):
+                return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(low)!r}"
     return None
 
 
