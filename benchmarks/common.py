@@ -123,13 +123,13 @@ def use_cpu_module(args: argparse.Namespace) -> None:
         load_cpu_variant(args.cpu_module)
 
 
-def llama_context(path: str, threads: int, *, n_ctx: int = 4096, repack: bool = True) -> tuple[Any, Any]:
+def llama_context(path: str, threads: int, *, n_ctx: int = 4096) -> tuple[Any, Any]:
     """A llama.cpp model and context through its C API, set up as llama-cpp-python's ``Llama`` sets them (batches
-    of 512, flash attention off), the weights repacked at load (llama.cpp's default) or left plain."""
+    of 512, flash attention off), the weights repacked at load (llama.cpp's default)."""
     import llama_cpp as L
 
     mp = L.llama_model_default_params()
-    mp.use_extra_bufts = repack
+    mp.use_extra_bufts = True
     model = L.llama_model_load_from_file(str(path).encode(), mp)
     cp = L.llama_context_default_params()
     cp.n_ctx, cp.n_batch, cp.n_ubatch = n_ctx, 512, 512

@@ -100,10 +100,11 @@ def test_the_gate_rejects_what_reads_too_unlikely_and_only_where_switched_on() -
 
     def run(threshold: float, reader: type = MarkedReader) -> tuple[list, MarkedReader]:
         llm = reader(FakeWorld(), "Huntington")  # rows naming Huntington disease read as unlikely
-        pipe = Pipeline(AugmentConfig(method="gda", sense_threshold=threshold), llm, Checker(("Disease",)))
+        pipe = Pipeline(AugmentConfig(method="gda", sense_gate=threshold > 0, sense_threshold=threshold), llm,
+                        Checker(("Disease",)))
         return asyncio.run(pipe.run(SEEDS)), llm
 
-    off, llm = run(0.0)
+    off, llm = run(0.0)  # sense_gate off: nothing is read
     assert not llm.texts and all(len(r.accepted) == 3 for r in off)
     on, llm = run(0.05)
     assert llm.texts and not {detokenize(s.tokens) for s in SEEDS} & set(llm.texts)  # rows are read, not seeds

@@ -34,7 +34,6 @@ from ..llm.base import LLM
 from ..pipeline import Pipeline
 from ..records import Candidate, Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC, DEBATE_RUBRIC, GR_RUBRIC
-from ..sense import Reader
 from ..stages import Stages
 from ..stages.debate import ReviewResult, run_review
 from ..stages.rating import expected_total
@@ -77,8 +76,7 @@ class Judges:
                                                         judge_early_pass=False), llm, self.checker, **kw).stages()
         self.spent: list[SeedResult] = []  # every canary's calls, for the cost figures
         self.details: dict[str, dict[str, Any]] = {}  # canary id -> what a scorer read beside its score
-        self.reader = Reader(llm, self.config.domain, self.checker.stats.examples, q=self.config.sense_quantile,
-                             threshold=self.config.sense_threshold, cache=cache)
+        self.reader = self.stages["sense"].reader  # the gate's own reader, as a run makes it
 
     def _result(self, canary: Canary, tokens: Sequence[str], tags: Sequence[str]) -> SeedResult:
         r = SeedResult(Seed(canary.id, tuple(tokens), tuple(tags)))

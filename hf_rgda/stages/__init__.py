@@ -12,8 +12,10 @@ package kept elsewhere is read with :func:`load`.
 - :mod:`.judge`: the judge loop both refiners are (Algorithm 1).
 - :mod:`.debate`: WHICH (``biorda``'s Advise-Reflect-Revise debate) and the ``debate_review`` stage; :mod:`.panel`:
   the reviewer rounds both run.
-- :mod:`.completeness`: the model lists a row's mentions; one it left untagged that the verifier confirms rejects it.
-- :mod:`.sense_gate`: a sentence whose least likely tokens read far below its seed's is rejected.
+- :mod:`.completeness`: untagged spans the split's statistics propose (and, optionally, the model lists); one the
+  verifier confirms rejects the row.
+- :mod:`.sense_gate`: a sentence whose least likely tokens read below ``sense_quantile`` of the split's own sentences
+  (or ``sense_threshold``) is rejected.
 - :mod:`.verify`: one multiple-choice question per tagged entity, read as the probability of its type;
   :mod:`.categories`: the question and its options.
 - :mod:`.base`: what they share: the run, a step, writing and checking sentences.

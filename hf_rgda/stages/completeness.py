@@ -124,9 +124,12 @@ def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, typ
         if not content(end):
             continue
         word = tokens[end]
+        form, new = stats.stats_form(word), None  # neither depends on the type: computed once a word
         for label in types:
-            seen = stats.heads.get(label, {}).get(stats.stats_form(word), 0)
-            prior = stats.head_share(word, label, types) if seen >= 2 else _new_term(word, stats, end == 0)
+            seen = stats.heads.get(label, {}).get(form, 0)
+            if seen < 2 and new is None:
+                new = _new_term(word, stats, end == 0)
+            prior = stats.head_share(word, label, types) if seen >= 2 else new
             if prior < 0.3:
                 continue
             start = end
