@@ -133,8 +133,8 @@ class AugmentConfig:
     spare_sentences: int | None = _f(None, "sentences the composer writes beyond num_augmented, so that a seed still "
                                      "has num_augmented rows after the gates drop some (the first num_augmented to "
                                      "pass every check are kept, the rest recorded as 'spare'); unset: the backend's "
-                                     "own (1 for the local model, whose gates drop about a third of its sentences; 0 "
-                                     "for the APIs, which repair instead: docs/decisions/spare-sentences.md)",
+                                     "own (3 for the local model, whose gates pass about half of its sentences; 0 for "
+                                     "the APIs, which repair instead: docs/decisions/spare-sentences.md)",
                                      type=int, group="generation")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content", group="generation")
     representation: str = _f("auto", "what the LLM writes: a sentence plus entity list ('entities'), typed "
@@ -304,7 +304,7 @@ class AugmentConfig:
         """This configuration with the backend's own values where it leaves them to the backend: ``representation``
         ``"auto"`` (its ``representation`` attribute: ``"inline"`` for the local model, ``"entities"`` otherwise) and
         ``max_repairs`` unset (its ``max_repairs``: 0 for the local model, 1 otherwise), ``spare_sentences`` unset
-        (its ``spare_sentences``: 1 for the local model, 0 otherwise) and ``check_mentions`` unset (its
+        (its ``spare_sentences``: 3 for the local model, 0 otherwise) and ``check_mentions`` unset (its
         ``check_mentions``: on for the local model, off otherwise)."""
         own: dict[str, Any] = {}
         if self.representation == "auto":

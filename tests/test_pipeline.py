@@ -222,7 +222,7 @@ def test_an_unset_max_repairs_is_the_backends_own(own: int, given: int | None, a
 
 @pytest.mark.parametrize(("own", "given", "written"), [(1, None, 4), (0, None, 3), (1, 0, 3), (0, 2, 5)])
 def test_spare_sentences_are_asked_and_the_first_num_augmented_kept(own: int, given: int | None, written: int) -> None:
-    """The composer writes ``num_augmented`` + ``spare_sentences`` (unset: the backend's own; the local model's 1);
+    """The composer writes ``num_augmented`` + ``spare_sentences`` (unset: the backend's own; the local model's 3);
     a seed keeps the first ``num_augmented`` rows to pass every check, and each further one is recorded as
     ``variety/spare``, never silently dropped."""
     asked: list[int] = []

@@ -198,3 +198,21 @@ def test_a_row_repeating_a_siblings_entities_gets_unused_mentions_of_the_split_u
     last = Candidate(raw=rows[2], tokens=parse_inline(rows[2])[0], tags=parse_inline(rows[2])[1])
     check.check(last, seed, kept, forbid_seed_entities=True)  # every mention of the pool is taken now
     assert last.reason == "same_entities"
+
+
+def test_with_spare_rows_the_variety_pass_keeps_rows_with_their_own_entities_first() -> None:
+    """A row given a sibling's pool mentions (``same_entities``' repair) fits its sentence less well than one that
+    kept the model's entities: with ``keep`` (spare sentences), the seed's rows that kept their own go first, and the
+    swapped one is the spare; without ``keep`` the order is the composer's."""
+    rows = ["Carriers of the variant developed [glioma](Disease) early .",
+            "PTEN variants raise the risk of [gout](Disease) in men .",
+            "Smoking was linked to [lupus](Disease) in the cohort ."]
+    r = result("a", rows)
+    r.accepted[1].salvaged.append("same_entities: 'glioma' -> 'gout' (from the split's mentions of the same types)")
+    CHECK.vary([r], Ledger(3), forbid_seed_entities=True, keep=2)
+    assert [c.raw for c in r.accepted] == [rows[0], rows[2]]
+    assert [(s, c.raw, c.reason) for s, c in r.rejected] == [("variety", rows[1], "spare")]
+    r = result("a", rows)
+    r.accepted[1].salvaged.append("same_entities: 'glioma' -> 'gout' (from the split's mentions of the same types)")
+    CHECK.vary([r], Ledger(3), forbid_seed_entities=True)
+    assert [c.raw for c in r.accepted] == rows

@@ -98,7 +98,10 @@ class Checker:
             ledger.forget(r.seed.key)
         for r in rs:
             kept: list[Candidate] = []
-            for c in r.accepted:
+            # with spare rows, a row that kept the entities the model wrote goes before one given a sibling's pool
+            # mentions (same_entities' repair): its entities fit the sentence the model wrote around them
+            order = sorted(r.accepted, key=_swapped) if keep is not None else r.accepted
+            for c in order:
                 if keep is not None and len(kept) >= keep:
                     r.rejected.append(("variety", c.reject("spare", f"a spare sentence: the seed has its {keep} rows")))
                     continue
@@ -113,6 +116,10 @@ class Checker:
 
     def _salvage(self, cand: Candidate, s: Sentence) -> Sentence:
         return salvage(cand, s, table.RULES)
+
+
+def _swapped(c: Candidate) -> bool:
+    return any(x.startswith("same_entities:") for x in c.salvaged)
 
 
 def salvage(cand: Candidate, s: Sentence, rules: tuple[Rule, ...]) -> Sentence:
