@@ -49,7 +49,7 @@ LABELS = {"entity": "entity verifier", "verification": "entity verification (che
           "split": "split statistics", "ac": "AC judge", "gr": "GR judge", "ac-prob": "AC judge (by probability)",
           "gr-prob": "GR judge (by probability)", "debate": "debate reviewers",
           "debate-prob": "debate reviewers (by probability)",
-          "sense": "sense (least likely tokens)", "sense-gate": "sense gate (checker first)", "mentions": "completeness (mentions listed, verified)"}
+          "sense": "sense (least likely tokens)", "sense-gate": "sense gate (checker first)", "mentions": "completeness (spans proposed, verified)"}
 MIN_CANARIES = 4
 
 
