@@ -26,6 +26,7 @@ from .checking.variety import Ledger
 from .config import AugmentConfig
 from .llm.base import LLM
 from .records import Seed, SeedResult
+from .sense import Reader
 from .stages import PLANS, STAGES, Run, Stages, Step, system_prompts
 from .stages.composer import EntityPool
 
@@ -72,6 +73,10 @@ class Pipeline:
         self.descriptions, self.confusers = dict(type_descriptions or {}), confusers
         notes = "\n".join(f"- {t}: {d}" for t, d in self.descriptions.items())
         self.systems = system_prompts(config, checker.types, notes)
+        # the sense gate's readings: one reader a pipeline, so its threshold (the split's reference sentences read)
+        # is read once for all its batches; nothing is read before the gate first asks
+        self.reader = Reader(llm, config.domain, checker.stats.examples, q=config.sense_quantile,
+                             threshold=config.sense_threshold, cache=cache)
 
     async def run(self, seeds: Sequence[Seed], examples: Sequence[Seed] = ()) -> list[SeedResult]:
         """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds).
@@ -98,7 +103,7 @@ class Pipeline:
         shown = [s for s in examples if s.spans] or list(examples)
         # entity-hint pool: the dataset's inventory, or else the mentions of this batch's own seeds
         pool = self.pool or EntityPool(entity_mentions([s.tokens for s in shown], [s.tags for s in shown]))
-        run = Run(self.cfg, Caller(self.cfg, self.llm, self.cache), self.checker, self.systems)
+        run = Run(self.cfg, Caller(self.cfg, self.llm, self.cache), self.checker, self.systems, self.reader)
         return Stages(run, shown, pool, self.attribution, self.debate_llms, self.descriptions, self.confusers)
 
     async def _run_group(self, rs: list[SeedResult], s: Stages) -> None:

@@ -34,8 +34,6 @@ LEAST_LIKELY = 3
 SHOTS = 4
 #: the share of the split's own sentences a row may read below and still pass
 QUANTILE = 0.1
-#: thresholds read in this process, by backend, shots, reference and quantile (a run builds its gate per batch)
-_THRESHOLDS: dict[str, float] = {}
 
 
 def prefix(domain: str, shots: Sequence[Sequence[str]] = ()) -> str:
@@ -117,19 +115,21 @@ class Reader:
         self.llm, self.domain, self.q, self.cache = llm, domain, q, cache
         self.shots, self.reference = list(examples[:SHOTS]), list(examples[SHOTS:])
         self._threshold: float | None = threshold if threshold > 0 else None
-        self._lock = asyncio.Lock()
+        self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     async def scores(self, sentences: Sequence[Sequence[str]]) -> list[float]:
         """Each sentence's score after the shots."""
         return await sense_scores(self.llm, self.domain, sentences, shots=self.shots, cache=self.cache)
 
     async def threshold(self) -> float | None:
-        """The absolute threshold, else the reference's quantile (read once); None without reference sentences."""
-        async with self._lock:
-            if self._threshold is None and self.reference:
-                key = text_key(self.llm.identity(), prefix(self.domain, self.shots),
-                               "\n".join(detokenize(t) for t in self.reference)) + f"/{self.q}"
-                if key not in _THRESHOLDS:
-                    _THRESHOLDS[key] = quantile(await self.scores(self.reference), self.q)
-                self._threshold = _THRESHOLDS[key]
+        """The absolute threshold, else the reference's quantile (read once a reader); None without reference
+        sentences."""
+        if self._threshold is not None or not self.reference:
+            return self._threshold
+        loop = asyncio.get_running_loop()  # a pipeline's batches each run in their own event loop
+        if self._lock is None or self._lock[0] is not loop:
+            self._lock = (loop, asyncio.Lock())
+        async with self._lock[1]:  # the seeds of a batch ask at once: the reference is read by the first
+            if self._threshold is None:
+                self._threshold = quantile(await self.scores(self.reference), self.q)
         return self._threshold

@@ -36,9 +36,6 @@ def _isolate(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     monkeypatch.setenv("HF_RGDA_CACHE", str(base / "responses.sqlite3"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    # the sense gate's per-process threshold memo is keyed by the backend's identity, which every scripted fake
-    # shares: each test starts without another test's thresholds
-    monkeypatch.setattr("hf_rgda.sense._THRESHOLDS", {})
     if request.node.get_closest_marker("external"):
         return  # live provider tests (opt-in) keep the caller's keys
     for key in list(os.environ):

@@ -173,3 +173,30 @@ def test_quantile_and_the_readers_threshold() -> None:
     assert asyncio.run(Reader(BigramReader(), "bio", [], threshold=0.3).threshold()) == 0.3
     with pytest.raises(ConfigError, match="sense_quantile"):
         AugmentConfig(sense_quantile=0.9)
+
+
+def test_a_pipeline_reads_the_reference_once_across_its_batches() -> None:
+    """The gate's threshold is read once a pipeline, not once a batch nor once a process: without a response cache, a second batch
+    (its own event loop, as the augmenter runs them) reads only its rows, and the seeds of a batch asking at once
+    share the one reading."""
+    from hf_rgda.checking import Checker, SplitStats
+    from hf_rgda.pipeline import Pipeline
+
+    from .conftest import FakeWorld
+    from .test_pipeline import SEEDS
+
+    rows = [parse_inline(x) for x in DEV + TRAIN]
+    split = SplitStats.from_split([t for t, _ in rows], [g for _, g in rows])
+    reference = detokenize(split.examples[SHOTS])
+    llm = MarkedReader(FakeWorld(), "Huntington")
+    pipe = Pipeline(AugmentConfig(method="gda"), llm, Checker(("Disease",), split))
+    first = asyncio.run(pipe.run(SEEDS[:2]))
+    assert llm.texts.count(reference) == 1
+    read = len(llm.texts)
+    second = asyncio.run(pipe.run(SEEDS[2:]))
+    assert llm.texts.count(reference) == 1 and reference not in llm.texts[read:]
+    assert any(r.accepted for r in first) and any(r.accepted for r in second)
+    # another pipeline reads its own (no threshold outlives its pipeline: a process keeps none)
+    other = MarkedReader(FakeWorld(), "Huntington")
+    asyncio.run(Pipeline(AugmentConfig(method="gda"), other, Checker(("Disease",), split)).run(SEEDS[:1]))
+    assert other.texts.count(reference) == 1
