@@ -80,7 +80,7 @@ names = None
 feat = run.rows.features["ner_tags"]
 if hasattr(getattr(feat, "feature", None), "names"):
     names = feat.feature.names
-per_seed, rows, reasons = [], [], {}
+per_seed, rows, rejected = [], [], []
 for r in run.rows:
     if r["rgda_status"] == "original":
         per_seed.append(0)
@@ -88,10 +88,14 @@ for r in run.rows:
         per_seed[-1] += 1
         tags = [names[t] for t in r["ner_tags"]] if names else list(r["ner_tags"])
         rows.append({"tokens": list(r["tokens"]), "tags": tags})
+    elif r["rgda_status"] == "rejected":  # what each gate dropped, to be read (the raw answer and the detail)
+        t = json.loads(r["rgda_trace"] or "{}")
+        rejected.append({"seed": len(per_seed) - 1, "reason": r["rgda_reason"], "raw": t.get("raw"),
+                         "detail": t.get("detail")})
 import os
 from llama_cpp import llama_cpp as bindings
 lib = str(bindings._base_path)  # llama_cpp/lib, or LLAMA_CPP_LIB_PATH (an arm run on another build)
-print("RESULT " + json.dumps({"summary": run.summary.to_dict(), "per_seed": per_seed, "rows": rows,
+print("RESULT " + json.dumps({"summary": run.summary.to_dict(), "per_seed": per_seed, "rows": rows, "rejected": rejected,
       "identity": aug.llm.identity(), "llama_cpp_lib": lib, "llama_cpp_modules": sorted(os.listdir(lib)),
       "system_info": bindings.llama_print_system_info().decode(errors="replace")}))
 '''
@@ -203,7 +207,7 @@ def run_chunk(arm: dict[str, str], indices: list[int], args: argparse.Namespace)
             "cached_prompt_tokens": s["cached_prompt_tokens"], "rejected_by_reason": s["rejected_by_reason"],
             "failed_seeds": s["failed_seeds"], "identity": out["identity"], "llama_cpp_lib": out["llama_cpp_lib"],
             "llama_cpp_modules": out["llama_cpp_modules"], "system_info": out["system_info"],
-            "rows": out["rows"]}
+            "rows": out["rows"], "rejected": out.get("rejected", [])}
 
 
 def mean_interval(xs: list[float]) -> list[float] | None:
