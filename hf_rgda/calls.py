@@ -130,6 +130,7 @@ class Caller:
     def __init__(self, config: AugmentConfig, llm: LLM, cache: ResponseCache | None = None) -> None:
         self.config, self.llm, self.cache = config, llm, cache
         self._sem = asyncio.Semaphore(max(1, llm.max_concurrency))
+        self._keys: dict[str, asyncio.Lock] = {}  # a cached call's key -> held while it is paid for
 
     async def ask(self, r: SeedResult, stage: str, messages: Messages, schema: dict[str, Any], *, judge: bool = False,
                   salt: object = "", rnd: int | None = None, llm: LLM | None = None,
@@ -202,8 +203,23 @@ class Caller:
                     get: Callable[[ResponseCache], _Answer | None], put: Callable[[ResponseCache, str, _Answer], None],
                     call: Callable[[], Awaitable[_Answer]]) -> _Answer:
         """The cache's answer under ``key``, else ``call()`` within the backend's concurrency limit (timed when the
-        backend does not time it, in flight with its metadata ``info``, then stored); counted on ``r`` either way."""
-        got = get(self.cache) if self.cache is not None else None
+        backend does not time it, in flight with its metadata ``info``, then stored); counted on ``r`` either way.
+        The same call asked again while it is in flight (two rows asking one question at once) waits for it and is
+        served from the cache: it is paid once."""
+        if self.cache is None or not key:
+            return await self._pay(r, info, messages, rnd, key, None, put, call)
+        got = get(self.cache)
+        if got is None:
+            async with self._keys.setdefault(key, asyncio.Lock()):
+                got = get(self.cache)  # paid meanwhile by the call this one waited for
+                if got is None:
+                    return await self._pay(r, info, messages, rnd, key, None, put, call)
+        return await self._pay(r, info, messages, rnd, key, got, put, call)
+
+    async def _pay(self, r: SeedResult, info: CallInfo, messages: Messages, rnd: int | None, key: str,
+                   got: _Answer | None, put: Callable[[ResponseCache, str, _Answer], None],
+                   call: Callable[[], Awaitable[_Answer]]) -> _Answer:
+        """``got`` (the cache's answer), else ``call()`` paid and stored; counted on ``r``."""
         stage = info.stage
         if got is None:
             async with self._sem:

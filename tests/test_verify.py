@@ -49,6 +49,34 @@ def test_choose_is_cached_counted_and_seeded(tmp_path: Path) -> None:
     assert (again.accounting.calls, again.accounting.cached_calls, again.accounting.prompt_tokens) == (1, 1, 0)
 
 
+def test_one_call_asked_twice_at_once_is_paid_once(tmp_path: Path) -> None:
+    """Two rows asking one question at the same time (the same key, both before the cache holds it): the second
+    waits for the first and is served from the cache, so the backend is called once and a resumed run's cache holds
+    every call it paid for."""
+
+    class Slow(ScriptedLLM):
+        async def option_probs(self, messages: Any, options: Any, *, params: Any) -> Any:
+            await asyncio.sleep(0.05)  # in flight long enough for the second ask to arrive
+            return await super().option_probs(messages, options, params=params)
+
+    llm = Slow(lambda m, s, p: {"A": 0.8, "B": 0.2})
+    caller, rs = Caller(AugmentConfig(), llm, ResponseCache(tmp_path / "r.sqlite3")), [SeedResult(SEED) for _ in "ab"]
+
+    async def both() -> list[Any]:
+        return await asyncio.gather(*(caller.choose(r, "entity_verify", QUESTION, ("A", "B")) for r in rs))
+
+    first, second = asyncio.run(both())
+    assert len(llm.calls) == 1 and first.probs == second.probs
+    assert (rs[0].accounting.cached_calls, rs[1].accounting.cached_calls) == (0, 1)
+    other = Caller(AugmentConfig(), Slow(lambda m, s, p: {"A": 0.8, "B": 0.2}))  # no cache: nothing is shared
+
+    async def uncached() -> list[Any]:
+        return await asyncio.gather(*(other.choose(r, "entity_verify", QUESTION, ("A", "B")) for r in rs))
+
+    asyncio.run(uncached())
+    assert len(other.llm.calls) == 2
+
+
 def test_choose_without_cache_asks_every_time() -> None:
     llm = ScriptedLLM(lambda m, s, p: {"B": 1.0})
     caller, r = Caller(AugmentConfig(), llm), SeedResult(SEED)
