@@ -133,9 +133,15 @@ class AugmentConfig:
     spare_sentences: int | None = _f(None, "sentences the composer writes beyond num_augmented, so that a seed still "
                                      "has num_augmented rows after the gates drop some (the first num_augmented to "
                                      "pass every check are kept, the rest recorded as 'spare'); unset: the backend's "
-                                     "own (3 for the local model, whose gates pass about half of its sentences; 0 for "
+                                     "own (1 for the local model, whose gates pass about half of its sentences; 0 for "
                                      "the APIs, which repair instead: docs/decisions/spare-sentences.md)",
                                      type=int, group="generation")
+    top_up: bool | None = _f(None, "a seed that the gates (sense, entity verification, completeness) leave short of "
+                             "num_augmented sentences is asked once more, afresh (the composer's request for the "
+                             "missing and spare sentences, sampled anew), and the gates read the new ones; unset: the "
+                             "backend's own (on for the local model, whose short seeds are mostly one bad sample; "
+                             "off for the APIs, which repair instead: docs/decisions/top-up.md)", type=bool,
+                             group="generation")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content", group="generation")
     representation: str = _f("auto", "what the LLM writes: a sentence plus entity list ('entities'), typed "
                              "segments ('segments'), or the sentence with each entity marked in place as "
@@ -304,8 +310,8 @@ class AugmentConfig:
         """This configuration with the backend's own values where it leaves them to the backend: ``representation``
         ``"auto"`` (its ``representation`` attribute: ``"inline"`` for the local model, ``"entities"`` otherwise) and
         ``max_repairs`` unset (its ``max_repairs``: 0 for the local model, 1 otherwise), ``spare_sentences`` unset
-        (its ``spare_sentences``: 3 for the local model, 0 otherwise) and ``check_mentions`` unset (its
-        ``check_mentions``: on for the local model, off otherwise)."""
+        (its ``spare_sentences``: 1 for the local model, 0 otherwise), ``check_mentions`` and ``top_up`` unset (the
+        backend's ``check_mentions`` and ``top_up``: on for the local model, off otherwise)."""
         own: dict[str, Any] = {}
         if self.representation == "auto":
             own["representation"] = getattr(llm, "representation", "entities")
@@ -315,6 +321,8 @@ class AugmentConfig:
             own["spare_sentences"] = getattr(llm, "spare_sentences", 0)
         if self.check_mentions is None:
             own["check_mentions"] = getattr(llm, "check_mentions", False)
+        if self.top_up is None:
+            own["top_up"] = getattr(llm, "top_up", False)
         return replace(self, **own) if own else self
 
     def threshold_for(self, verdict_method: str) -> int:

@@ -222,7 +222,7 @@ def test_an_unset_max_repairs_is_the_backends_own(own: int, given: int | None, a
 
 @pytest.mark.parametrize(("own", "given", "written"), [(1, None, 4), (0, None, 3), (1, 0, 3), (0, 2, 5)])
 def test_spare_sentences_are_asked_and_the_first_num_augmented_kept(own: int, given: int | None, written: int) -> None:
-    """The composer writes ``num_augmented`` + ``spare_sentences`` (unset: the backend's own; the local model's 3);
+    """The composer writes ``num_augmented`` + ``spare_sentences`` (unset: the backend's own; the local model's 1);
     a seed keeps the first ``num_augmented`` rows to pass every check, and each further one is recorded as
     ``variety/spare``, never silently dropped."""
     asked: list[int] = []
@@ -240,6 +240,45 @@ def test_spare_sentences_are_asked_and_the_first_num_augmented_kept(own: int, gi
     composed = written - sum(1 for s, c in r.rejected if s == "composer")
     assert len(spare) == composed - 3 and all(s == "variety" for s, c in r.rejected if c.reason == "spare")
     assert all("has its 3 rows" in c.detail for c in spare)
+
+
+@pytest.mark.parametrize(("own", "given", "asks"), [(True, None, 2), (False, None, 1), (True, False, 1), (False, True, 2)])
+def test_a_seed_the_gates_leave_short_is_topped_up_by_a_fresh_ask(own: bool, given: bool | None, asks: int) -> None:
+    """``top_up`` (unset: the backend's own, the local model's on): a seed left short of ``num_augmented`` after
+    the gates is asked once more with the composer's own request (no conversation about the rejected sentences) for
+    the missing and spare sentences, sampled anew (its own salt); what it writes must not repeat the kept rows, and
+    the gates after it read the new ones. A seed with its rows is not asked again."""
+    requests: list[tuple[list, dict]] = []
+    good = ["Inherited PTEN variants raise the risk of glioma in adults .", "Carriers of MLH1 variants developed gout early ."]
+    ents = ["glioma", "gout"]
+    bad = {"text": "Germline mutations in BRCA1 cause breast cancer .", "entities": [{"text": "breast cancer", "type": "Disease"}]}
+
+    def handler(messages, schema, params):
+        if stage_of(list(messages)) == "composer":
+            requests.append((list(messages), dict(params)))
+            n = schema["properties"]["sentences"]["minItems"]
+            if len(requests) == 1:  # the first answer: one good sentence, the rest reuse the seed's entity
+                return {"sentences": [{"text": good[0], "entities": [{"text": ents[0], "type": "Disease"}]}] + [bad] * (n - 1)}
+            return {"sentences": [{"text": t, "entities": [{"text": e, "type": "Disease"}]}  # a new one, a copy
+                                  for t, e in zip(good[1::-1], ents[1::-1])][:n]}
+        return FakeWorld()(messages, schema, params)
+
+    llm = ScriptedLLM(handler)
+    llm.top_up, llm.max_repairs = own, 0
+    pipe = Pipeline(AugmentConfig(method="gda", top_up=given), llm, Checker(("Disease",)))
+    assert pipe.cfg.top_up is (own if given is None else given)
+    [r] = asyncio.run(pipe.run(SEEDS[:1]))
+    assert len(requests) == asks
+    if asks == 1:
+        assert len(r.accepted) == 1
+        return
+    (first, p1), (second, p2) = requests
+    assert len(second) == len(first) == 2 and second[0] == first[0]  # the composer's request, no conversation
+    assert first[1]["content"].endswith("Write 3 new sentences.") and second[1]["content"].endswith("Write 2 new sentences.")
+    assert p1.get("seed") != p2.get("seed")  # sampled anew
+    assert [" ".join(c.tokens) for c in r.accepted] == [good[0], good[1]]  # the top-up's new row kept
+    assert [c for s, c in r.rejected if s == "composer" and "Inherited" in str(c.raw)]  # its copy rejected
+    assert all(c.sensed or not llm.scores_text for c in r.accepted) and all(c.verified for c in r.accepted)
 
 
 @pytest.mark.parametrize(("own", "given"), [(True, None), (False, None), (True, False), (False, True)])

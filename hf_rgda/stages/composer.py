@@ -118,19 +118,37 @@ class Composer:
 
     async def __call__(self, r: SeedResult) -> None:
         cfg = self.run.config
-        shown = self.shown(r)
+        n = cfg.num_augmented + (cfg.spare_sentences or 0)  # the variety pass keeps the first num_augmented
+        msgs = self.request(r, n)
+        new, raw = await self.run.write(r, "composer", msgs, n, shown=self.shown(r))
+        self.asked[r] = (msgs, raw)
+        r.accepted = [c for c in new if c.ok]
+
+    def request(self, r: SeedResult, n: int) -> Messages:
+        """The composer's request for ``n`` sentences: the guide, the entity sections, the example item."""
+        cfg = self.run.config
         sections: dict[str, Any] = self.entity_sections(r)
-        for example in shown:
+        for example in self.shown(r):
             sections["example item from this dataset"] = example.as_item(cfg.representation)
         if r.attribution is not None:
             words = [r.seed.tokens[i] for i in r.attribution["selected"]]
             sections["words to replace (keep the rest of the original sentence's skeleton)"] = words or "none"
-        n = cfg.num_augmented + (cfg.spare_sentences or 0)  # the variety pass keeps the first num_augmented
         sections["task"] = f"Write {n} new sentences."
-        msgs = self.run.messages("composer", **sections)
-        new, raw = await self.run.write(r, "composer", msgs, n, shown=shown)
-        self.asked[r] = (msgs, raw)
-        r.accepted = [c for c in new if c.ok]
+        return self.run.messages("composer", **sections)
+
+    async def top_up(self, r: SeedResult) -> None:
+        """A fresh ask for a seed the gates left short of ``num_augmented`` (``top_up``): the composer's request
+        again, for the missing sentences and the spare ones, sampled anew (not a conversation about the rejected
+        ones, whose faults the local model repeats: docs/decisions/top-up.md). The new sentences must not repeat the
+        kept ones; the gates after it in the plan read them."""
+        cfg = self.run.config
+        missing = cfg.num_augmented - len(valid(r))
+        if missing <= 0 or r not in self.asked:
+            return
+        n = missing + (cfg.spare_sentences or 0)
+        new, _ = await self.run.write(r, "composer", self.request(r, n), n, salt="top_up", keep=valid(r),
+                                      shown=self.shown(r))
+        r.accepted += [c for c in new if c.ok]
 
     # ---------------------------------------------------------------- what the composer sees of the seed
     def entity_sections(self, r: SeedResult) -> dict[str, Any]:
@@ -270,6 +288,8 @@ def judge_messages(run: Run, r: SeedResult) -> Messages:
 STAGE = register(Stage("composer", "compose", system=writer_system, state=lambda s: Composer(s.run, s.shown, s.pool),
                        scripted=scripted_sentences))
 register(Stage("composer_repair", "repair (composer)", step=lambda s: s["composer"].repair))
+register(Stage("composer_top_up", "top up (composer)", step=lambda s: s["composer"].top_up,
+               when=lambda cfg: bool(cfg.top_up)))
 JUDGE = register(Stage("composition_judge", "AC", system=judge_system, judge=True, group=True,
                        step=lambda s: s["composer"].loop(after_refine=s.step("entity_verify")),
                        when=lambda cfg: cfg.uses_ac, loop="ac",

@@ -131,8 +131,8 @@ STAGES: dict[str, Stage] = {}
 #: rejected sentences are not re-asked there: the repair would buy context with a fifth of the method's tokens
 #: (benchmarks/results/local_profile/local_profile.json); naive, whose rows they are, repairs them
 _GUIDED = ("where", "seed_generation", "guidance", "guidance_judge", "composer", "composer_repair", "sense",
-           "entity_verify", "mention_check", "composition_judge", "debate_review", "sense", "entity_verify",
-           "mention_check", "finish")
+           "entity_verify", "mention_check", "composer_top_up", "composition_judge", "debate_review", "sense",
+           "entity_verify", "mention_check", "finish")
 
 #: each method's stages, in order (a stage whose ``when`` fails the configuration is passed over)
 PLANS: dict[str, tuple[str, ...]] = {
