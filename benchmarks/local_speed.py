@@ -90,7 +90,7 @@ for r in run.rows:
         rows.append({"tokens": list(r["tokens"]), "tags": tags})
     elif r["rgda_status"] == "rejected":  # what each gate dropped, to be read (the raw answer and the detail)
         t = json.loads(r["rgda_trace"] or "{}")
-        rejected.append({"seed": len(per_seed) - 1, "reason": r["rgda_reason"], "raw": t.get("raw"),
+        rejected.append({"seed": args["indices"][len(per_seed) - 1], "reason": r["rgda_reason"], "raw": t.get("raw"),
                          "detail": t.get("detail")})
 import os
 from llama_cpp import llama_cpp as bindings

@@ -125,6 +125,7 @@ class RGDAAugmenter:
         self._stores: tuple[ResponseCache | None, FailureLedger] | None = None
         self.summary = RunSummary()
         self._ledger_of_rows = Ledger(self.config.max_entity_repeats)  # the variety pass's scope: this object here
+        self._memo: dict[str, Any] = {}  # what the stages keep across this object's batches (Run.memo)
 
     @classmethod
     def from_dataset(cls, ds: Any, *, tokens_column: str = "tokens", tags_column: str = "ner_tags",
@@ -148,7 +149,7 @@ class RGDAAugmenter:
     # ---------------------------------------------------------------- hashing and pickling
     def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("summary", "_selector", "_ledger_of_rows", "_stores")}
+                 if k not in ("summary", "_selector", "_ledger_of_rows", "_stores", "_memo")}
         state["_hash_extras"] = hash_extras()
         state["_failed_token"] = self._ledger().token(self._identity())  # a rerun after failures misses the cache
         return state
@@ -162,6 +163,7 @@ class RGDAAugmenter:
         self._stores = None
         self.summary = RunSummary()
         self._ledger_of_rows = Ledger(self.config.max_entity_repeats)
+        self._memo = {}
 
     def serve_from(self, cache: ResponseCache | None, ledger: FailureLedger) -> None:
         """Ask ``cache`` for answers and record failed seeds in ``ledger`` instead of the files the ``cache`` option
@@ -209,7 +211,8 @@ class RGDAAugmenter:
         return Pipeline(self.config, self.llm, checker, cache=cache, type_descriptions=self.type_descriptions,
                         confusers=self.confusers, attribution=self._selector,
                         debate_llms=self.debate_llms, mentions=self.stats.mentions if self.stats else None,
-                        progress=_progress_bars() if progress is None else progress, ledger=self._ledger_of_rows)
+                        progress=_progress_bars() if progress is None else progress, ledger=self._ledger_of_rows,
+                        memo=self._memo)
 
     # ---------------------------------------------------------------- input
     def _seeds(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None) -> list[Seed]:

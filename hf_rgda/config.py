@@ -132,7 +132,8 @@ class AugmentConfig:
                                  group="generation")
     spare_sentences: int | None = _f(None, "sentences the composer writes beyond num_augmented, so that a seed still "
                                      "has num_augmented rows after the gates drop some (the first num_augmented to "
-                                     "pass every check are kept, the rest recorded as 'spare'); unset: the backend's "
+                                     "pass every check are kept, those with the entities the model wrote first; the "
+                                     "rest recorded as 'spare'); unset: the backend's "
                                      "own (1 for the local model, whose gates pass about half of its sentences; 0 for "
                                      "the APIs, which repair instead: docs/decisions/spare-sentences.md)",
                                      type=int, group="generation")
@@ -140,7 +141,8 @@ class AugmentConfig:
                              "num_augmented sentences is asked once more, afresh (the composer's request for the "
                              "missing and spare sentences, sampled anew), and the gates read the new ones; unset: the "
                              "backend's own (on for the local model, whose short seeds are mostly one bad sample; "
-                             "off for the APIs, which repair instead: docs/decisions/top-up.md)", type=bool,
+                             "off for the APIs, which repair instead: docs/decisions/top-up.md); the guided methods "
+                             "(gda, rgda) only", type=bool,
                              group="generation")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content", group="generation")
     representation: str = _f("auto", "what the LLM writes: a sentence plus entity list ('entities'), typed "
@@ -175,7 +177,8 @@ class AugmentConfig:
     check_mentions: bool | None = _f(None, "the completeness check (hf_rgda.stages.completeness): in each row that "
                                      "passed entity verification, up to 4 untagged spans the split's statistics "
                                      "propose (and, with mention_listing, those the model lists) are asked the "
-                                     "verifier's question; one it confirms (P(type) >= verify_threshold) rejects the "
+                                     "verifier's question; one it confirms (P(a mention of the dataset's types) >= "
+                                     "verify_threshold) rejects the "
                                      "row (untagged_mention); unset: the backend's own (on for the local model, whose "
                                      "rows leave mentions untagged, about 7 s a row; off for the APIs: "
                                      "docs/decisions/completeness.md)", type=bool, group="checks")

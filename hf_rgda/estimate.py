@@ -151,6 +151,7 @@ def rehearse_run(augmenter: Any, seeds: Any, *, batch_size: int = 8, prices: Pri
     dry.llm = Rehearsal(augmenter.llm)
     dry.debate_llms = [Rehearsal(x) for x in augmenter.debate_llms]
     dry._ledger_of_rows = Ledger(augmenter.config.max_entity_repeats)  # the rehearsal's rows are no real run's
+    dry._memo = {}  # nor its readings
     path = augmenter.cache_path if cache is None else "" if cache is False else "default" if cache is True else cache
     peek = PeekCache(None if path == "default" else path) if path else None
     if peek is not None:

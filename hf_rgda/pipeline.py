@@ -26,7 +26,6 @@ from .checking.variety import Ledger
 from .config import AugmentConfig
 from .llm.base import LLM
 from .records import Seed, SeedResult
-from .sense import Reader
 from .stages import PLANS, STAGES, Run, Stages, Step, system_prompts
 from .stages.composer import EntityPool
 
@@ -56,13 +55,15 @@ class Pipeline:
         progress: show a transient progress bar per stage.
         ledger: what the run accepted so far, for the variety pass over each batch's finished seeds
             (:mod:`hf_rgda.checking.variety`); default: this pipeline's own, kept across its runs.
+        memo: what stages read once and keep across the batches of one augmenter (the sense gate's threshold):
+            :class:`~hf_rgda.RGDAAugmenter`'s, which makes a pipeline per batch; default: this pipeline's own.
     """
 
     def __init__(self, config: AugmentConfig, llm: LLM, checker: Checker, *, cache: ResponseCache | None = None,
                  type_descriptions: Mapping[str, str] | None = None, confusers: Sequence[str] | None = None,
                  attribution: Any = None, debate_llms: Sequence[LLM] = (),
                  mentions: Mapping[str, Sequence[str]] | None = None, progress: bool = False,
-                 ledger: Ledger | None = None) -> None:
+                 ledger: Ledger | None = None, memo: dict[str, Any] | None = None) -> None:
         config.check_attribution(attribution)
         config = config.for_backend(llm)  # representation "auto": the backend's own
         self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
@@ -73,10 +74,7 @@ class Pipeline:
         self.descriptions, self.confusers = dict(type_descriptions or {}), confusers
         notes = "\n".join(f"- {t}: {d}" for t, d in self.descriptions.items())
         self.systems = system_prompts(config, checker.types, notes)
-        # the sense gate's readings: one reader a pipeline, so its threshold (the split's reference sentences read)
-        # is read once for all its batches; nothing is read before the gate first asks
-        self.reader = Reader(llm, config.domain, checker.stats.examples, q=config.sense_quantile,
-                             threshold=config.sense_threshold, cache=cache)
+        self.memo = memo if memo is not None else {}
 
     async def run(self, seeds: Sequence[Seed], examples: Sequence[Seed] = ()) -> list[SeedResult]:
         """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds).
@@ -103,7 +101,7 @@ class Pipeline:
         shown = [s for s in examples if s.spans] or list(examples)
         # entity-hint pool: the dataset's inventory, or else the mentions of this batch's own seeds
         pool = self.pool or EntityPool(entity_mentions([s.tokens for s in shown], [s.tags for s in shown]))
-        run = Run(self.cfg, Caller(self.cfg, self.llm, self.cache), self.checker, self.systems, self.reader)
+        run = Run(self.cfg, Caller(self.cfg, self.llm, self.cache), self.checker, self.systems, self.memo)
         return Stages(run, shown, pool, self.attribution, self.debate_llms, self.descriptions, self.confusers)
 
     async def _run_group(self, rs: list[SeedResult], s: Stages) -> None:

@@ -254,7 +254,7 @@ def test_a_seed_the_gates_leave_short_is_topped_up_by_a_fresh_ask(own: bool, giv
     bad = {"text": "Germline mutations in BRCA1 cause breast cancer .", "entities": [{"text": "breast cancer", "type": "Disease"}]}
 
     def handler(messages, schema, params):
-        if stage_of(list(messages)) == "composer":
+        if stage_of(list(messages)) in ("composer", "composer_top_up"):
             requests.append((list(messages), dict(params)))
             n = schema["properties"]["sentences"]["minItems"]
             if len(requests) == 1:  # the first answer: one good sentence, the rest reuse the seed's entity
@@ -277,8 +277,18 @@ def test_a_seed_the_gates_leave_short_is_topped_up_by_a_fresh_ask(own: bool, giv
     assert first[1]["content"].endswith("Write 3 new sentences.") and second[1]["content"].endswith("Write 2 new sentences.")
     assert p1.get("seed") != p2.get("seed")  # sampled anew
     assert [" ".join(c.tokens) for c in r.accepted] == [good[0], good[1]]  # the top-up's new row kept
-    assert [c for s, c in r.rejected if s == "composer" and "Inherited" in str(c.raw)]  # its copy rejected
-    assert all(c.sensed or not llm.scores_text for c in r.accepted) and all(c.verified for c in r.accepted)
+    assert [c for s, c in r.rejected if s == "composer_top_up" and "Inherited" in str(c.raw)]  # its copy rejected
+    assert all(c.verified for c in r.accepted)  # the verifier after it in the plan read the new row
+    assert r.accounting.stage_calls["composer_top_up"] == 1  # counted under its own name
+    requests.clear()  # a seed whose first answer gives it its rows is not asked again
+    full = ScriptedLLM(lambda m, s, p: {"sentences": [{"text": t, "entities": [{"text": e, "type": "Disease"}]}
+                                                       for t, e in zip(good + [good[0].replace("glioma", "lupus")],
+                                                                       ents + ["lupus"])]}
+                       if stage_of(list(m)) in ("composer", "composer_top_up") and not requests.append((list(m), dict(p)))
+                       else FakeWorld()(m, s, p))
+    full.top_up = True
+    [r] = asyncio.run(Pipeline(AugmentConfig(method="gda"), full, Checker(("Disease",))).run(SEEDS[:1]))
+    assert len(requests) == 1 and len(r.accepted) == 3
 
 
 @pytest.mark.parametrize(("own", "given"), [(True, None), (False, None), (True, False), (False, True)])

@@ -175,12 +175,14 @@ def test_quantile_and_the_readers_threshold() -> None:
         AugmentConfig(sense_quantile=0.9)
 
 
-def test_a_pipeline_reads_the_reference_once_across_its_batches() -> None:
-    """The gate's threshold is read once a pipeline, not once a batch nor once a process: without a response cache, a second batch
-    (its own event loop, as the augmenter runs them) reads only its rows, and the seeds of a batch asking at once
-    share the one reading."""
-    from hf_rgda.checking import Checker, SplitStats
-    from hf_rgda.pipeline import Pipeline
+def test_an_augmenter_reads_the_reference_once_across_its_batches() -> None:
+    """The gate's threshold is read once an augmenter, not once a batch (``map`` makes a pipeline per batch) nor
+    once a process: without a response cache, a second batch reads only its rows, and another augmenter reads its
+    own reference (no threshold outlives its augmenter)."""
+    from datasets import Dataset
+
+    from hf_rgda import RGDAAugmenter
+    from hf_rgda.checking import SplitStats
 
     from .conftest import FakeWorld
     from .test_pipeline import SEEDS
@@ -188,15 +190,16 @@ def test_a_pipeline_reads_the_reference_once_across_its_batches() -> None:
     rows = [parse_inline(x) for x in DEV + TRAIN]
     split = SplitStats.from_split([t for t, _ in rows], [g for _, g in rows])
     reference = detokenize(split.examples[SHOTS])
+    seeds = Dataset.from_dict({"tokens": [list(s.tokens) for s in SEEDS], "ner_tags": [list(s.tags) for s in SEEDS]})
+
+    def augmenter(llm: MarkedReader) -> RGDAAugmenter:
+        return RGDAAugmenter(label_names=["O", "B-Disease", "I-Disease"], llm=llm, method="gda", cache=False,
+                             stats=split)
+
     llm = MarkedReader(FakeWorld(), "Huntington")
-    pipe = Pipeline(AugmentConfig(method="gda"), llm, Checker(("Disease",), split))
-    first = asyncio.run(pipe.run(SEEDS[:2]))
-    assert llm.texts.count(reference) == 1
-    read = len(llm.texts)
-    second = asyncio.run(pipe.run(SEEDS[2:]))
-    assert llm.texts.count(reference) == 1 and reference not in llm.texts[read:]
-    assert any(r.accepted for r in first) and any(r.accepted for r in second)
-    # another pipeline reads its own (no threshold outlives its pipeline: a process keeps none)
+    out = seeds.map(augmenter(llm), batched=True, batch_size=2, load_from_cache_file=False)
+    assert len(SEEDS) > 2 and llm.texts.count(reference) == 1  # two batches or more, one reading
+    assert any(s == "accepted" for s in out["rgda_status"])
     other = MarkedReader(FakeWorld(), "Huntington")
-    asyncio.run(Pipeline(AugmentConfig(method="gda"), other, Checker(("Disease",), split)).run(SEEDS[:1]))
+    seeds.select(range(1)).map(augmenter(other), batched=True, load_from_cache_file=False)
     assert other.texts.count(reference) == 1

@@ -92,15 +92,16 @@ class Checker:
         against its seed's rows kept before it and the ``ledger`` of the other seeds' (which it joins when it
         passes); a row failing :data:`~hf_rgda.checking.rules.VARIETY_RULES` is rejected, recorded under the
         stage ``variety``. With ``keep``, a seed's rows past its first ``keep`` to pass are rejected as ``spare``
-        (the composer's ``spare_sentences``) before they join the ledger. The seeds' earlier rows in ``ledger`` (a
+        (the composer's ``spare_sentences``) before they join the ledger; where it has more than ``keep``, the rows
+        no ``same_entities`` repair changed are taken first. The seeds' earlier rows in ``ledger`` (a
         batch computed again) are dropped first."""
         for r in rs:
             ledger.forget(r.seed.key)
         for r in rs:
             kept: list[Candidate] = []
-            # with spare rows, a row that kept the entities the model wrote goes before one given a sibling's pool
-            # mentions (same_entities' repair): its entities fit the sentence the model wrote around them
-            order = sorted(r.accepted, key=_swapped) if keep is not None else r.accepted
+            # more rows than kept (spare sentences): a row that kept the entities the model wrote goes before one
+            # given a sibling's pool mentions (same_entities' repair): its entities fit the sentence around them
+            order = sorted(r.accepted, key=_swapped) if keep is not None and len(r.accepted) > keep else r.accepted
             for c in order:
                 if keep is not None and len(kept) >= keep:
                     r.rejected.append(("variety", c.reject("spare", f"a spare sentence: the seed has its {keep} rows")))

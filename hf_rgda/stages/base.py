@@ -17,7 +17,6 @@ from ..config import AugmentConfig
 from ..messages import Messages, build_messages
 from ..records import Candidate, Seed, SeedResult
 from ..schemas import sentences_schema
-from ..sense import Reader
 
 __all__ = ["Each", "Run", "Step", "scripted_sentences", "squeeze", "valid"]
 
@@ -50,15 +49,15 @@ class Run:
 
     Attributes:
         systems: the system prompt of each declared stage that has one (:func:`.registry.system_prompts`).
-        reader: the sense readings (:class:`~hf_rgda.sense.Reader`): the pipeline's, kept across its batches, so
-            the split's reference sentences are read once a pipeline.
+        memo: what a stage reads once and keeps across the batches of one augmenter, under its name (the sense
+            gate's threshold): the split's reference sentences are read once, not once a batch.
     """
 
     config: AugmentConfig
     caller: Caller
     checker: Checker
     systems: Mapping[str, str]
-    reader: Reader
+    memo: dict[str, Any]
 
     def messages(self, stage: str, **sections: Any) -> Messages:
         """``stage``'s system prompt and a user message of these sections."""

@@ -152,8 +152,9 @@ class Completeness:
         self.run, self.verify = run, verify
 
     async def found(self, r: SeedResult, c: Candidate) -> list[tuple[Span, float]]:
-        """The row's untagged mentions the listing named and the verifier confirmed, with their P(type); every
-        candidate's P is recorded on the row's detail when it rejects."""
+        """Each candidate span of the row (the split's proposals, and with ``mention_listing`` the model's listing)
+        the verifier answered, with its P(a mention of the dataset's types); the caller compares it with the
+        threshold."""
         checker = self.run.checker
         spans: list[Span] = []
         if self.run.config.mention_listing:

@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from .._exceptions import AuthenticationError, BackendError, ParseError
 from ..calls import derive_seed
 from ..messages import Messages
 from ..records import Judgement, Seed, SeedResult
@@ -140,14 +141,21 @@ class Composer:
         """A fresh ask for a seed the gates left short of ``num_augmented`` (``top_up``): the composer's request
         again, for the missing sentences and the spare ones, sampled anew (not a conversation about the rejected
         ones, whose faults the local model repeats: docs/decisions/top-up.md). The new sentences must not repeat the
-        kept ones; the gates after it in the plan read them."""
+        kept ones; the gates after it in the plan read them. A top-up that fails (an unreadable answer, a backend
+        error) leaves a note and the seed its rows, unless the error stops the run."""
         cfg = self.run.config
         missing = cfg.num_augmented - len(valid(r))
         if missing <= 0 or r not in self.asked:
             return
         n = missing + (cfg.spare_sentences or 0)
-        new, _ = await self.run.write(r, "composer", self.request(r, n), n, salt="top_up", keep=valid(r),
-                                      shown=self.shown(r))
+        try:  # its calls and rejections are counted under its own name
+            new, _ = await self.run.write(r, "composer_top_up", self.request(r, n), n, keep=valid(r),
+                                          shown=self.shown(r))
+        except AuthenticationError:
+            raise  # it would fail every seed the same way: it stops the run (hf_rgda.pipeline.STOPS_THE_RUN)
+        except (ParseError, BackendError) as err:
+            r.notes.append(f"top-up failed ({type(err).__name__}: {err}); the seed keeps its {len(valid(r))} rows")
+            return
         r.accepted += [c for c in new if c.ok]
 
     # ---------------------------------------------------------------- what the composer sees of the seed
@@ -289,7 +297,7 @@ STAGE = register(Stage("composer", "compose", system=writer_system, state=lambda
                        scripted=scripted_sentences))
 register(Stage("composer_repair", "repair (composer)", step=lambda s: s["composer"].repair))
 register(Stage("composer_top_up", "top up (composer)", step=lambda s: s["composer"].top_up,
-               when=lambda cfg: bool(cfg.top_up)))
+               when=lambda cfg: bool(cfg.top_up), scripted=scripted_sentences))  # the composer's request again
 JUDGE = register(Stage("composition_judge", "AC", system=judge_system, judge=True, group=True,
                        step=lambda s: s["composer"].loop(after_refine=s.step("entity_verify")),
                        when=lambda cfg: cfg.uses_ac, loop="ac",

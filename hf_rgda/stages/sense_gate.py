@@ -3,7 +3,7 @@
 
 It runs where the backend reads a given text's token logprobs (the local model) and ``sense_gate`` is on; elsewhere
 it passes every sentence. A sentence is read after the split's first example sentences, and the threshold is what
-``sense_quantile`` of the other examples read (read once a pipeline: :attr:`Run.reader <hf_rgda.stages.base.Run>`), or ``sense_threshold`` where that is above 0.
+``sense_quantile`` of the other examples read (read once an augmenter: kept in :attr:`Run.memo <hf_rgda.stages.base.Run>`), or ``sense_threshold`` where that is above 0.
 Without example sentences (statistics of no split) and no absolute threshold the gate passes everything. Each
 sentence is read once (``Candidate.sensed``), so the stage runs again after each stage that writes new ones, like the
 verifier. The readings are prompt evaluations, not calls: they are not in the calls or tokens of the summary; the
@@ -13,6 +13,7 @@ response cache keeps them.
 from __future__ import annotations
 
 from ..records import SeedResult
+from ..sense import Reader
 from .base import Run
 from .registry import Stage, register
 
@@ -25,7 +26,11 @@ class SenseGate:
     """The gate's pass over the seed's accepted sentences not read yet."""
 
     def __init__(self, run: Run) -> None:
-        self.run, self.reader = run, run.reader
+        self.run = run
+        cfg, stats = run.config, run.checker.stats
+        kept = run.memo.get(STAGE, 0.0)  # the threshold an earlier batch of this augmenter read
+        self.reader = Reader(run.caller.llm, cfg.domain, stats.examples, q=cfg.sense_quantile,
+                             threshold=cfg.sense_threshold or kept, cache=run.caller.cache)
 
     async def __call__(self, r: SeedResult) -> None:
         todo = [c for c in r.accepted if c.ok and not c.sensed]
@@ -34,6 +39,7 @@ class SenseGate:
         threshold = await self.reader.threshold()
         if threshold is None:
             return
+        self.run.memo.setdefault(STAGE, threshold)
         scores = await self.reader.scores([c.tokens for c in todo])
         for c, score in zip(todo, scores):
             c.sensed = True
