@@ -72,6 +72,12 @@ def test_the_splits_statistics_propose_a_new_mention_the_listing_misses() -> Non
     assert got and (got[0].start, got[0].end) == (2, 4)  # "Wolfram disease": a head of the split, run back
     assert not proposals(tokens, ["O", "O", "B-Disease", "I-Disease"] + ["O"] * 6, stats, ["Disease"])  # tagged
     assert not proposals(tokens, ["O"] * len(tokens), SplitStats(), ["Disease"])  # no statistics, no proposal
+    # a head the split never tags by itself is not proposed alone ("the disease"); one it tags alone is ("Gout")
+    alone = [("Gout was seen .", "B-Disease O O O")] * 2
+    both = SplitStats.from_split([t.split() for t, _ in rows + alone], [g.split() for _, g in rows + alone])
+    lone = ["Patients", "with", "the", "disease", "and", "Gout", "were", "seen", "."]
+    places = [(s.start, s.end) for s in proposals(lone, ["O"] * len(lone), both, ["Disease"])]
+    assert (3, 4) not in places and (5, 6) in places, places
     # in the pipeline, with the listing off, the proposals alone are asked about (the world's rows name a gene
     # untagged, "TP53", a term the split never writes) and the world's verifier confirms them
     world = FakeWorld()

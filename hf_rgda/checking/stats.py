@@ -53,6 +53,7 @@ class _Index(NamedTuple):
     letterless: dict[str, int]  # per type, its mentions ending in a letterless word
     lowercase: dict[str, int]  # per type, its mentions ending in a word without a capital
     lexicon_starts: dict[str, frozenset[int]]  # per first word of a lexicon text, the texts' lengths in words
+    alone: dict[str, frozenset[str]]  # per type, the one-word mentions of its pool, lower-cased
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,19 @@ class SplitStats:
                       {t: sum(heads.values()) for t, heads in self.heads.items()},
                       {t: ending(t, is_letterless) for t in self.heads},
                       {t: ending(t, is_lowercase) for t in self.heads},
-                      {w: frozenset(n) for w, n in starts.items()})
+                      {w: frozenset(n) for w, n in starts.items()},
+                      {t: frozenset(m.lower() for m in ms if " " not in m) for t, ms in self.mentions.items()})
+
+    def tagged_alone(self, word: str, label: str) -> bool:
+        """Whether the split tags ``word`` by itself as a ``label`` mention (one of its pool's one-word mentions, case
+        ignored): NCBI-disease tags "cancer" alone, never "disease", which ends hundreds of its mentions.
+
+        Example:
+            >>> stats = SplitStats(mentions={"Disease": ("cancer", "Huntington disease")})
+            >>> stats.tagged_alone("Cancer", "Disease"), stats.tagged_alone("disease", "Disease")
+            (True, False)
+        """
+        return word.lower() in self._index.alone.get(label, frozenset())
 
     def lexicon_windows(self, words: Sequence[str]) -> list[tuple[int, int]]:
         """The ``(start, end)`` word ranges of ``words`` (lower-cased) that may spell a lexicon text, longest first

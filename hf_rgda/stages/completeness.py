@@ -102,8 +102,10 @@ def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, typ
               limit: int = PROPOSALS) -> list[Span]:
     """Untagged spans the split's statistics say may be mentions, most likely first, at most ``limit``: each ends in
     a word the split mostly uses to end a mention of a type (its smoothed head share at least 0.3, seen twice), or in a
-    new term-like word (:func:`_new_term`, every type); one span is that word alone, one runs back over the content
-    words before it (no function word or punctuation, at most the type's longest mention); none without statistics.
+    new term-like word (:func:`_new_term`, every type); one span runs back over the content words before it (no
+    function word or punctuation, at most the type's longest mention), one is that word alone where it is a new term
+    or the split tags it alone (:meth:`~hf_rgda.checking.SplitStats.tagged_alone`: "disease" ends hundreds of
+    NCBI-disease's mentions and is never one by itself); none without statistics.
     The verifier then asks
     about each; a new mention the model's listing misses is found this way.
 
@@ -111,7 +113,7 @@ def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, typ
         >>> stats = SplitStats(heads={"Disease": {"syndrome": 30}}, context_words={"the": 90, "of": 80, "risk": 9},
         ...                    max_entity_len={"Disease": 4})
         >>> proposals("The risk of Sotos syndrome .".split(), ["O"] * 6, stats, ["Disease"])
-        [Span(start=3, end=5, label='Disease'), Span(start=4, end=5, label='Disease'), Span(start=3, end=4, label='Disease')]
+        [Span(start=3, end=5, label='Disease'), Span(start=3, end=4, label='Disease')]
     """
     if not stats.heads and not stats.context_words:  # no statistics: nothing is known to be new or a head
         return []
@@ -137,7 +139,10 @@ def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, typ
             start = end
             while start > 0 and content(start - 1) and end - start + 1 < stats.max_entity_len.get(label, 4):
                 start -= 1
-            for span in {Span(start, end + 1, label), Span(end, end + 1, label)}:
+            spans = {Span(start, end + 1, label)} if start < end else set()
+            if seen < 2 or stats.tagged_alone(word, label):  # a head the split never tags alone ("disease") is none
+                spans.add(Span(end, end + 1, label))
+            for span in spans:
                 scored[span] = max(scored.get(span, 0.0), prior + 0.01 * (span.end - span.start))
     best: dict[tuple[int, int], Span] = {}  # one span a place: its most likely type is the question's asked type
     for span in sorted(scored, key=lambda s: (-scored[s], s)):
