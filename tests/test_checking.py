@@ -442,6 +442,24 @@ def test_a_head_that_ends_under_five_percent_of_its_uses_as_the_type_is_atypical
     assert check.atypical_share == 0.05
 
 
+def test_the_generic_word_of_a_name_is_untagged_where_the_split_never_tags_it_alone() -> None:
+    """NCBI-disease ends hundreds of mentions with "disease" and never tags the word by itself (the 1.5B wrote
+    "... is a type of [disease](Disease) ..."): under salvage it is untagged and the row kept; "cancer", which the
+    split does tag alone, stays; without a mention pool (no split) the rule says nothing."""
+    stats = SplitStats(heads={"Disease": {"disease": 200, "cancer": 80}}, context_words={"disease": 150, "cancer": 40},
+                       mentions={"Disease": ("Huntington disease", "cancer")})
+    row = ("Carriers of [gout](Disease) often develop a [disease](Disease) or [cancer](Disease) later .")
+    c = Checker(("Disease",), stats, salvage=True).check(decode(row.replace("[", "").replace("](Disease)", ""),
+                                                                ("gout", "Disease"), ("disease", "Disease"),
+                                                                ("cancer", "Disease")), SEED, [],
+                                                         forbid_seed_entities=True)
+    assert c.ok and c.salvaged == [c.salvaged[0]] and c.salvaged[0].startswith("head_alone: untagged 'disease'")
+    assert [c.tokens[i] for i, t in enumerate(c.tags) if t.startswith("B-")] == ["gout", "cancer"]
+    bare = Checker(("Disease",), SplitStats(heads=stats.heads, context_words=stats.context_words))
+    assert bare.check(decode("Carriers of gout often develop a disease later .", ("gout", "Disease"),
+                             ("disease", "Disease")), SEED, [], forbid_seed_entities=True).ok
+
+
 def test_a_known_mention_tagged_as_another_type_is_rejected() -> None:
     """"Jonathan Medved , a company" tagged ORG by the 1.5B, where FIN tags "Jonathan Medved" as PER every time."""
     types = ["PER", "ORG"]

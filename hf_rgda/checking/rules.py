@@ -24,6 +24,7 @@ from ..records import Candidate
 from ..tags import Span, spans_to_tags, tags_to_spans
 from ..words import FUNCTION_WORDS
 from .echo import format_example, markup_debris, meta_text
+from .evidence import atypical_head, head_alone, lowercase_name, no_letters
 from .repairs import (
     head_ends_another_type,
     head_typical_elsewhere,
@@ -34,7 +35,7 @@ from .repairs import (
     untag,
 )
 from .sentence import SeedFacts, Sentence, seed_facts
-from .stats import SplitStats, is_letterless, is_lowercase
+from .stats import SplitStats, is_letterless
 from .stutter import keep_one_copy, stutter
 from .table import Example, Finding, Repair, Rule, first_failure
 from .variety import cross_seed_duplicate, near_duplicate, repeated_entity, same_entities, similar
@@ -186,34 +187,6 @@ def duplicate(s: Sentence) -> str | None:
 
 
 # ---------------------------------------------------------------- entity rules
-def no_letters(s: Sentence, span: Span) -> str | None:
-    share, text = s.checker.atypical_share, s.text(span)
-    if not is_letterless(text) or not s.checker.stats.rarely_ends(span.label, "letterless", share) or s.in_seed(span):
-        return None
-    return f"{text!r} has no letter; under {share:.0%} of the split's {span.label} mentions end in a word without one"
-
-
-def lowercase_name(s: Sentence, span: Span) -> str | None:
-    stats, share, text = s.checker.stats, s.checker.atypical_share, s.text(span)
-    if not stats.rarely_ends(span.label, "lowercase", share) or not is_lowercase(text) or s.in_seed(span):
-        return None
-    if stats.heads[span.label].get(s.tokens[span.end - 1]):
-        return None  # a lowercase word the split itself ends such a mention with passes: FIN tags "lender" as PER
-    return (f"{text!r} has no capital letter; under {share:.0%} of the split's {span.label} mentions end in a word "
-            "without one")
-
-
-def atypical_head(s: Sentence, span: Span) -> str | None:
-    stats, head = s.checker.stats, s.tokens[span.end - 1]  # a one-word entity is its own head ("BRCA1" as a Disease)
-    share, floor = s.checker.atypical_share, s.checker.atypical_min_outside
-    if not stats.atypical(head, span.label, share, floor) or s.in_seed(span):
-        return None
-    form = stats.stats_form(head)
-    shown = f"{head!r}" + (f" (as {form!r})" if form != head else "")
-    return (f"{s.text(span)!r}: {shown} ends {stats.heads[span.label].get(form, 0)} {span.label} mention(s) in the "
-            f"split and is used {stats.context_words[form]} times outside entities")
-
-
 def tagged_seed_context(s: Sentence, span: Span) -> str | None:
     m, seed = s.low[span.start : span.end], s.of_seed
     if is_letterless("".join(m)):
@@ -371,6 +344,13 @@ RULES: tuple[Rule, ...] = (
                  stats=_CANCER_HEADS),
          repair=Repair("untags it, unless the word typically ends mentions of another type", untag,
                        head_typical_elsewhere), group="type evidence"),
+    Rule("head_alone", head_alone, "a one-word entity that ends at least `edge_min_count` (5) of its type's "
+         "mentions in the split, stands outside entities there too, and is never one of its one-word mentions: "
+         "the generic word of a name (NCBI-disease's 'disease')",
+         Example("Patients with [gout](Disease) often have a second [disease](Disease) in adulthood .",
+                 stats=SplitStats(heads={"Disease": {"disease": 200}}, context_words={"disease": 150},
+                                  mentions={"Disease": ("Huntington disease", "gout")})),
+         repair=Repair("untags it", untag), group="type evidence"),
     Rule("tagged_seed_context", tagged_seed_context, "an entity that is untagged context in the seed",
          Example("A [BRCA1](Disease) variant raises the risk of [gout](Disease) in men ."),
          repair=Repair("untags it", untag), group="seed context"),
