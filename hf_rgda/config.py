@@ -177,8 +177,7 @@ class AugmentConfig:
     check_mentions: bool | None = _f(None, "the completeness check (hf_rgda.stages.completeness): in each row that "
                                      "passed entity verification, up to 4 untagged spans the split's statistics "
                                      "propose (and, with mention_listing, those the model lists) are asked the "
-                                     "verifier's question; one it confirms (P(a mention of the dataset's types) >= "
-                                     "verify_threshold) rejects the "
+                                     "verifier's question; one it confirms (P(type) >= verify_threshold) rejects the "
                                      "row (untagged_mention); unset: the backend's own (on for the local model, whose "
                                      "rows leave mentions untagged, about 7 s a row; off for the APIs: "
                                      "docs/decisions/completeness.md)", type=bool, group="checks")

@@ -91,11 +91,11 @@ def test_the_splits_statistics_propose_a_new_mention_the_listing_misses() -> Non
     assert "TP53" in [" ".join(row[s.start:s.end]) for s in proposals(row, ["O"] * len(row), stats, ["Disease"])]
 
 
-def test_a_span_is_asked_once_and_read_as_a_mention_of_any_of_the_datasets_types() -> None:
-    """In a multi-type dataset a small model spreads a mention's mass over the types (SciERC's six each get about a
-    tenth), so the check reads P(any of the dataset's types), one question a span (asked as its most likely type):
-    a span given 0.15 on each of three types is a mention (0.45 >= verify_threshold 0.25), though its asked type
-    alone (0.15) is under the bar."""
+def test_the_check_reads_the_asked_types_probability_not_the_types_together() -> None:
+    """The completeness check reads P(the asked type) of each proposal, one question a type for a new term: reading
+    P(any of the dataset's types) was measured worse (FIN's canaries, AUROC 0.853 -> 0.756: the 1.5B puts most of an
+    ordinary word's mass on the type options; docs/decisions/completeness.md). A span given 0.15 on each of three
+    types (0.45 together) is no untagged mention at verify_threshold 0.25."""
     from hf_rgda.checking import SplitStats
     from hf_rgda.stages.completeness import proposals
 
@@ -104,9 +104,8 @@ def test_a_span_is_asked_once_and_read_as_a_mention_of_any_of_the_datasets_types
             ("The disease and the syndrome were studied in the clinic .", "O O O O O O O O O O O")] * 6
     stats = SplitStats.from_split([t.split() for t, _ in rows], [g.split() for _, g in rows])
     row = ["Rare", "alleles", "of", "TP53", "often", "precede", "ataxia", "."]
-    got = proposals(row, ["O"] * len(row), stats, types)
-    places = [(s.start, s.end) for s in got]
-    assert (3, 4) in places and len(places) == len(set(places))  # "TP53": a new term, once, not once a type
+    got = [s for s in proposals(row, ["O"] * len(row), stats, types) if (s.start, s.end) == (3, 4)]
+    assert sorted(s.label for s in got) == sorted(types)  # "TP53": a new term, asked as each type
     world, asked = FakeWorld(entity_prob=0.1), []  # any other span: 0.1, no mention
 
     def handler(messages, schema, params):
@@ -120,7 +119,4 @@ def test_a_span_is_asked_once_and_read_as_a_mention_of_any_of_the_datasets_types
 
     pipe = Pipeline(AugmentConfig(method="gda", check_mentions=True), ScriptedLLM(handler), Checker(types, stats))
     out = asyncio.run(pipe.run(SEEDS[:1]))
-    details = [c.detail for r in out for stage, c in r.rejected if stage == "mention_check"]
-    assert asked and any("'TP53' left untagged" in d and "0.45" in d for d in details), details
-    sentences = [text.split("\n")[1] for text in asked]  # one question a row's span, not one a type
-    assert len(sentences) == len(set(sentences)), sentences
+    assert asked and not any("TP53" in c.detail for r in out for stage, c in r.rejected if stage == "mention_check")

@@ -121,8 +121,8 @@ class Judges:
         return expected_total(await self._gr(canary, self.prob_stages), GR_RUBRIC) / 100
 
     async def mentions(self, canary: Canary) -> float:
-        """The completeness check on the row: 1 - the largest P(a mention of the dataset's types) the verifier gives
-        an untagged span the split's statistics propose or the model lists (1: none)."""
+        """The completeness check on the row: 1 - the largest P(type) the verifier gives an untagged span the split's
+        statistics propose or the model lists (1: none)."""
         r = self._result(canary, canary.seed_tokens, canary.seed_tags)
         found = await self.stages["mention_check"].found(r, self._row(canary))
         self.details[canary.id] = {"untagged": [[detokenize(canary.tokens[s.start:s.end]), s.label, round(p, 3)]

@@ -2,16 +2,15 @@
 the mention is new to the split (which the checker's ``known_mention`` and ``untagged_mention`` rules cannot see).
 
 For each row that passed the entity verifier, the split's statistics propose at most :data:`PROPOSALS` untagged
-spans (:func:`proposals`: a span ending in a word the split uses to end a mention, or in a new term-like word; one
-span a place, asked as its most likely type), and with ``mention_listing`` on the model also lists the sentence's
-mentions (one call, texts copied from the sentence: measured worse and dearer with the 1.5B, so off by default).
-Each candidate is one question of the entity verifier (:meth:`~hf_rgda.stages.verify.Verify.entity_probability`),
-read as P(a mention of any of the dataset's types): a small model spreads a multi-type dataset's mass over its
-types, so the asked type's share alone says little there. A candidate whose P reaches ``verify_threshold`` (the
-absolute one: neither the seed-relative threshold nor ``verify_split`` lowers the bar for calling a row incomplete)
-is an untagged mention: the row is rejected (``mention_check/untagged_mention``, the detail naming the text, P and
-the asked type). What the listing names outside the sentence, over a tagged entity or of another type is passed
-over; so is a candidate the verifier does not confirm.
+spans (:func:`proposals`: a span ending in a word the split uses to end a mention, or in a new term-like word, each
+with a type), and with ``mention_listing`` on the model also lists the sentence's mentions (one call, texts copied
+from the sentence: measured worse and dearer with the 1.5B, so off by default). Each candidate is one question of
+the entity verifier (:meth:`~hf_rgda.stages.verify.Verify.probability`), read as P(its type); one whose P reaches
+``verify_threshold`` (the absolute one: neither the seed-relative threshold nor ``verify_split`` lowers the bar for
+calling a row incomplete) is an untagged mention: the row is rejected (``mention_check/untagged_mention``, the
+detail naming the text, type and probability). Reading P(any of the dataset's types) instead was measured worse
+(FIN: the 1.5B puts most of an ordinary word's mass on the four type options). What the listing names outside the
+sentence, over a tagged entity or of another type is passed over; so is a candidate the verifier does not confirm.
 
 It runs where ``check_mentions`` is on (unset: the backend's own, on for the local model); ``hf-rgda calibrate``'s
 scorer ``mentions`` reads it on the canaries, whose classes ``mention_untagged`` and ``novel_untagged`` leave a mention
@@ -144,10 +143,7 @@ def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, typ
                 spans.add(Span(end, end + 1, label))
             for span in spans:
                 scored[span] = max(scored.get(span, 0.0), prior + 0.01 * (span.end - span.start))
-    best: dict[tuple[int, int], Span] = {}  # one span a place: its most likely type is the question's asked type
-    for span in sorted(scored, key=lambda s: (-scored[s], s)):
-        best.setdefault((span.start, span.end), span)
-    return list(best.values())[:limit]
+    return sorted(scored, key=lambda s: (-scored[s], s))[:limit]
 
 
 class Completeness:
@@ -158,17 +154,15 @@ class Completeness:
 
     async def found(self, r: SeedResult, c: Candidate) -> list[tuple[Span, float]]:
         """Each candidate span of the row (the split's proposals, and with ``mention_listing`` the model's listing)
-        the verifier answered, with its P(a mention of the dataset's types); the caller compares it with the
-        threshold."""
+        the verifier answered, with its P(type); the caller compares it with the threshold."""
         checker = self.run.checker
         spans: list[Span] = []
         if self.run.config.mention_listing:
             msgs = self.run.messages(STAGE, sentence=detokenize(c.tokens))
             listed, _ = await self.run.caller.ask(r, STAGE, msgs, mention_schema(checker.types), salt=" ".join(c.tokens))
             spans = candidates(c.tokens, c.tags, listed, checker.types)
-        places = {(s.start, s.end) for s in spans}
-        spans += [s for s in proposals(c.tokens, c.tags, checker.stats, checker.types) if (s.start, s.end) not in places]
-        probs = await asyncio.gather(*(self.verify.entity_probability(r, c.tokens, s) for s in spans))
+        spans += [s for s in proposals(c.tokens, c.tags, checker.stats, checker.types) if s not in spans]
+        probs = await asyncio.gather(*(self.verify.probability(r, c.tokens, s) for s in spans))
         return [(s, p) for s, p in zip(spans, probs) if p is not None]
 
     async def __call__(self, r: SeedResult) -> None:
@@ -183,8 +177,7 @@ class Completeness:
             if missed:
                 s, p = max(missed, key=lambda x: x[1])
                 r.rejected.append((STAGE, c.reject("untagged_mention", f"{detokenize(c.tokens[s.start:s.end])!r} "
-                                                   f"left untagged: P(a mention) {p:.2f} >= {t}, asked as "
-                                                   f"{s.label}")))
+                                                   f"left untagged: P({s.label}) {p:.2f} >= {t}")))
         r.accepted = [c for c in r.accepted if c.ok]
 
 

@@ -127,17 +127,6 @@ class Verify:
         got = await self.answer(r, tokens, q)
         return got.probs[q.letters[0]] if self.answered(got) else None
 
-    async def entity_probability(self, r: SeedResult, tokens: Sequence[str], span: Span) -> float | None:
-        """P(``span`` is an entity of any of the dataset's types): the mass of the question's options for the asked
-        type and the dataset's other types (the completeness check asks whether a span is a mention at all, and a
-        small model spreads a multi-type dataset's mass over its types: SciERC's six each get a tenth); None where
-        the answer names no option."""
-        q = self.question(tokens, span)
-        got = await self.answer(r, tokens, q)
-        if not self.answered(got):
-            return None
-        return sum(got.probs[x] for x, o in zip(q.letters, q.options) if o.kind in ("asked", "type"))
-
     def score(self, tokens: Sequence[str], span: Span, p: float) -> float:
         """What the threshold is applied to: P(type) ``p``, or with ``verify_split`` :func:`with_split`."""
         if not self.run.config.verify_split:
