@@ -17,8 +17,8 @@ cell's folder of chunks (``results/protocol200/<dataset>/<method>@seeds/<commit>
 with is listed with its row, to be read.
 
 ``--recheck RULE ...`` also scores each row set as it would have left the checker with those rules of today's table
-(sentence rules that read the row alone, such as ``stutter``): a row a rule fires on is repaired where the rule has a
-repair, else dropped; reported as ``<set>+<rules>``, with the rows repaired and dropped. This reads what a new rule
+(rules that read the row and the split's statistics, such as ``stutter`` or ``head_alone``; the statistics are the
+dataset's train split's): a row a rule fires on is repaired where the rule has a repair, else dropped; reported as ``<set>+<rules>``, with the rows repaired and dropped. This reads what a new rule
 does to rows an earlier run wrote; the rows the pipeline writes with it differ further (a repaired or dropped row
 changes what the later stages and judges see).
 
@@ -30,6 +30,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import math
@@ -141,9 +142,21 @@ def row_sets(paths: Sequence[Path], name: str) -> dict[str, list[dict[str, Any]]
     return sets
 
 
-def recheck(rows: Sequence[dict[str, Any]], names: Sequence[str], types: Sequence[str]) -> tuple[list, dict]:
-    """``rows`` after the checker's sentence rules ``names`` (repaired where the rule has a repair, else dropped):
-    the rows kept and ``{"repaired": [...], "dropped": [...]}`` (each a row's text and what the rule said)."""
+@functools.lru_cache(maxsize=4)
+def split_stats(data_dir: Path, name: str) -> Any:
+    """The statistics of the dataset's train split, as the augmenter builds them."""
+    from hf_rgda.checking import SplitStats
+    from hf_rgda.tags import to_tag_names
+
+    train = load(data_dir, name)["train"]
+    return SplitStats.from_split(train["tokens"][:], to_tag_names(train, "ner_tags"))
+
+
+def recheck(rows: Sequence[dict[str, Any]], names: Sequence[str], types: Sequence[str],
+            stats: Any = None) -> tuple[list, dict]:
+    """``rows`` after the checker's rules ``names`` (repaired where the rule has a repair, else dropped), with the
+    split's statistics ``stats``: the rows kept and ``{"repaired": [...], "dropped": [...]}`` (each a row's text and
+    what the rule said)."""
     from hf_rgda.checking import RULES, Checker, SplitStats
     from hf_rgda.checking.checker import salvage
     from hf_rgda.checking.sentence import Sentence
@@ -151,10 +164,11 @@ def recheck(rows: Sequence[dict[str, Any]], names: Sequence[str], types: Sequenc
     from hf_rgda.records import Candidate, Seed
 
     table = {r.name: r for r in RULES}
-    unknown = [n for n in names if n not in table or table[n].group]
+    unknown = [n for n in names if n not in table]
     if unknown:
-        raise SystemExit(f"--recheck: {', '.join(unknown)} is not a sentence rule of the checker's table")
-    rules, checker, nobody = tuple(table[n] for n in names), Checker(tuple(types), SplitStats()), Seed("", (), ())
+        raise SystemExit(f"--recheck: {', '.join(unknown)} is not a rule of the checker's table")
+    rules, nobody = tuple(table[n] for n in names), Seed("", (), ())
+    checker = Checker(tuple(types), stats or SplitStats())
     kept, log = [], {"repaired": [], "dropped": []}
     for row in rows:
         cand = Candidate(raw=None, tokens=list(row["tokens"]), tags=list(row["tags"]))
@@ -198,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, rows in row_sets(args.rows, name).items():
             sets = [(key, rows, None)]
             if args.recheck:
-                kept, log = recheck(rows, args.recheck, types)
+                kept, log = recheck(rows, args.recheck, types, split_stats(args.data_dir, name))
                 sets.append((f"{key}+{'+'.join(args.recheck)}", kept, log))
             for label, rs, log in sets:
                 silver = predict_tags(model, tokenizer, [r["tokens"] for r in rs])
