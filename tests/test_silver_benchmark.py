@@ -75,7 +75,7 @@ def test_row_sets_read_a_protocol200_cells_committed_chunks(silver, tmp_path: Pa
     assert silver.row_sets([cell], "fin") == {}
 
 
-def test_recheck_repairs_or_drops_the_rows_a_sentence_rule_fires_on(silver) -> None:
+def test_recheck_repairs_or_drops_the_rows_a_rule_fires_on(silver) -> None:
     rows = [{"tokens": ["Drugs", "treat", "influenza", "influenza", "influenza", "infections", "."],
              "tags": ["O", "O", "B-Disease", "B-Disease", "B-Disease", "O", "O"]},
             {"tokens": ["Gout", "hurts", "in", "the", "morning", "."], "tags": ["B-Disease", "O", "O", "O", "O", "O"]}]
@@ -87,5 +87,14 @@ def test_recheck_repairs_or_drops_the_rows_a_sentence_rule_fires_on(silver) -> N
     kept, log = silver.recheck([rows[1], short], ["several_sentences", "too_short"], ["Disease"])
     assert kept == [rows[1]] and log["repaired"] == [] and log["dropped"][0][0] == "Gout ."
     assert log["dropped"][0][1].startswith("too_short: ")
-    with pytest.raises(SystemExit, match="boundary_cut"):  # an entity rule reads statistics a row set lacks
-        silver.recheck(rows, ["boundary_cut"], ["Disease"])
+    with pytest.raises(SystemExit, match="no_such_rule"):
+        silver.recheck(rows, ["no_such_rule"], ["Disease"])
+    # an entity rule reads the split's statistics (the dataset's train split's in main)
+    from hf_rgda.checking import SplitStats
+
+    stats = SplitStats(heads={"Disease": {"disease": 200}}, context_words={"disease": 150},
+                       mentions={"Disease": ("Huntington disease", "gout")})
+    generic = {"tokens": ["Gout", "is", "a", "disease", "."], "tags": ["B-Disease", "O", "O", "B-Disease", "O"]}
+    kept, log = silver.recheck([generic], ["head_alone"], ["Disease"], stats)
+    assert kept[0]["tags"] == ["B-Disease", "O", "O", "O", "O"] and log["repaired"][0][1].startswith("head_alone:")
+    assert silver.recheck([generic], ["head_alone"], ["Disease"])[0] == [generic]  # no statistics: nothing fires
