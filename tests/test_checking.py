@@ -5,7 +5,7 @@ import pytest
 from hf_rgda import ParseError
 from hf_rgda.checking import RULES, Checker, Rule, SplitStats, decode_sentence, parse_json
 from hf_rgda.records import Candidate, Seed
-from hf_rgda.tags import detokenize
+from hf_rgda.tags import detokenize, parse_inline
 
 SEED = Seed("k", ("Germline", "mutations", "in", "BRCA1", "cause", "breast", "cancer", "."),
             ("O", "O", "O", "O", "O", "B-Disease", "I-Disease", "O"))
@@ -440,6 +440,21 @@ def test_a_head_that_ends_under_five_percent_of_its_uses_as_the_type_is_atypical
                            ("gout", "Disease")), SEED, [], forbid_seed_entities=True)
     assert c.reason == "atypical_head" and "'system' ends 2 Disease mention(s)" in c.detail
     assert check.atypical_share == 0.05
+
+
+def test_a_numbered_type_name_is_a_placeholder() -> None:
+    """The 1.5B's top-up wrote "The study [disease 1](Disease) examines ... in [disease 2](Disease) development ." and
+    "The Lynch syndrome was [Type 2](Disease) found ..." (the format example's "type 2 diabetes" cut): placeholders,
+    rejected; a seed's own such entity passes."""
+    check = Checker(("Disease",))
+    for text, ent in [("The study disease 1 examines cell adhesion in gout .", ("disease 1", "Disease")),
+                      ("The Lynch syndrome was Type 2 found in the families .", ("Type 2", "Disease"))]:
+        c = check.check(decode(text, ent), SEED, [], forbid_seed_entities=True)
+        assert c.reason == "placeholder" and "numbered placeholder" in c.detail, c.detail
+    own = Seed("s", *map(tuple, parse_inline("Carriers of [type 2](Disease) were seen .")))
+    c = check.check(decode("Carriers of type 2 and gout were seen .", ("type 2", "Disease"), ("gout", "Disease")),
+                    own, [], forbid_seed_entities=False)
+    assert c.reason != "placeholder"
 
 
 def test_the_generic_word_of_a_name_is_untagged_where_the_split_never_tags_it_alone() -> None:

@@ -78,6 +78,9 @@ def test_the_splits_statistics_propose_a_new_mention_the_listing_misses() -> Non
     lone = ["Patients", "with", "the", "disease", "and", "Gout", "were", "seen", "."]
     places = [(s.start, s.end) for s in proposals(lone, ["O"] * len(lone), both, ["Disease"])]
     assert (3, 4) not in places and (5, 6) in places, places
+    short = ["The", "Wolfram", "disease", "was", "seen", "."]  # "[Wolfram] disease": the tag stops short of the name
+    assert (2, 3) in [(s.start, s.end) for s in proposals(short, ["O", "B-Disease", "O", "O", "O", "O"], both,
+                                                          ["Disease"])]
     # in the pipeline, with the listing off, the proposals alone are asked about (the world's rows name a gene
     # untagged, "TP53", a term the split never writes) and the world's verifier confirms them
     world = FakeWorld()

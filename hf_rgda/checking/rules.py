@@ -65,7 +65,10 @@ def placeholder(s: Sentence) -> str | None:
         if i < len(low) - 2 and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
             return f"{' '.join(s.tokens[i : i + 3])!r} is a placeholder, not text"
     for span in s.spans:  # a bare type name counts unless the split ends such mentions with it (SciERC's "method")
-        bare = "".join(low[span.start : span.end])
+        words = low[span.start : span.end]
+        if len(words) == 2 and words[1].isdigit() and (words[0] in names or words[0] == "type") and not s.in_seed(span):
+            return f"entity {s.text(span)!r} is a numbered placeholder"  # "[disease 1]", the format example's "[Type 2]"
+        bare = "".join(words)
         if bare.strip("<>[]{}") in names and (bare != bare.strip("<>[]{}")
                                               or not s.checker.stats.ends_mention(bare, span.label)):
             return f"entity {s.text(span)!r} is a type name"
@@ -304,7 +307,8 @@ RULES: tuple[Rule, ...] = (
     Rule("garbled", garbled, "a U+FFFD character (text lost in decoding) the seed does not have",
          Example("Imbr\ufffd and colleagues traced [gout](Disease) through three generations .")),
     Rule("placeholder", placeholder, "a type name in brackets (`<Disease>`), an entity that is a bare type name "
-         "the split never tags, or a type name as spelled left untagged after the first word (`... RNA level Disease .`)",
+         "the split never tags or one numbered (`disease 1`, `Type 2`), or a type name as spelled left untagged after "
+         "the first word (`... RNA level Disease .`)",
          Example("Recent studies suggest that <Disease> may drive [gout](Disease) in adults .")),
     Rule("several_sentences", several_sentences, "two sentences in one row",
          Example("[Asthma](Disease) was studied in adults . The new design improves care ."),

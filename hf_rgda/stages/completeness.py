@@ -102,9 +102,10 @@ def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, typ
     """Untagged spans the split's statistics say may be mentions, most likely first, at most ``limit``: each ends in
     a word the split mostly uses to end a mention of a type (its smoothed head share at least 0.3, seen twice), or in a
     new term-like word (:func:`_new_term`, every type); one span runs back over the content words before it (no
-    function word or punctuation, at most the type's longest mention), one is that word alone where it is a new term
-    or the split tags it alone (:meth:`~hf_rgda.checking.SplitStats.tagged_alone`: "disease" ends hundreds of
-    NCBI-disease's mentions and is never one by itself); none without statistics.
+    function word or punctuation, at most the type's longest mention), one is that word alone where it is a new term,
+    the split tags it alone (:meth:`~hf_rgda.checking.SplitStats.tagged_alone`: "disease" ends hundreds of
+    NCBI-disease's mentions and is never one by itself) or it follows a tagged entity (a tag stopping short of the
+    name's last word); none without statistics.
     The verifier then asks
     about each; a new mention the model's listing misses is found this way.
 
@@ -139,7 +140,9 @@ def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, typ
             while start > 0 and content(start - 1) and end - start + 1 < stats.max_entity_len.get(label, 4):
                 start -= 1
             spans = {Span(start, end + 1, label)} if start < end else set()
-            if seen < 2 or stats.tagged_alone(word, label):  # a head the split never tags alone ("disease") is none
+            # a head the split never tags alone ("disease") is none, unless it follows an entity ("[IGT] disease":
+            # the split's mention is "IGT disease", the row's tag stops short)
+            if seen < 2 or stats.tagged_alone(word, label) or end - 1 in tagged:
                 spans.add(Span(end, end + 1, label))
             for span in spans:
                 scored[span] = max(scored.get(span, 0.0), prior + 0.01 * (span.end - span.start))
