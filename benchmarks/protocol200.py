@@ -49,9 +49,9 @@ CACHE = ROOT / "benchmarks" / ".cache"
 RULES = ("noaug", "eda", "mr", "mr-train")
 LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
 #: the order the background job works in: the rule cells first (minutes each), then each LLM cell's rows and runs;
-#: f78f0b0 is the row-quality issue's generator (the gates, the top-up, head_alone), beside 2096b68's
+#: 08e3407 is the row-quality issue's generator (the gates, the top-up, head_alone, numbered placeholders), beside 2096b68's
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds+mr:2096b68", "eda", "mr-train",
-                         "rgda@seeds:f78f0b0", "rgda@seeds+mr:f78f0b0", "naive@seeds:2096b68", "gda@seeds:2096b68"]}
+                         "rgda@seeds:08e3407", "rgda@seeds+mr:08e3407", "naive@seeds:2096b68", "gda@seeds:2096b68"]}
 
 
 def parse_cell(cell: str) -> tuple[str, str | None, bool]:
