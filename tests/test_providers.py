@@ -241,7 +241,7 @@ def test_rate_limiter_spreads_requests() -> None:
         limiter = RateLimiter(rpm=2, tpm=None, window=0.5)
         start = time.perf_counter()
         for _ in range(3):
-            await limiter.acquire(10)
+            limiter.release(await limiter.acquire(10))  # a request answered at once
         return time.perf_counter() - start
 
     assert asyncio.run(go()) >= 0.45
@@ -249,11 +249,29 @@ def test_rate_limiter_spreads_requests() -> None:
     async def tokens() -> float:
         limiter = RateLimiter(rpm=None, tpm=100, window=0.4)
         start = time.perf_counter()
-        await limiter.acquire(80)
-        await limiter.acquire(80)
+        limiter.release(await limiter.acquire(80))
+        limiter.release(await limiter.acquire(80))
         return time.perf_counter() - start
 
     assert asyncio.run(tokens()) >= 0.35
+
+
+def test_rate_limiter_counts_a_request_while_it_is_in_flight() -> None:
+    """A request that outlasts the window still holds its place until it is released, and for a window after."""
+    async def go() -> tuple[float, float]:
+        limiter = RateLimiter(rpm=1, tpm=None, window=0.2)
+        first = await limiter.acquire(10)
+        await asyncio.sleep(0.3)  # in flight for longer than the window
+        start = time.perf_counter()
+        waiter = asyncio.ensure_future(limiter.acquire(10))
+        await asyncio.sleep(0.1)
+        assert not waiter.done()
+        limiter.release(first)
+        await waiter
+        return time.perf_counter() - start, 0.1
+
+    waited, released_at = asyncio.run(go())
+    assert waited >= released_at + 0.18  # a window from the end, not from the admission
 
 
 def test_retry_policy() -> None:

@@ -155,8 +155,9 @@ def _holds(path: Path, needle: bytes) -> bool:
 
 def test_rpm_holds_for_the_cluster(cluster: Cluster, tmp_path: Path) -> None:
     """Two workers, each of which alone would send the limit's worth in every window: the provider sees the limit
-    once. The limiter times a request before the SDK sends it; the window is shortened by that lag (the first
-    requests of a process take longest)."""
+    once. The limits actor counts a request from its admission until a window after the worker releases it, so
+    every window of the provider's holds at most ``rpm``; the server stamps a request when its handler starts, a
+    little after it arrives, and the window checked is shortened by that lag."""
     rpm, window, lag = 6, 1.0, 0.2
     with serve() as server:
         aug = augmenter(server, tmp_path / "c.sqlite3", rpm=rpm)

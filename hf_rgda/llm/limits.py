@@ -21,8 +21,8 @@ class RateLimiter:
 
     A request counts from its admission (:meth:`acquire`) and, once it is over (:meth:`release`), from the moment it
     ended: the provider counts a request when it arrives, which is after its admission (a new client to build, a
-    connection to open), so timing admissions alone let ``rpm + 1`` requests arrive within one window; timed from
-    their end, no window of the provider's holds more than ``rpm`` of them.
+    connection to open), so timing admissions alone let ``rpm + 1`` requests arrive within one window; counted while
+    in flight and for a window from their end, no window of the provider's holds more than ``rpm`` of them.
 
     Usable from any event loop and thread at once (its state is guarded by a thread lock, never held across an
     ``await``): :func:`shared_limiter` gives the one limiter of a backend in this process.
@@ -30,7 +30,8 @@ class RateLimiter:
 
     def __init__(self, rpm: int | None, tpm: int | None, *, window: float = 60.0) -> None:
         self.rpm, self.tpm, self.window = rpm, tpm, window
-        self._events: list[list[float]] = []  # [time, tokens]: admitted, then re-timed at the end
+        # [time, tokens, open]: admitted (open, counted however old), then re-timed at the end (closed)
+        self._events: list[list[float]] = []
         self._lock = threading.Lock()
 
     async def acquire(self, tokens: int) -> list[float] | None:
@@ -41,22 +42,23 @@ class RateLimiter:
         while True:
             with self._lock:
                 now = time.monotonic()
-                self._events = [e for e in self._events if now - e[0] < self.window]
-                used = sum(t for _, t in self._events)
+                self._events = [e for e in self._events if e[2] or now - e[0] < self.window]
+                used = sum(e[1] for e in self._events)
                 fits_rpm = not self.rpm or len(self._events) < self.rpm
                 fits_tpm = not self.tpm or not self._events or used + tokens <= self.tpm
                 if fits_rpm and fits_tpm:
-                    event = [now, float(tokens)]
+                    event = [now, float(tokens), 1.0]
                     self._events.append(event)
                     return event
-                wait = max(0.01, self.window - (now - min(e[0] for e in self._events)))
+                closed = [e[0] for e in self._events if not e[2]]
+                wait = max(0.01, self.window - (now - min(closed))) if closed else 0.05  # else: until one ends
             await asyncio.sleep(wait)
 
     def release(self, event: list[float] | None) -> None:
-        """The request of ``event`` is over (answered or failed): it counts from now."""
+        """The request of ``event`` is over (answered or failed): it counts from now, for one window."""
         if event is not None:
             with self._lock:
-                event[0] = max(event[0], time.monotonic())
+                event[0], event[2] = max(event[0], time.monotonic()), 0.0
 
 
 _limiters: dict[tuple[Any, ...], RateLimiter] = {}

@@ -22,6 +22,7 @@ Keys read from the environment are read from each worker node's own environment.
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import threading
 import uuid
@@ -115,30 +116,52 @@ class Store:
 
 
 class Limits:
-    """The limits actor's class (an async actor): one rate limiter per backend identity and limits."""
+    """The limits actor's class (an async actor): one rate limiter per backend identity and limits, and the
+    requests in flight (admitted, not yet released) by number."""
 
     def __init__(self) -> None:
         self.limiters: dict[tuple[str, int | None, int | None, float], RateLimiter] = {}
+        self.open: dict[int, tuple[RateLimiter, list[float]]] = {}
+        self.numbers = itertools.count()
 
     async def ready(self) -> bool:
         return True
 
-    async def acquire(self, key: str, rpm: int | None, tpm: int | None, window: float, tokens: int) -> None:
-        """Return once one more request of ``tokens`` tokens fits this backend's limits, cluster-wide."""
+    async def acquire(self, key: str, rpm: int | None, tpm: int | None, window: float, tokens: int) -> int | None:
+        """Return once one more request of ``tokens`` tokens fits this backend's limits, cluster-wide: the number to
+        release it by (None without limits)."""
         limiter = self.limiters.setdefault((key, rpm, tpm, window), RateLimiter(rpm, tpm, window=window))
-        await limiter.acquire(tokens)
+        event = await limiter.acquire(tokens)
+        if event is None:
+            return None
+        number = next(self.numbers)
+        self.open[number] = (limiter, event)
+        return number
+
+    async def release(self, number: int) -> None:
+        """The request admitted as ``number`` is over: it counts from now (a worker killed mid-request never
+        releases; its request stays counted, which errs on the provider's side)."""
+        if (held := self.open.pop(number, None)) is not None:
+            held[0].release(held[1])
 
 
 class ClusterLimiter(RateLimiter):
-    """A worker's limiter of one backend: it waits on the limits actor (no local window)."""
+    """A worker's limiter of one backend: it waits on the limits actor (no local window) and tells it when a
+    request is over."""
 
     def __init__(self, actor: Any, key: str, rpm: int | None, tpm: int | None, window: float) -> None:
         super().__init__(rpm, tpm, window=window)
         self.actor, self.key = actor, key
 
-    async def acquire(self, tokens: int) -> None:
-        if self.rpm or self.tpm:
-            await self.actor.acquire.remote(self.key, self.rpm, self.tpm, self.window, tokens)
+    async def acquire(self, tokens: int) -> list[float] | None:
+        if not self.rpm and not self.tpm:
+            return None
+        number = await self.actor.acquire.remote(self.key, self.rpm, self.tpm, self.window, tokens)
+        return None if number is None else [float(number)]
+
+    def release(self, event: list[float] | None) -> None:
+        if event is not None:
+            self.actor.release.remote(int(event[0]))  # not waited on: the actor times it when it arrives, later
 
 
 class StoreCache(ResponseCache):
