@@ -81,9 +81,10 @@ class Checker:
         if not cand.ok:
             return cand
         sentence = Sentence(cand.tokens, cand.tags, seed, self, accepted, forbid_seed_entities, shown, ledger)
-        if self.salvage:
-            sentence = self._salvage(cand, sentence)
         found = first_failure(sentence, table.RULES)
+        if found is not None and self.salvage:  # a sentence no rule fails has nothing to repair
+            sentence = self._salvage(cand, sentence)
+            found = first_failure(sentence, table.RULES)
         return cand.reject(found.rule.name, found.detail) if found else cand
 
     def vary(self, rs: Sequence[SeedResult], ledger: Ledger, *, forbid_seed_entities: bool,
