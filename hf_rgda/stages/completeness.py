@@ -32,7 +32,7 @@ from .base import Run
 from .registry import Stage, register
 from .verify import Verify
 
-__all__ = ["STAGE", "Completeness", "find_span", "mention_schema", "proposals"]
+__all__ = ["STAGE", "Completeness", "find_span", "mention_schema", "proposals", "scored_proposals"]
 
 STAGE = "mention_check"
 
@@ -115,6 +115,13 @@ def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, typ
         >>> proposals("The risk of Sotos syndrome .".split(), ["O"] * 6, stats, ["Disease"])
         [Span(start=3, end=5, label='Disease'), Span(start=3, end=4, label='Disease')]
     """
+    return [span for span, _ in scored_proposals(tokens, tags, stats, types, limit)]
+
+
+def scored_proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, types: Sequence[str],
+                     limit: int = PROPOSALS) -> list[tuple[Span, float]]:
+    """:func:`proposals` with each span's prior: the smoothed head share of its last word (or the new-term score),
+    plus 0.01 a word; the order is the prior's, highest first."""
     if not stats.heads and not stats.context_words:  # no statistics: nothing is known to be new or a head
         return []
     tagged = {i for s in tags_to_spans(list(tags)) for i in range(s.start, s.end)}
@@ -146,7 +153,7 @@ def proposals(tokens: Sequence[str], tags: Sequence[str], stats: SplitStats, typ
                 spans.add(Span(end, end + 1, label))
             for span in spans:
                 scored[span] = max(scored.get(span, 0.0), prior + 0.01 * (span.end - span.start))
-    return sorted(scored, key=lambda s: (-scored[s], s))[:limit]
+    return [(span, scored[span]) for span in sorted(scored, key=lambda s: (-scored[s], s))[:limit]]
 
 
 class Completeness:
