@@ -42,9 +42,9 @@ CLASSES = ("novel_untagged", "mention_untagged")
 READINGS = {"p": lambda p, prior: p, "prior": lambda p, prior: prior, "geomean": lambda p, prior: math.sqrt(p * prior)}
 
 
-async def probe(gold: Any, canaries: list[Any], data_dir: Path, cache: ResponseCache, seed: int) -> dict[str, Any]:
+async def probe(llm: Any, gold: Any, canaries: list[Any], data_dir: Path, cache: ResponseCache,
+                seed: int) -> dict[str, Any]:
     """Each canary's proposals with P and prior, and the AUROC of each reading for one dataset."""
-    llm = load_llm(DEFAULT_LLM)
     judges = make_judges(llm, gold, cache, data_dir, {}, {"check_mentions": True, "mention_listing": False}, None,
                          seed)
     checker = judges.stages["mention_check"].run.checker
@@ -82,12 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     golds = [load_gold(args.data_dir, name, args.seed) for name in args.datasets]
     canaries = only_classes(build_canaries(golds, args.per_class, args.seed), list(CLASSES))
-    cache = ResponseCache(args.cache)
+    cache, llm = ResponseCache(args.cache), load_llm(DEFAULT_LLM)  # the model loaded once, for every dataset
     result: dict[str, Any] = {"command": command("mention_priors", argv), "machine": machine(), "llm": DEFAULT_LLM,
                               "seed": args.seed, "per_class": args.per_class, "datasets": {}}
     for gold in golds:
         mine = [c for c in canaries if c.dataset == gold.name]
-        result["datasets"][gold.name] = cell = asyncio.run(probe(gold, mine, args.data_dir, cache, args.seed))
+        result["datasets"][gold.name] = cell = asyncio.run(probe(llm, gold, mine, args.data_dir, cache, args.seed))
         print(gold.name, cell["auroc"], flush=True)
     write_results(args.out, result)
     return 0

@@ -11,9 +11,20 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LimiterSource", "RateLimiter", "shared_limiter", "use_limiters"]
+__all__ = ["Admission", "LimiterSource", "RateLimiter", "shared_limiter", "use_limiters"]
+
+
+@dataclass
+class Admission:
+    """One admitted request: when it counts from (its admission, then its end) and its tokens; ``open`` until it is
+    released (counted however old while open)."""
+
+    at: float
+    tokens: float
+    open: bool = True
 
 
 class RateLimiter:
@@ -30,35 +41,36 @@ class RateLimiter:
 
     def __init__(self, rpm: int | None, tpm: int | None, *, window: float = 60.0) -> None:
         self.rpm, self.tpm, self.window = rpm, tpm, window
-        # [time, tokens, open]: admitted (open, counted however old), then re-timed at the end (closed)
-        self._events: list[list[float]] = []
+        self._events: list[Admission] = []
         self._lock = threading.Lock()
 
-    async def acquire(self, tokens: int) -> list[float] | None:
+    async def acquire(self, tokens: int) -> Any:
         """Wait until one more request of about ``tokens`` tokens fits in the window, then record it; returns the
-        record to hand to :meth:`release` when the request is over (None without limits)."""
+        ticket to hand to :meth:`release` when the request is over (None without limits). A request stays counted
+        until it is released: every acquire needs its release."""
         if not self.rpm and not self.tpm:
             return None
         while True:
             with self._lock:
                 now = time.monotonic()
-                self._events = [e for e in self._events if e[2] or now - e[0] < self.window]
-                used = sum(e[1] for e in self._events)
+                self._events = [e for e in self._events if e.open or now - e.at < self.window]
+                used = sum(e.tokens for e in self._events)
                 fits_rpm = not self.rpm or len(self._events) < self.rpm
                 fits_tpm = not self.tpm or not self._events or used + tokens <= self.tpm
                 if fits_rpm and fits_tpm:
-                    event = [now, float(tokens), 1.0]
+                    event = Admission(now, float(tokens))
                     self._events.append(event)
                     return event
-                closed = [e[0] for e in self._events if not e[2]]
+                closed = [e.at for e in self._events if not e.open]
                 wait = max(0.01, self.window - (now - min(closed))) if closed else 0.05  # else: until one ends
             await asyncio.sleep(wait)
 
-    def release(self, event: list[float] | None) -> None:
-        """The request of ``event`` is over (answered or failed): it counts from now, for one window."""
-        if event is not None:
+    def release(self, ticket: Any) -> None:
+        """The request of ``ticket`` (what :meth:`acquire` returned) is over, answered or failed: it counts from
+        now, for one window."""
+        if isinstance(ticket, Admission):
             with self._lock:
-                event[0], event[2] = max(event[0], time.monotonic()), 0.0
+                ticket.at, ticket.open = max(ticket.at, time.monotonic()), False
 
 
 _limiters: dict[tuple[Any, ...], RateLimiter] = {}

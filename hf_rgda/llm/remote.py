@@ -307,17 +307,17 @@ class RemoteLLM(LLM):
         while True:
             attempt += 1
             async with sem:
-                event = None
+                ticket = None
                 try:
                     client = self._client(url := self._pick_url())  # made first: the limits time requests as they go
-                    event = await limiter.acquire(estimate_tokens(msgs, max_tokens))
+                    ticket = await limiter.acquire(estimate_tokens(msgs, max_tokens))
                     start = time.perf_counter()
                     result = await request(client)
                     return result, time.perf_counter() - start
                 except BackendError as err:
                     error = self._clean(err)
                 finally:
-                    limiter.release(event)
+                    limiter.release(ticket)
             wait = self.retry.delay(attempt, error.retry_after, self._rng) if error.retryable else None
             if wait is None:
                 raise error from None

@@ -121,7 +121,7 @@ class Limits:
 
     def __init__(self) -> None:
         self.limiters: dict[tuple[str, int | None, int | None, float], RateLimiter] = {}
-        self.open: dict[int, tuple[RateLimiter, list[float]]] = {}
+        self.open: dict[int, tuple[RateLimiter, Any]] = {}
         self.numbers = itertools.count()
 
     async def ready(self) -> bool:
@@ -131,11 +131,11 @@ class Limits:
         """Return once one more request of ``tokens`` tokens fits this backend's limits, cluster-wide: the number to
         release it by (None without limits)."""
         limiter = self.limiters.setdefault((key, rpm, tpm, window), RateLimiter(rpm, tpm, window=window))
-        event = await limiter.acquire(tokens)
-        if event is None:
+        ticket = await limiter.acquire(tokens)
+        if ticket is None:
             return None
         number = next(self.numbers)
-        self.open[number] = (limiter, event)
+        self.open[number] = (limiter, ticket)
         return number
 
     async def release(self, number: int) -> None:
@@ -153,15 +153,15 @@ class ClusterLimiter(RateLimiter):
         super().__init__(rpm, tpm, window=window)
         self.actor, self.key = actor, key
 
-    async def acquire(self, tokens: int) -> list[float] | None:
+    async def acquire(self, tokens: int) -> int | None:
+        """The limits actor's number for the admitted request (None without limits)."""
         if not self.rpm and not self.tpm:
             return None
-        number = await self.actor.acquire.remote(self.key, self.rpm, self.tpm, self.window, tokens)
-        return None if number is None else [float(number)]
+        return await self.actor.acquire.remote(self.key, self.rpm, self.tpm, self.window, tokens)
 
-    def release(self, event: list[float] | None) -> None:
-        if event is not None:
-            self.actor.release.remote(int(event[0]))  # not waited on: the actor times it when it arrives, later
+    def release(self, ticket: Any) -> None:
+        if ticket is not None:
+            self.actor.release.remote(ticket)  # not waited on: the actor times it when it arrives, a little later
 
 
 class StoreCache(ResponseCache):
