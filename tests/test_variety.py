@@ -14,7 +14,7 @@ from datasets import Dataset
 
 from hf_rgda import RGDAAugmenter, RunSummary, ScriptedLLM
 from hf_rgda.checking import Checker
-from hf_rgda.checking.sentence import occurrences
+from hf_rgda.checking.sentence import Sentence, occurrences
 from hf_rgda.checking.variety import Ledger, similar, similarity_bound
 from hf_rgda.records import Candidate, Seed, SeedResult, SeedTrace
 from hf_rgda.tags import parse_inline, tags_to_spans
@@ -87,6 +87,34 @@ def test_a_batch_computed_again_replaces_its_rows_in_the_ledger() -> None:
         CHECK.vary(rs, ledger, forbid_seed_entities=True)
         assert outcome(rs) == [("a", []), ("b", ["variety/cross_seed_duplicate"])]
     assert list(ledger.rows) == ["a"] and ledger.count(("Disease", "glioma")) == 1
+
+
+
+def test_the_ledger_word_index_finds_what_a_scan_of_every_row_finds() -> None:
+    """``Ledger.sharing`` (every row's shared words counted at once from a word index) gives, in ledger order, the
+    rows a scan of every other seed's row admits by the words shared; a forgotten seed's rows and rows added out of
+    seed order (which re-index) included."""
+    rng = random.Random(7)
+    vocab = ["the", "of", "risk", "variants", "raise", "in", "men", "glioma", "lupus", ",", ".", "by", "half"]
+    ledger, made = Ledger(0), 0
+    for step in range(300):
+        key = f"s{rng.randrange(12)}"
+        if step % 37 == 36:
+            ledger.forget(key)
+            continue
+        words = [rng.choice(vocab) for _ in range(rng.randint(1, 9))]
+        ledger.add(key, row_of(words, key))
+        made += 1
+        mine, ratio = occurrences(words), rng.choice([0.5, 0.85])
+        scan = [row for seed, rows in ledger.rows.items() if seed != key for row in rows
+                if similarity_bound(row[1], mine) >= ratio]
+        assert ledger.sharing(mine, key, ratio) == scan
+    assert made > 250 and len(ledger.rows) > 1
+
+
+def row_of(words: list[str], key: str) -> Sentence:
+    """A sentence of ``words`` (no entity) for seed ``key``, as the ledger records a row."""
+    return Sentence(words, ["O"] * len(words), Seed(key, tuple(words), tuple(["O"] * len(words))), CHECK)
 
 
 # ---------------------------------------------------------------- in the augmenter

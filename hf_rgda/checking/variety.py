@@ -51,15 +51,26 @@ class Ledger:
     rows: dict[str, list[Words]] = field(default_factory=dict)
     uses: dict[str, Counter[tuple[str, str]]] = field(default_factory=dict)
     _total: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # every row in ledger order (seeds as ``rows`` lists them, each seed's rows in order) with its seed, and where
+    # each word occurrence is: :meth:`sharing` counts the words a sentence shares with every row at once
+    _order: list[tuple[str, Words]] = field(default_factory=list)
+    _index: dict[str | tuple[str, int], list[int]] = field(default_factory=dict)
 
     def forget(self, key: str) -> None:
         """Drop seed ``key``'s rows (it is being computed again)."""
-        self.rows.pop(key, None)
+        if self.rows.pop(key, None) is not None:
+            self._reindex()
         self._total.subtract(self.uses.pop(key, Counter()))
 
     def add(self, key: str, s: Sentence) -> None:
         """Record ``s``, accepted for seed ``key``."""
-        self.rows.setdefault(key, []).append((tuple(s.low), s.occurrences))
+        row = (tuple(s.low), s.occurrences)
+        last = next(reversed(self.rows), None)
+        self.rows.setdefault(key, []).append(row)
+        if last is None or last == key:  # the row is the ledger's last: indexed as it comes
+            self._put(key, row)
+        else:  # a seed's rows added after another's: ledger order is no longer arrival order
+            self._reindex()
         new = Counter(new_entities(s))
         self.uses.setdefault(key, Counter()).update(new)
         self._total.update(new)
@@ -67,6 +78,35 @@ class Ledger:
     def count(self, entity: tuple[str, str]) -> int:
         """How many accepted rows carry ``entity`` (``(type, text lower-cased)``)."""
         return self._total[entity]
+
+    def sharing(self, mine: Occurrences, key: str, ratio: float) -> list[Words]:
+        """The rows of seeds other than ``key``, in ledger order, that share enough words with a sentence whose
+        :func:`~.sentence.occurrences` are ``mine`` to be ``ratio`` similar to it (:func:`similarity_bound`, the
+        bound :func:`similar` checks first), counted for all rows at once from the word index."""
+        index = self._index
+        found: list[int] = []
+        for word in mine:
+            at = index.get(word)
+            if at is not None:
+                found += at
+        m, order = len(mine), self._order
+        near = [n for n, shared in Counter(found).items()
+                if 2.0 * shared / (len(order[n][1][1]) + m) >= ratio and order[n][0] != key]
+        near.sort()
+        return [order[n][1] for n in near]
+
+    def _put(self, key: str, row: Words) -> None:
+        n = len(self._order)
+        self._order.append((key, row))
+        index = self._index
+        for word in row[1]:
+            index.setdefault(word, []).append(n)
+
+    def _reindex(self) -> None:
+        self._order, self._index = [], {}
+        for key, rows in self.rows.items():
+            for row in rows:
+                self._put(key, row)
 
 
 def entity_set(words: Sequence[str], spans: Sequence[Span]) -> frozenset[tuple[str, str]]:
@@ -128,15 +168,10 @@ def cross_seed_duplicate(s: Sentence) -> str | None:
     if s.ledger is None:
         return None
     ratio = s.checker.near_copy_ratio
-    words, mine, key = tuple(s.low), s.occurrences, s.seed.key
-    m = len(words)
-    for seed, rows in s.ledger.rows.items():  # the other seeds' rows (a loop, not a generator: the hot path)
-        if seed == key:
-            continue
-        for low, occ in rows:
-            total = len(low) + m  # the words shared first (a set intersection), the rest only where they allow it
-            if total and 2.0 * len(occ & mine) / total >= ratio and similar(low, occ, words, ratio, mine):
-                return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(low)!r}"
+    words, mine = tuple(s.low), s.occurrences
+    for low, occ in s.ledger.sharing(mine, s.seed.key, ratio):  # the rows the words shared allow, in order
+        if similar(low, occ, words, ratio, mine):
+            return f"{ratio:.0%} similar or more to a row accepted from another seed: {' '.join(low)!r}"
     return None
 
 
