@@ -6,21 +6,21 @@ never depend on scheduling; the response cache answers first when it can; an ans
 with the parse error; every call is counted on its seed's :class:`~hf_rgda.records.Accounting`. Building the messages
 (:mod:`hf_rgda.messages`, :func:`reask_messages`) is pure.
 
-Every call carries its stage's name as metadata while it is in flight (:func:`call_of`): a scripted backend (the
-test world of :mod:`hf_rgda.testing`) answers by it, in this process or over the wire, instead of by the prompt's
-wording.
+Every call carries its stage's name as metadata while the backend answers it (:func:`call_of`, a context variable
+of the asyncio task making the call): a scripted backend (the test world of :mod:`hf_rgda.testing`) answers by it
+in this process, and by the prompt template over the wire, never by the prompt's wording.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import dataclasses
 import functools
 import hashlib
 import json
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, NamedTuple, TypeVar
@@ -73,33 +73,16 @@ class CallInfo(NamedTuple):
     salt: str
 
 
-#: the calls in flight: (system prompt, last message) -> their metadata and how many such calls are in flight
-_IN_FLIGHT: dict[tuple[str, str], tuple[CallInfo, int]] = {}
-_LOCK = threading.Lock()
+#: the metadata of the call being made: set while the backend answers, in the asyncio task that awaits it (each
+#: task, and so each seed's concurrent calls, sees its own)
+_CALL: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar("hf_rgda_call", default=None)
 
 
-def _flight_key(messages: Sequence[Any]) -> tuple[str, str]:
-    return messages[0]["content"], messages[-1]["content"]
-
-
-def call_of(messages: Sequence[Any]) -> CallInfo | None:
-    """The metadata of the call in flight with these messages (in this process), or None."""
-    got = _IN_FLIGHT.get(_flight_key(messages))
-    return got[0] if got else None
-
-
-def _take_off(key: tuple[str, str], info: CallInfo) -> None:
-    """Register a call in flight under ``key`` (:func:`call_of`)."""
-    with _LOCK:
-        _IN_FLIGHT[key] = (info, _IN_FLIGHT.get(key, (info, 0))[1] + 1)
-
-
-def _land(key: tuple[str, str]) -> None:
-    """The call in flight under ``key`` has its answer."""
-    with _LOCK:
-        info, left = _IN_FLIGHT.pop(key)
-        if left > 1:
-            _IN_FLIGHT[key] = (info, left - 1)
+def call_of() -> CallInfo | None:
+    """The metadata of the pipeline call a backend is answering, read in the answering code's context (a scripted
+    backend's handler); None outside a pipeline call, or in a thread or process the call's context does not reach
+    (a server answering over the wire)."""
+    return _CALL.get()
 
 
 def derive_seed(base: int, *parts: object) -> int:
@@ -224,11 +207,11 @@ class Caller:
         if got is None:
             async with self._sem:
                 start = time.perf_counter()
-                _take_off(flight := _flight_key(messages), info)
+                token = _CALL.set(info)
                 try:
                     got = await call()
                 finally:
-                    _land(flight)
+                    _CALL.reset(token)
             if not got.seconds:
                 got = dataclasses.replace(got, seconds=time.perf_counter() - start)
             if self.cache is not None:

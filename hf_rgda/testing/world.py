@@ -46,14 +46,14 @@ _GENES = ["TP53", "APC", "MLH1", "CFTR", "HTT", "PTEN", "KRAS", "SOD1"]
 
 
 def stage_of(messages: Sequence[Mapping[str, str]]) -> str:
-    """The stage of the pipeline call in flight with these messages, by the call's metadata
-    (:func:`hf_rgda.calls.call_of`); a writer's targeted re-ask is ``"repair"``.
+    """The stage of the pipeline call being answered, by the call's metadata (:func:`hf_rgda.calls.call_of`); a
+    writer's targeted re-ask is ``"repair"``.
 
-    A call made in another process (a CLI run against a :class:`~hf_rgda.testing.providers.ProviderServer` here)
-    carries no metadata this process can read: its stage is the prompt template its system prompt was rendered from
-    (:func:`template_of`), a follow-up that is not the JSON re-ask being a repair.
+    A call answered where its context does not reach (a :class:`~hf_rgda.testing.providers.ProviderServer`'s
+    thread, or another process: a CLI run against one) carries no metadata: its stage is the prompt template its
+    system prompt was rendered from (:func:`template_of`), a follow-up that is not the JSON re-ask being a repair.
     """
-    info = call_of(messages)
+    info = call_of()
     if info is not None:
         if info.salt.startswith("repair") and "/json" not in info.salt:
             return "repair"
@@ -81,7 +81,7 @@ def scripted_stage(messages: Sequence[Mapping[str, str]], listed: str) -> Stage:
     stage = STAGES.get(listed) if listed else None
     if stage is not None and stage.scripted is not None:
         return stage
-    info = call_of(messages)  # only where the listed stage scripts nothing
+    info = call_of()  # only where the listed stage scripts nothing
     stage = STAGES.get(info.stage) if info is not None and info.stage else None
     if stage is not None and stage.scripted is not None:
         return stage
