@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -54,13 +52,21 @@ def occurrences(words: Sequence[str]) -> Occurrences:
         >>> occurrences(["of", "mice", "of"]) == {"of", "mice", ("of", 1)}
         True
     """
+    return _occurrences(tuple(words))
+
+
+@lru_cache(maxsize=2048)
+def _occurrences(words: tuple[str, ...]) -> Occurrences:  # memoised: a seed's accepted rows are compared again
     out: set[str | tuple[str, int]] = set(words)
-    if len(out) < len(words):  # number the repeats: in sorted order, each word equal to the one before it
-        ordered, last, k = sorted(words), None, 0
-        for word in itertools.compress(ordered[1:], map(operator.eq, ordered, ordered[1:])):
-            k = k + 1 if word == last else 1
-            last = word
-            out.add((word, k))
+    if len(out) < len(words):  # number the repeats: a word's k-th use after its first is (word, k)
+        seen: dict[str, int] = {}
+        for word in words:
+            k = seen.get(word)
+            if k is None:
+                seen[word] = 1
+            else:
+                out.add((word, k))
+                seen[word] = k + 1
     return frozenset(out)
 
 
