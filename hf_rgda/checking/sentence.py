@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property, lru_cache
-from typing import Any, NamedTuple, Protocol
+from functools import lru_cache
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, overload
 
 from ..records import Candidate, Seed
 from ..tags import Span, tags_to_spans
@@ -55,7 +55,7 @@ def occurrences(words: Sequence[str]) -> Occurrences:
     return _occurrences(tuple(words))
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=512)
 def _occurrences(words: tuple[str, ...]) -> Occurrences:  # memoised: a seed's accepted rows are compared again
     out: set[str | tuple[str, int]] = set(words)
     if len(out) < len(words):  # number the repeats: a word's k-th use after its first is (word, k)
@@ -70,7 +70,7 @@ def _occurrences(words: tuple[str, ...]) -> Occurrences:  # memoised: a seed's a
     return frozenset(out)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def seed_facts(seed: Seed) -> SeedFacts:
     """The seed's spans and words as the rules read them; cached, as every candidate of a seed reads them."""
     spans, low = tuple(seed.spans), tuple(t.lower() for t in seed.tokens)
@@ -85,6 +85,30 @@ def seed_facts(seed: Seed) -> SeedFacts:
 
 
 _MISSING = object()
+_T = TypeVar("_T")
+
+
+class _once(Generic[_T]):  # a decorator, named as functools.cached_property is
+    """``functools.cached_property`` without its lock: computed on first read, then an attribute of the instance.
+    Python 3.11's takes a lock on every first read, and the rules read a few properties of each of thousands of
+    sentences a run; a sentence is read by one thread."""
+
+    def __init__(self, compute: Callable[[Any], _T]) -> None:
+        self.compute, self.name, self.__doc__ = compute, compute.__name__, compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _once[_T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> _once[_T] | _T:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.compute(obj)
+        return value
 
 
 @dataclass
@@ -100,41 +124,41 @@ class Sentence:
     shown: Sequence[Seed] = ()  # other sentences of the dataset the prompt showed (the composer's example item)
     ledger: Any = None  # what the run accepted from the other seeds (a variety.Ledger: the variety pass only)
 
-    @cached_property
+    @_once
     def low(self) -> list[str]:
         return [t.lower() for t in self.tokens]
 
-    @cached_property
+    @_once
     def occurrences(self) -> Occurrences:
         """Its lower-cased words as a set that keeps their counts (:func:`occurrences`)."""
         return occurrences(self.low)
 
-    @cached_property
+    @_once
     def spans(self) -> list[Span]:
         return tags_to_spans(self.tags)
 
-    @cached_property
+    @_once
     def accepted_low(self) -> list[list[str]]:
         """Each accepted sibling's words lower-cased (read once per sentence by the rules that compare with them)."""
         return [[t.lower() for t in other.tokens] for other in self.accepted]
 
-    @cached_property
+    @_once
     def accepted_spans(self) -> list[list[Span]]:
         """Each accepted sibling's entities."""
         return [tags_to_spans(other.tags) for other in self.accepted]
 
-    @cached_property
+    @_once
     def of_seed(self) -> SeedFacts:
         return seed_facts(self.seed)
 
-    @cached_property
+    @_once
     def _positions(self) -> dict[str, list[int]]:
         at: dict[str, list[int]] = {}
         for i, word in enumerate(self.low):
             at.setdefault(word, []).append(i)
         return at
 
-    @cached_property
+    @_once
     def _memo(self) -> dict[Any, Any]:
         return {}
 
