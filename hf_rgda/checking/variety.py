@@ -23,8 +23,9 @@ duplicate of a row another worker accepted is not seen, nor its uses of an entit
 from __future__ import annotations
 
 import difflib
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..tags import Span
@@ -82,18 +83,28 @@ class Ledger:
     def sharing(self, mine: Occurrences, key: str, ratio: float) -> list[Words]:
         """The rows of seeds other than ``key``, in ledger order, that share enough words with a sentence whose
         :func:`~.sentence.occurrences` are ``mine`` to be ``ratio`` similar to it (:func:`similarity_bound`, the
-        bound :func:`similar` checks first), counted for all rows at once from the word index."""
-        index = self._index
-        found: list[int] = []
-        for word in mine:
-            at = index.get(word)
-            if at is not None:
-                found += at
+        bound :func:`similar` checks first).
+
+        Only rows that can are looked at (prefix filtering, as similarity joins do): a row ``ratio`` similar to
+        ``m`` words shares at least ``ratio * m / (2 - ratio)`` of them (it has at least as many words as it
+        shares), so it holds one of any ``m - least + 1`` of them: the rows holding the sentence's rarest words in
+        the run are the candidates, and each is counted exactly. A run's rows are not all read per sentence."""
         m, order = len(mine), self._order
-        near = [n for n, shared in Counter(found).items()
-                if 2.0 * shared / (len(order[n][1][1]) + m) >= ratio and order[n][0] != key]
-        near.sort()
-        return [order[n][1] for n in near]
+        if not m or not order:
+            return []
+        least = math.ceil(ratio * m / (2.0 - ratio) - 1e-9)  # the fewest of the m words a similar row shares
+        if least <= 0:
+            ids: Iterable[int] = range(len(order))
+        else:
+            index = self._index
+            rarest = sorted((index.get(word, ()) for word in mine), key=len)[: m - least + 1]
+            ids = sorted(set().union(*rarest))
+        near = []
+        for n in ids:
+            seed, row = order[n]
+            if seed != key and 2.0 * len(row[1] & mine) / (len(row[1]) + m) >= ratio:
+                near.append(row)
+        return near
 
     def _put(self, key: str, row: Words) -> None:
         n = len(self._order)
