@@ -55,8 +55,9 @@ class Pipeline:
         progress: show a transient progress bar per stage.
         ledger: what the run accepted so far, for the variety pass over each batch's finished seeds
             (:mod:`hf_rgda.checking.variety`); default: this pipeline's own, kept across its runs.
-        memo: what stages read once and keep across the batches of one augmenter (the sense gate's threshold):
-            :class:`~hf_rgda.RGDAAugmenter`'s, which makes a pipeline per batch; default: this pipeline's own.
+        memo: what is read once and kept across the batches of one augmenter (the sense gate's threshold, the
+            inventory's entity pool): :class:`~hf_rgda.RGDAAugmenter`'s, which makes a pipeline per batch; default: this
+            pipeline's own.
     """
 
     def __init__(self, config: AugmentConfig, llm: LLM, checker: Checker, *, cache: ResponseCache | None = None,
@@ -68,13 +69,18 @@ class Pipeline:
         config = config.for_backend(llm)  # representation "auto": the backend's own
         self.cfg, self.llm, self.checker, self.cache = config, llm, checker, cache
         self.attribution, self.debate_llms = attribution, list(debate_llms) or [llm]
-        self.pool = EntityPool({t: list(v) for t, v in (mentions or {}).items()})
+        self.memo = memo if memo is not None else {}
+        # the inventory's pool, kept with the memo: its index grows as draws read it, and a pool per batch was a
+        # few thousand objects rebuilt and left to the garbage collector each batch
+        kept = self.memo.get("entity_pool")
+        if kept is None or kept[0] is not mentions:
+            kept = self.memo["entity_pool"] = (mentions, EntityPool({t: list(v) for t, v in (mentions or {}).items()}))
+        self.pool = kept[1]
         self.progress = progress  # a transient bar per stage inside a batch (a batch can take many minutes locally)
         self.ledger = ledger if ledger is not None else Ledger(config.max_entity_repeats)
         self.descriptions, self.confusers = dict(type_descriptions or {}), confusers
         notes = "\n".join(f"- {t}: {d}" for t, d in self.descriptions.items())
         self.systems = system_prompts(config, checker.types, notes)
-        self.memo = memo if memo is not None else {}
 
     async def run(self, seeds: Sequence[Seed], examples: Sequence[Seed] = ()) -> list[SeedResult]:
         """Augment ``seeds``; ``examples`` are in-domain sentences shown as format examples (defaults to the seeds).

@@ -7,14 +7,14 @@ from __future__ import annotations
 import functools
 import random
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from .._exceptions import AuthenticationError, BackendError, ParseError
 from ..calls import derive_seed
 from ..messages import Messages
-from ..records import Judgement, Seed, SeedResult
+from ..records import Candidate, Judgement, Seed, SeedResult
 from ..schemas import AC_RUBRIC
 from .base import Run, Step, scripted_sentences, squeeze, valid
 from .judge import JudgeLoop
@@ -27,6 +27,18 @@ __all__ = ["Composer", "EntityPlan", "EntityPool"]
 EntityPlan = tuple[dict[str, str], dict[str, list[str]]]
 #: substitutes and hints are drawn from the first this many mentions of a type (the most frequent)
 DRAW_FROM = 500
+
+
+def _walk(x: Any, text: Callable[[str], str]) -> Any:
+    """``x`` (JSON data) with ``text`` applied to every string in it (a function of the module, not a closure that
+    calls itself: that would be a reference cycle per call, left to the garbage collector)."""
+    if isinstance(x, str):
+        return text(x)
+    if isinstance(x, dict):
+        return {k: _walk(v, text) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_walk(v, text) for v in x]
+    return x
 
 
 class EntityPool:
@@ -96,6 +108,15 @@ def _without(source: Sequence[str], cut: Collection[int], n: int) -> list[str]:
     return out
 
 
+def _shown(examples: Sequence[Seed], r: SeedResult) -> tuple[Seed, ...]:
+    example = next((s for s in examples if s.key != r.seed.key), None)
+    return (example,) if example is not None else ()
+
+
+def _accepted(r: SeedResult) -> list[Candidate]:
+    return r.accepted
+
+
 class Composer:
     """Writes ``num_augmented`` sentences from the guide (``r.accepted``); :attr:`repair` re-asks for the rejected,
     :meth:`loop` is the AC loop and :meth:`finish` applies ``reject_below_threshold``.
@@ -110,12 +131,13 @@ class Composer:
         self.run, self.examples, self.pool = run, examples, pool
         self.asked: dict[SeedResult, tuple[Messages, str]] = {}
         self.plans: dict[SeedResult, EntityPlan] = {}
-        self.repair = Repair(run, "composer", lambda r: r.accepted, self.asked, shown=self.shown)
+        # the repair reads the examples, not the composer: a bound method here would make the composer a reference
+        # cycle, and every seed of the batch it holds wait for the garbage collector instead of its last reference
+        self.repair = Repair(run, "composer", _accepted, self.asked, shown=functools.partial(_shown, examples))
 
     def shown(self, r: SeedResult) -> tuple[Seed, ...]:
         """The other seed the composer's request shows as its example item (none when the run has no other)."""
-        example = next((s for s in self.examples if s.key != r.seed.key), None)
-        return (example,) if example is not None else ()
+        return _shown(self.examples, r)
 
     async def __call__(self, r: SeedResult) -> None:
         cfg = self.run.config
@@ -184,18 +206,12 @@ class Composer:
         firsts = {r.seed.tokens[s.start].lower() for s in r.seed.spans}
         pattern = functools.cache(lambda: _entity_pattern(r.seed))  # compiled at the first text that may name one
 
-        def walk(x: Any) -> Any:
-            if isinstance(x, str):
-                if not _may_name(x, firsts):
-                    return x
-                return pattern().sub(lambda m: subs.get(squeeze(m.group(0)), m.group(0)), x)
-            if isinstance(x, dict):
-                return {k: walk(v) for k, v in x.items()}
-            if isinstance(x, list):
-                return [walk(v) for v in x]
-            return x
+        def text(x: str) -> str:
+            if not _may_name(x, firsts):
+                return x
+            return pattern().sub(lambda m: subs.get(squeeze(m.group(0)), m.group(0)), x)
 
-        return walk(data)
+        return _walk(data, text)
 
     def entity_plan(self, r: SeedResult) -> EntityPlan:
         """Computed once per seed, with random draws fixed per seed sentence; both empty when entity_hints is 0.
