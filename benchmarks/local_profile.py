@@ -57,7 +57,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
         sampler_before = getattr(llama, "last_sampler", None)
         out, usage, seconds = chat(messages, **kwargs)
         perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
-        info = call_of(messages)
+        info = call_of()
         sampler = getattr(llama, "last_sampler", None)
         row = {"stage": info.stage if info else "?", "prompt_tokens": usage.prompt_tokens,
                "cached_tokens": usage.cached_tokens, "completion_tokens": usage.completion_tokens,

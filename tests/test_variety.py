@@ -89,7 +89,6 @@ def test_a_batch_computed_again_replaces_its_rows_in_the_ledger() -> None:
     assert list(ledger.rows) == ["a"] and ledger.count(("Disease", "glioma")) == 1
 
 
-
 def test_the_ledger_word_index_finds_what_a_scan_of_every_row_finds() -> None:
     """``Ledger.sharing`` (every row's shared words counted at once from a word index) gives, in ledger order, the
     rows a scan of every other seed's row admits by the words shared; a forgotten seed's rows and rows added out of

@@ -55,7 +55,7 @@ def occurrences(words: Sequence[str]) -> Occurrences:
     return _occurrences(tuple(words))
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=2048)
 def _occurrences(words: tuple[str, ...]) -> Occurrences:  # memoised: a seed's accepted rows are compared again
     out: set[str | tuple[str, int]] = set(words)
     if len(out) < len(words):  # number the repeats: a word's k-th use after its first is (word, k)
@@ -70,7 +70,7 @@ def _occurrences(words: tuple[str, ...]) -> Occurrences:  # memoised: a seed's a
     return frozenset(out)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def seed_facts(seed: Seed) -> SeedFacts:
     """The seed's spans and words as the rules read them; cached, as every candidate of a seed reads them."""
     spans, low = tuple(seed.spans), tuple(t.lower() for t in seed.tokens)

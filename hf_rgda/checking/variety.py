@@ -54,8 +54,13 @@ class Ledger:
     _total: Counter[tuple[str, str]] = field(default_factory=Counter)
     # every row in ledger order (seeds as ``rows`` lists them, each seed's rows in order) with its seed, and where
     # each word occurrence is: :meth:`sharing` counts the words a sentence shares with every row at once
-    _order: list[tuple[str, Words]] = field(default_factory=list)
-    _index: dict[str | tuple[str, int], list[int]] = field(default_factory=dict)
+    _order: list[tuple[str, Words]] = field(default_factory=list, init=False, repr=False, compare=False)
+    _index: dict[str | tuple[str, int], list[int]] = field(default_factory=dict, init=False, repr=False,
+                                                           compare=False)
+
+    def __post_init__(self) -> None:
+        if self.rows:  # a ledger given its rows: indexed from them
+            self._reindex()
 
     def forget(self, key: str) -> None:
         """Drop seed ``key``'s rows (it is being computed again)."""
@@ -67,10 +72,11 @@ class Ledger:
         """Record ``s``, accepted for seed ``key``."""
         row = (tuple(s.low), s.occurrences)
         last = next(reversed(self.rows), None)
+        new_seed = key not in self.rows  # a new seed goes last in ledger order, as its row does
         self.rows.setdefault(key, []).append(row)
-        if last is None or last == key:  # the row is the ledger's last: indexed as it comes
+        if new_seed or last == key:  # the row is the ledger's last: indexed as it comes
             self._put(key, row)
-        else:  # a seed's rows added after another's: ledger order is no longer arrival order
+        else:  # an earlier seed's row added after another seed's: ledger order is no longer arrival order
             self._reindex()
         new = Counter(new_entities(s))
         self.uses.setdefault(key, Counter()).update(new)
