@@ -111,8 +111,8 @@ def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int)
     """This checkout's library against commit ``other``'s (a git worktree of it under ``benchmarks/.gen/``), the
     same driver, seeds and clock, one fresh process per run: ``repeats`` rounds, the two sides' order swapped every
     round (ABBA...), so that load on the machine falls on both alike. Per side every run's seconds per seed, its
-    fastest and median; the ratio of seeds per second (this / other) of the fastest runs, of the medians and per
-    round."""
+    fastest and median; the ratio of seeds per second (this / other) of the fastest runs, of the medians, per round
+    and the rounds' paired median with its interval (:func:`paired_ratio`)."""
     from benchmarks.protocol200 import full_commit, worktree  # git worktrees of a commit, made once
 
     full = full_commit(other)
@@ -129,12 +129,26 @@ def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int)
         sides[side] = {"commit": commit() if side == "this" else full[:7], **min(out, key=lambda r: r["seconds_per_seed"]),
                        "runs_seconds_per_seed": per_seed, "median_seconds_per_seed": statistics.median(per_seed)}
     this, base = sides["this"], sides[other]
+    by_round = [b / a for a, b in zip(this["runs_seconds_per_seed"], base["runs_seconds_per_seed"])]
     return {"seeds": seeds, "repeats": repeats, "this": this, "against": base,
             "ratio_seeds_per_s_fastest": round(base["seconds_per_seed"] / this["seconds_per_seed"], 3),
             "ratio_seeds_per_s_median": round(base["median_seconds_per_seed"] / this["median_seconds_per_seed"], 3),
-            "ratio_seeds_per_s_by_round": [round(b / a, 3) for a, b in zip(this["runs_seconds_per_seed"],
-                                                                            base["runs_seconds_per_seed"])],
+            "ratio_seeds_per_s_by_round": [round(x, 3) for x in by_round],
+            **paired_ratio(by_round),
             "same_rows_accepted": this["accepted_digest"] == base["accepted_digest"]}
+
+
+def paired_ratio(by_round: Sequence[float], resamples: int = 10_000) -> dict[str, Any]:
+    """The rounds' ratios read as pairs (each round ran both sides back to back, so the machine's load of the moment
+    falls on both): their median and its 95% bootstrap interval over rounds. On a machine whose speed drifts from
+    run to run the fastest run of each side can come from different moments; the paired median cannot."""
+    import random
+
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(by_round, k=len(by_round))) for _ in range(resamples))
+    return {"ratio_paired_median": round(statistics.median(by_round), 3),
+            "ratio_paired_median_ci95": [round(medians[int(0.025 * resamples)], 3),
+                                         round(medians[int(0.975 * resamples) - 1], 3)]}
 
 
 def machine_info(load_before: tuple[float, ...]) -> dict[str, Any]:
@@ -213,7 +227,9 @@ def against_table(r: Mapping[str, Any]) -> str:
     lines += [f"| {s['commit']} | {s['seeds_per_s']} | {', '.join(map(str, s['runs_seconds_per_seed']))} | "
               f"{s['accepted']} ({s['accepted_digest']}) |" for s in (this, base)]
     lines.append(f"ratio of seeds/s, this / {base['commit']}: fastest {r['ratio_seeds_per_s_fastest']}, median "
-                 f"{r['ratio_seeds_per_s_median']}, by round {r['ratio_seeds_per_s_by_round']} "
+                 f"{r['ratio_seeds_per_s_median']}, paired median {r['ratio_paired_median']} "
+                 f"(95% {r['ratio_paired_median_ci95'][0]}-{r['ratio_paired_median_ci95'][1]}), by round "
+                 f"{r['ratio_seeds_per_s_by_round']} "
                  f"({r['machine']['processor']}, {r['machine']['cpu_count']} cores, load "
                  f"{r['machine']['load_average_1_5_15_min']['before'][0]:.1f})")
     return "\n".join(lines)

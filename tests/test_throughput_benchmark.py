@@ -1,0 +1,25 @@
+"""The throughput benchmarks' own arithmetic: the paired reading of alternated rounds, and the cross-seed search
+timed against the scan it replaced (which must find the same rows)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import ledger_scale
+from benchmarks.common import DATA_DIR
+from benchmarks.throughput import paired_ratio
+
+
+def test_the_paired_ratio_is_the_rounds_median_with_an_interval_around_it() -> None:
+    got = paired_ratio([0.8, 0.9, 1.0, 0.85, 0.95], resamples=2000)
+    assert got["ratio_paired_median"] == 0.9
+    low, high = got["ratio_paired_median_ci95"]
+    assert 0.8 <= low < 0.9 < high <= 1.0
+    assert paired_ratio([0.9] * 6, resamples=200)["ratio_paired_median_ci95"] == [0.9, 0.9]
+
+
+@pytest.mark.skipif(not (DATA_DIR / "ncbi_disease").exists(), reason="needs ../shared/data")
+def test_the_ledger_search_finds_what_the_scan_finds_on_a_splits_sentences() -> None:
+    res = ledger_scale.run(DATA_DIR, 600, 3, 0.85)  # raises where the two differ on any row
+    assert res["rows"] == 600 and res["similar_rows_found"] > 0
+    assert res["indexed_seconds"] > 0 and res["scan_seconds"] > 0
