@@ -24,12 +24,17 @@ from hf_rgda.checking.sentence import Occurrences, occurrences
 from hf_rgda.checking.variety import Ledger, Words
 
 
+class _NoSeed:
+    mention_words: tuple[tuple[str, ...], ...] = ()
+
+
 class _Row:
     """What :meth:`Ledger.add` reads of an accepted sentence (no entities: the entity counts are not timed)."""
 
+    of_seed = _NoSeed()
+
     def __init__(self, words: list[str]) -> None:
         self.low, self.occurrences, self.spans = words, occurrences(words), []
-        self.of_seed = type("NoSeed", (), {"mention_words": ()})()
 
 
 def scan(rows: dict[str, list[Words]], mine: Occurrences, key: str, ratio: float) -> list[Words]:
