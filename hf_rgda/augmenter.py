@@ -177,7 +177,8 @@ class RGDAAugmenter:
         the configuration's."""
         return Checker(tuple(self.types), self.stats or SplitStats(), self.config.near_copy_ratio,
                        salvage=self.config.salvage if salvage is None else salvage,
-                       representation=self.config.representation, tokens=self.config.token_style)
+                       representation=self.config.representation, tokens=self.config.token_style,
+                       likely_mention_quantile=self.config.likely_mention_quantile)
 
     def _identity(self) -> str:
         """What the failure ledger (:mod:`hf_rgda.failures`) keys this augmenter's failures on."""

@@ -88,6 +88,7 @@ _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "verify_threshold": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "sense_threshold": (lambda v: 0.0 <= v < 1.0, "at least 0.0 and under 1.0"),
     "sense_quantile": (lambda v: 0.0 < v <= 0.5, "above 0.0 and at most 0.5"),
+    "likely_mention_quantile": (lambda v: 0.0 <= v <= 0.5, "between 0.0 and 0.5"),
     "verify_relative": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "verify_min_mass": (lambda v: 0.0 <= v <= 1.0, "between 0.0 and 1.0"),
     "entity_hints": (lambda v: v >= 0, "0 or more"),
@@ -178,6 +179,12 @@ class AugmentConfig:
         verifier's question; one it confirms (P(type) >= verify_threshold) rejects the row (untagged_mention); unset:
         the backend's own (on for the local model, whose rows leave mentions untagged, about 7 s a row; off for the
         APIs: docs/decisions/completeness.md)""", type=bool, group="checks")
+    likely_mention_quantile: float = _f(0.1, """
+        the checker's likely_mention rule: the split's own mention tagger (a logistic model trained on the split's
+        tags when the augmenter is built from it) reads each word a row leaves untagged; a row whose most likely word
+        reads above what this share of the split's own sentences reach (read out of fold) is rejected: a mention new
+        to the split left untagged, found with no model call (docs/decisions/split-tagger.md); 0: off""",
+        group="checks")
     mention_listing: bool = _f(False, """
         the completeness check also asks the model to list each row's mentions (one generation a row); off: only the
         spans the split's statistics propose are asked about (the listing measured worse and costs more with the 1.5B:

@@ -29,6 +29,7 @@ from typing import Any
 from .._exceptions import RGDAError
 from ..cache import ResponseCache
 from ..checking import Checker, SplitStats
+from ..checking.sentence import seed_facts
 from ..config import AugmentConfig
 from ..llm.base import LLM
 from ..pipeline import Pipeline
@@ -68,7 +69,8 @@ class Judges:
         config = (config or AugmentConfig(method="rgda")).for_backend(llm)
         self.config = config if config.domain else dataclasses.replace(config, domain=gold.domain)
         self.checker = Checker(gold.types, stats or SplitStats(), self.config.near_copy_ratio,
-                               salvage=self.config.salvage, tokens=self.config.token_style)
+                               salvage=self.config.salvage, tokens=self.config.token_style,
+                               likely_mention_quantile=self.config.likely_mention_quantile)
         kw: dict[str, Any] = {"cache": cache, "type_descriptions": descriptions, "confusers": confusers}
         self.pipeline = Pipeline(dataclasses.replace(self.config, judge_reading="sample"), llm, self.checker, **kw)
         self.stages = self.pipeline.stages()
@@ -145,6 +147,9 @@ class Judges:
     async def threshold(self, spec: ScorerSpec) -> float:
         """The threshold the product applies to ``spec``'s score: the sense gate's is the split's own where
         ``sense_threshold`` is 0 (the reference sentences' quantile, read here)."""
+        if spec.option == "likely_mention_quantile":  # the rule's cutoff, from the split's own sentences
+            tagger = self.checker.stats.tagger
+            return round(1 - tagger.cutoff(self.config.likely_mention_quantile), 4) if tagger else 0.0
         if spec.option == "sense_threshold" and not self.config.sense_threshold and self.llm.scores_text:
             return await self.reader.threshold() or 0.0
         return spec.threshold(self.config)
@@ -177,6 +182,19 @@ class Judges:
         row = self._row(canary)
         self.checker.check(row, Seed(canary.id, canary.seed_tokens, canary.seed_tags), [], forbid_seed_entities=False)
         return 0.0 if not row.ok else 0.5 if row.salvaged else 1.0
+
+    async def tagger(self, canary: Canary) -> float:
+        """The checker's ``likely_mention`` rule read as a score: 1 - the split tagger's probability for the row's
+        most likely untagged word (the seed's untagged words aside, as the rule reads them); 1 without a tagger. No
+        call."""
+        tagger = self.checker.stats.tagger
+        if tagger is None:
+            return 1.0
+        skip = frozenset(seed_facts(Seed(canary.id, canary.seed_tokens, canary.seed_tags)).untagged_at)
+        found = tagger.most_likely(canary.tokens, canary.tags, skip=skip)
+        if found is not None:
+            self.details[canary.id] = {"word": canary.tokens[found[0]], "p": round(found[1], 4)}
+        return 1 - found[1] if found else 1.0
 
     async def split(self, canary: Canary) -> float:
         """The split's statistics alone: ``SplitStats.head_share`` of the span under test. No call."""
@@ -265,6 +283,7 @@ SCORERS: dict[str, ScorerSpec] = {
     "sense": ScorerSpec("row", lambda j: j.sense, "sense_threshold"),
     "sense-gate": ScorerSpec("row", lambda j: j.sense_gate, "sense_threshold", sets=False),
     "mentions": ScorerSpec("row", lambda j: j.mentions),
+    "tagger": ScorerSpec("row", lambda j: j.tagger, "likely_mention_quantile", sets=False),
 }
 
 

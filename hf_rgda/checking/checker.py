@@ -50,6 +50,8 @@ class Checker:
             afterwards.
         tokens: how generated sentences are tokenized (the configuration's ``tokenizer`` when the user chose one);
             None: as the split writes its tokens (:attr:`SplitStats.token_style`).
+        likely_mention_quantile: the share of the split's own sentences the ``likely_mention`` rule would reject
+            (its threshold: the split tagger's :meth:`~hf_rgda.checking.tagger.MentionTagger.cutoff`); 0: off.
     """
 
     types: tuple[str, ...]
@@ -63,6 +65,7 @@ class Checker:
     salvage: bool = False
     representation: str = ""
     tokens: TokenStyle | None = None
+    likely_mention_quantile: float = 0.1
 
     @property
     def split_hyphens(self) -> bool:

@@ -38,6 +38,7 @@ from .sentence import SeedFacts, Sentence, seed_facts
 from .stats import SplitStats, is_letterless
 from .stutter import keep_one_copy, stutter
 from .table import Example, Finding, Repair, Rule, first_failure
+from .tagger import MentionTagger
 from .variety import cross_seed_duplicate, near_duplicate, repeated_entity, same_entities, similar
 
 __all__ = ["LOOPING", "RULES", "UNTAG_RULES", "VARIETY_RULES", "known_untagged", "repeats_phrase", "tag_known"]
@@ -128,6 +129,19 @@ def known_mention(s: Sentence) -> str | None:
     if known is None:
         return None
     return f"{s.text(known)!r} is left untagged but the split tags it as {known.label}"
+
+
+def likely_mention(s: Sentence) -> str | None:
+    tagger, share = s.checker.stats.tagger, s.checker.likely_mention_quantile
+    if tagger is None or not share:
+        return None
+    found = tagger.most_likely(s.tokens, s.tags, skip=frozenset(s.of_seed.untagged_at))
+    cutoff = tagger.cutoff(share)
+    if found is None or found[1] <= cutoff:
+        return None
+    i, p = found
+    return (f"{s.tokens[i]!r} is left untagged but reads as part of a mention (the split's tagger: {p:.2f}, above "
+            f"{cutoff:.2f}, what {share:.0%} of the split's own sentences reach)")
 
 
 def seed_entity_reused(s: Sentence) -> str | None:
@@ -385,6 +399,11 @@ RULES: tuple[Rule, ...] = (
     Rule("known_mention", known_mention, "a text the split consistently tags, left untagged",
          Example("[Aniridia](Disease) is often linked to hemolytic anemia in adults .",
                  stats=SplitStats(lexicon={"hemolytic anemia": "Disease"})), repair=Repair("tags it", tag_known)),
+    Rule("likely_mention", likely_mention, "an untagged word the split's own mention tagger reads as inside a mention "
+         "more surely than it reads any untagged word of all but `likely_mention_quantile` (10%) of the split's own "
+         "sentences (read out of fold; the seed's untagged words aside): a mention new to the split, left untagged",
+         Example("[Aniridia](Disease) is often seen with nephrosis in young adults .",
+                 stats=SplitStats(tagger=MentionTagger.from_weights({"s3=sis": 6.0, "bias": -3.0}, [0.5] * 101)))),
     Rule("seed_entity_reused", seed_entity_reused, "an entity of the seed, where the stage asks for new ones",
          Example("Variants in PTEN can lead to [breast cancer](Disease) in women .")),
     Rule("near_copy_of_seed", near_copy_of_seed, "a sentence `near_copy_ratio` (0.85) similar to the seed or more",

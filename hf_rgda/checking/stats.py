@@ -24,6 +24,7 @@ from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from ..tags import Span, TokenStyle, detokenize, tags_to_spans
+from .tagger import MentionTagger
 
 __all__ = ["SplitStats", "entity_inventory", "entity_length_limits", "entity_mentions", "is_letterless",
            "is_lowercase", "whole_shapes"]
@@ -76,6 +77,8 @@ class SplitStats:
             ``split_hyphens`` they make :attr:`token_style`, the way generated sentences are tokenized.
         examples: up to :data:`EXAMPLES` of the split's sentences with an entity (:func:`example_sentences`): what
             the sense gate reads rows beside and sets its threshold from (:mod:`hf_rgda.sense`).
+        tagger: the split's own mention tagger (:class:`~hf_rgda.checking.tagger.MentionTagger`), trained on its
+            tags, with the reference the ``likely_mention`` rule takes its threshold from; None: that rule says nothing.
     """
 
     heads: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
@@ -87,6 +90,7 @@ class SplitStats:
     split_hyphens: bool = False
     whole_tokens: tuple[str, ...] = ()
     examples: tuple[tuple[str, ...], ...] = ()
+    tagger: MentionTagger | None = None
 
     def __post_init__(self) -> None:
         # sorted dicts and tuples, never sets: the pickled state (the datasets fingerprint) must not depend on
@@ -103,14 +107,16 @@ class SplitStats:
             object.__setattr__(self, name, value)
 
     @classmethod
-    def from_split(cls, token_rows: Rows, iob2_rows: Rows) -> SplitStats:
-        """Every statistic of a split, its tags decoded once (leniently: a stray ``I-`` opens an entity)."""
+    def from_split(cls, token_rows: Rows, iob2_rows: Rows, *, tagger: bool = True) -> SplitStats:
+        """Every statistic of a split, its tags decoded once (leniently: a stray ``I-`` opens an entity); with
+        ``tagger``, its mention tagger trained too (seconds on a few thousand sentences)."""
         spans = [tags_to_spans(list(tags), strict=False) for tags in iob2_rows]
         heads, starts, context = _edges_and_context(token_rows, iob2_rows, spans)
         return cls(heads=heads, starts=starts, context_words=context, lexicon=_lexicon(token_rows, spans),
                    mentions=_hint_pool(_inventory(token_rows, spans), HINTS_PER_TYPE),
                    max_entity_len=_longest(spans), split_hyphens=_splits_hyphens(token_rows),
-                   whole_tokens=whole_shapes(token_rows), examples=example_sentences(token_rows, spans))
+                   whole_tokens=whole_shapes(token_rows), examples=example_sentences(token_rows, spans),
+                   tagger=MentionTagger.fit(token_rows, iob2_rows) if tagger else None)
 
     @property
     def token_style(self) -> TokenStyle:

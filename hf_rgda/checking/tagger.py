@@ -1,0 +1,193 @@
+"""The split's own mention tagger: a small logistic model, trained on the split's tags, that reads each word of a
+sentence as inside a mention or not. The checker's ``likely_mention`` rule asks it about the words a row leaves
+untagged: a mention new to the split (which ``known_mention`` and ``untagged_mention`` cannot know) still looks like
+the split's mentions in its spelling and its neighbours ("... the [task] of entity summarization", "a rare
+autosomal disorder, Wolman disease").
+
+The model is a logistic regression over hashed word features (the word, its prefix and suffixes, its shape, the two
+words on each side), trained on every token of the split with an L2 penalty; numpy only, deterministic (fixed
+feature hashing, full-batch steps from zeros), so the same split gives the same bytes and the datasets fingerprint
+of an augmenter holding it is stable. Measured against the completeness check's canaries (a mention left untagged,
+also one the split nowhere holds): ``docs/decisions/split-tagger.md``.
+
+Example:
+    >>> rows = [["Wolman", "disease", "is", "rare", "."], ["We", "treated", "gout", "today", "."]] * 25
+    >>> tags = [["B-Disease", "I-Disease", "O", "O", "O"], ["O", "O", "B-Disease", "O", "O"]] * 25
+    >>> tagger = MentionTagger.fit(rows, tags)
+    >>> word, p = tagger.most_likely(["We", "treated", "gout", "today", "."], ["O"] * 5)
+    >>> word, p > 0.5
+    (2, True)
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ..tags import tags_to_spans
+from ..words import FUNCTION_WORDS
+
+__all__ = ["MentionTagger"]
+
+#: feature hashing: 2**BITS weights (float32: 1 MiB)
+BITS = 18
+#: full-batch Adam steps, step size and L2 penalty (per token: a penalty of 1/N is scikit-learn's C=1)
+STEPS, RATE, PENALTY = 150, 0.1, 1.0
+#: a split with fewer sentences or tagged words than these trains no tagger (the rule then says nothing): its
+#: reference, percentiles of its own sentences, would say little
+MIN_SENTENCES, MIN_TAGGED = 50, 20
+#: the reference: the split's own sentences scored out of fold (two halves, each read by a tagger of the other),
+#: kept as the 0th..100th percentiles of their :meth:`MentionTagger.most_likely` probabilities
+FOLDS = 2
+
+
+def _shape(word: str) -> str:
+    """The word's character classes, runs collapsed, at most 6: "BRCA1" -> "Xd", "Wolman" -> "Xx", "t-test" -> "x-x"."""
+    out: list[str] = []
+    for c in word:
+        k = "X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c
+        if not out or out[-1] != k:
+            out.append(k)
+    return "".join(out)[:6]
+
+
+def features(tokens: Sequence[str], i: int) -> list[str]:
+    """The names of word ``i``'s features (each present once, with value 1)."""
+    w = tokens[i]
+    lw = w.lower()
+
+    def at(j: int) -> str:
+        return tokens[j].lower() if 0 <= j < len(tokens) else "<s>"
+
+    def shape_at(j: int) -> str:
+        return _shape(tokens[j]) if 0 <= j < len(tokens) else "<s>"
+
+    return ["bias", "w=" + lw, "s3=" + lw[-3:], "s2=" + lw[-2:], "p3=" + lw[:3], "sh=" + _shape(w),
+            f"first={i == 0}", f"len={min(len(w), 12)}", f"fw={lw in FUNCTION_WORDS}",
+            "w-2=" + at(i - 2), "w-1=" + at(i - 1), "w+1=" + at(i + 1), "w+2=" + at(i + 2),
+            "sh-1=" + shape_at(i - 1), "sh+1=" + shape_at(i + 1), "s3-1=" + at(i - 1)[-3:], "s3+1=" + at(i + 1)[-3:]]
+
+
+def _hashed(tokens: Sequence[str]) -> np.ndarray:
+    """The sentence's feature indices, one row a word (stable across processes: CRC-32, not ``hash``)."""
+    mask = (1 << BITS) - 1
+    return np.array([[zlib.crc32(f.encode()) & mask for f in features(tokens, i)] for i in range(len(tokens))],
+                    dtype=np.int64).reshape(len(tokens), -1)
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))  # no overflow warning for large |z|
+
+
+def _candidate(word: str) -> bool:
+    """A word the rule asks about: with a letter or digit, not a function word."""
+    return any(c.isalnum() for c in word) and word.lower() not in FUNCTION_WORDS
+
+
+@dataclass(frozen=True)
+class MentionTagger:
+    """A trained tagger: its weights (float32 bytes, 2**BITS of them), how many words it was trained on, and its
+    reference (the percentiles of the split's own sentences' scores, read out of fold; see :data:`FOLDS`).
+
+    Build it with :meth:`fit`; :meth:`probabilities` reads a sentence, :meth:`most_likely` the untagged word of a row
+    most likely inside a mention, :meth:`cutoff` the probability only a given share of the split's sentences reach.
+    """
+
+    weights: bytes
+    trained_on: int
+    reference: tuple[float, ...] = ()
+
+    @classmethod
+    def fit(cls, token_rows: Sequence[Sequence[str]], iob2_rows: Sequence[Sequence[str]]) -> MentionTagger | None:
+        """Train on a split (IOB2 tags, any types: a word is inside a mention or not) and read the split's own
+        sentences out of fold for the reference; None where the split has fewer than :data:`MIN_SENTENCES`
+        sentences, tags fewer than :data:`MIN_TAGGED` words or tags every word."""
+        rows = [(list(t), list(g)) for t, g in zip(token_rows, iob2_rows, strict=True) if len(t)]
+        for i, (t, g) in enumerate(rows):
+            if len(t) != len(g):
+                raise ValueError(f"row {i}: {len(t)} tokens but {len(g)} tags")
+        tagged = sum(x != "O" for _, g in rows for x in g)
+        if len(rows) < MIN_SENTENCES or tagged < MIN_TAGGED or tagged == sum(len(g) for _, g in rows):
+            return None
+        order = list(range(len(rows)))
+        random.Random(0).shuffle(order)
+        scores: list[float] = []
+        for fold in range(FOLDS):
+            held = [rows[i] for k, i in enumerate(order) if k % FOLDS == fold]
+            model = cls(_train([rows[i] for k, i in enumerate(order) if k % FOLDS != fold]), 0, ())
+            scores += [found[1] if (found := model.most_likely(t, g)) else 0.0 for t, g in held]
+        scores.sort()
+        reference = tuple(round(scores[round(q / 100 * (len(scores) - 1))], 4) for q in range(101))
+        return cls(_train(rows), sum(len(t) for t, _ in rows), reference)
+
+    @classmethod
+    def from_weights(cls, weights: Mapping[str, float], reference: Sequence[float] = ()) -> MentionTagger:
+        """A tagger with the given feature weights (names as :func:`features` writes them; the rest 0), for
+        examples and tests."""
+        w = np.zeros(1 << BITS, dtype=np.float32)
+        for name, value in weights.items():
+            w[zlib.crc32(name.encode()) & ((1 << BITS) - 1)] += value
+        return cls(w.tobytes(), 0, tuple(reference))
+
+    def cutoff(self, share: float) -> float:
+        """The probability above which a row is stranger than all but ``share`` of the split's own sentences (the
+        reference's (1 - share) quantile); 1.0 without a reference."""
+        if not self.reference:
+            return 1.0
+        return self.reference[min(100, max(0, round((1 - share) * 100)))]
+
+    @cached_property
+    def _w(self) -> np.ndarray:
+        return np.frombuffer(self.weights, dtype=np.float32)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"weights": self.weights, "trained_on": self.trained_on,  # the decoded array is rebuilt on demand
+                "reference": self.reference}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    def __repr__(self) -> str:
+        return f"MentionTagger(trained_on={self.trained_on}, cutoff(0.1)={self.cutoff(0.1)})"
+
+    def probabilities(self, tokens: Sequence[str]) -> np.ndarray:
+        """Each word's probability of standing inside a mention."""
+        if not len(tokens):
+            return np.zeros(0)
+        return _sigmoid(self._w[_hashed(tokens)].sum(axis=1).astype(np.float64))
+
+    def most_likely(self, tokens: Sequence[str], tags: Sequence[str],
+                    skip: frozenset[str] = frozenset()) -> tuple[int, float] | None:
+        """The untagged content word (:func:`_candidate`) most likely inside a mention, and its probability; None
+        where the row has none. Words in ``skip`` (lower-cased) are not asked about."""
+        tagged = {i for s in tags_to_spans(list(tags), strict=False) for i in range(s.start, s.end)}
+        asked = [i for i, t in enumerate(tokens) if i not in tagged and _candidate(t) and t.lower() not in skip]
+        if not asked:
+            return None
+        p = self.probabilities(tokens)[asked]
+        k = int(np.argmax(p))
+        return asked[k], float(p[k])
+
+
+def _train(rows: Sequence[tuple[Sequence[str], Sequence[str]]]) -> bytes:
+    """The weights of a logistic regression on the rows' words (inside a mention or not): full-batch Adam on the
+    mean log-loss plus PENALTY/(2n) |w|^2, from zeros (deterministic)."""
+    x = np.concatenate([_hashed(t) for t, _ in rows])
+    y = np.array([g != "O" for _, tags in rows for g in tags], dtype=np.float64)
+    n, dim = len(y), 1 << BITS
+    w, m, v = np.zeros(dim), np.zeros(dim), np.zeros(dim)
+    flat = x.ravel()
+    for step in range(1, STEPS + 1):
+        err = _sigmoid(w[x].sum(axis=1)) - y
+        grad = np.bincount(flat, weights=np.repeat(err, x.shape[1]), minlength=dim) / n + PENALTY / n * w
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad * grad
+        w -= RATE * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
+    return w.astype(np.float32).tobytes()

@@ -1,0 +1,128 @@
+"""The split's own mention tagger (hf_rgda.checking.tagger) and the checker's ``likely_mention`` rule: a mention the
+split never holds, left untagged, is found from how the split's mentions look; the same split gives the same bytes;
+the rule's threshold comes from the split's own sentences read out of fold; and it can be switched off."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import pytest
+from datasets import Dataset
+
+from hf_rgda import AugmentConfig, ConfigError, RGDAAugmenter, ScriptedLLM
+from hf_rgda.checking import Checker, SplitStats
+from hf_rgda.checking.tagger import MentionTagger, features
+from hf_rgda.records import Candidate, Seed
+
+from .conftest import stateless_handler
+
+NAMES = ["nephritis", "arthritis", "fibrosis", "sclerosis", "hepatitis", "psoriasis", "colitis", "dermatitis",
+         "gastritis", "stenosis", "neuritis", "thrombosis"]
+CONTEXT = ["patients", "were", "treated", "for", "cohort", "showed", "signs", "of", "we", "studied", "children",
+           "with", "doctors", "saw", "many", "cases", "the", "trial", "enrolled", "adults", "having"]
+
+
+def _split(n: int = 300, seed: int = 0) -> tuple[list[list[str]], list[list[str]]]:
+    """Sentences of context words, one made-up word among them (a new word is no mention by itself), with one or
+    two of NAMES tagged Disease (their suffix is what generalises)."""
+    rng = random.Random(seed)
+    rows, tags = [], []
+    for _ in range(n):
+        filler = "".join(rng.choice("bcdfgklmnprstv") + rng.choice("aeiou") for _ in range(rng.randint(2, 4)))
+        words = [*rng.sample(CONTEXT, 5), filler]
+        rng.shuffle(words)
+        names = rng.sample(NAMES, rng.choice((1, 2)))
+        tokens, row_tags = [], []
+        for w in words:
+            tokens.append(w)
+            row_tags.append("O")
+            if names and rng.random() < 0.4:
+                tokens.append(names.pop())
+                row_tags.append("B-Disease")
+        for name in names:
+            tokens += ["and", name]
+            row_tags += ["O", "B-Disease"]
+        rows.append([*tokens, "."])
+        tags.append([*row_tags, "O"])
+    return rows, tags
+
+
+@pytest.fixture(scope="module")
+def tagger() -> MentionTagger:
+    rows, tags = _split()
+    t = MentionTagger.fit(rows, tags)
+    assert t is not None
+    return t
+
+
+def test_a_new_name_shaped_like_the_splits_mentions_is_found(tagger: MentionTagger) -> None:
+    tokens = ["children", "with", "pancreatitis", "were", "treated", "for", "arthritis", "."]
+    tags = ["O", "O", "O", "O", "O", "O", "B-Disease", "O"]
+    i, p = tagger.most_likely(tokens, tags)
+    assert tokens[i] == "pancreatitis" and p > tagger.cutoff(0.1)  # never in the split: its suffix and neighbours
+    plain = ["children", "with", "fevers", "were", "treated", "for", "arthritis", "."]
+    assert tagger.most_likely(plain, tags)[1] < tagger.cutoff(0.1)
+    # the words given to skip (the seed's untagged ones) and the tagged ones are not asked about
+    assert tagger.most_likely(tokens, tags, skip=frozenset({"pancreatitis"}))[1] < tagger.cutoff(0.1)
+    assert tagger.most_likely(["gout", "."], ["B-Disease", "O"]) is None
+
+
+def test_the_reference_comes_from_the_splits_own_sentences(tagger: MentionTagger) -> None:
+    ref = tagger.reference
+    assert len(ref) == 101 and list(ref) == sorted(ref) and tagger.trained_on == sum(len(r) for r in _split()[0])
+    assert tagger.cutoff(0.1) == ref[90] and tagger.cutoff(0.0) == ref[100] and tagger.cutoff(0.5) == ref[50]
+    assert MentionTagger.from_weights({}).cutoff(0.1) == 1.0  # no reference: the rule never fires
+
+
+def test_the_same_split_gives_the_same_bytes_and_pickles_whole(tagger: MentionTagger) -> None:
+    rows, tags = _split()
+    again = MentionTagger.fit(rows, tags)
+    assert again == tagger and again.weights == tagger.weights
+    tagger.probabilities(["a", "b"])  # the decoded weights are cached, and stay out of the pickle
+    back = pickle.loads(pickle.dumps(tagger))
+    assert back == tagger and pickle.dumps(back) == pickle.dumps(again)
+    assert "w=nephritis" in features(["nephritis"], 0) and "MentionTagger(trained_on=" in repr(tagger)
+
+
+def test_a_split_without_enough_tags_trains_no_tagger() -> None:
+    rows = [["Patients", "were", "seen", "."]] * 50
+    assert MentionTagger.fit(rows, [["O"] * 4] * 50) is None
+    assert MentionTagger.fit([["gout"]] * 60, [["B-Disease"]] * 60) is None  # every word tagged: nothing to learn
+    assert SplitStats.from_split(rows, [["O"] * 4] * 50).tagger is None
+    assert MentionTagger.fit(*_split(49)) is None  # a reference of 49 sentences says little
+    with pytest.raises(ValueError, match="row 0: 2 tokens but 1 tags"):
+        MentionTagger.fit([["a", "b"]], [["O"]])
+
+
+def test_the_checker_rejects_a_row_leaving_a_likely_mention_untagged() -> None:
+    rows, tags = _split()
+    stats = SplitStats.from_split(rows, tags)
+    assert stats.tagger is not None
+    seed = Seed("s", ("We", "studied", "gout", "in", "adults", "."), ("O", "O", "B-Disease", "O", "O", "O"))
+
+    def check(checker: Checker, words: str, tagged: str) -> Candidate:
+        tokens = words.split()
+        row = Candidate(raw=None, tokens=tokens, tags=["B-Disease" if t == tagged else "O" for t in tokens])
+        return checker.check(row, seed, [], forbid_seed_entities=False)
+
+    on = Checker(("Disease",), stats)
+    bad = check(on, "Children with pancreatitis were treated for arthritis .", "arthritis")
+    assert bad.reason == "likely_mention" and "'pancreatitis'" in bad.detail
+    assert check(on, "Children with fevers were treated for arthritis .", "arthritis").ok
+    off = Checker(("Disease",), stats, likely_mention_quantile=0.0)
+    assert check(off, "Children with pancreatitis were treated for arthritis .", "arthritis").ok
+    # a word the seed itself leaves untagged is the seed's context, not a missed mention
+    seed_says = Seed("s", ("Pancreatitis", "clinics", "studied", "gout", "."), ("O", "O", "O", "B-Disease", "O"))
+    row = Candidate(raw=None, tokens=["Children", "with", "pancreatitis", "were", "treated", "for", "arthritis", "."],
+                    tags=["O", "O", "O", "O", "O", "O", "B-Disease", "O"])
+    assert on.check(row, seed_says, [], forbid_seed_entities=False).ok
+
+
+def test_the_augmenter_trains_the_tagger_and_passes_the_option_on() -> None:
+    rows, tags = _split(120)
+    ds = Dataset.from_dict({"tokens": rows, "ner_tags": tags})
+    aug = RGDAAugmenter.from_dataset(ds, llm=ScriptedLLM(stateless_handler), likely_mention_quantile=0.05)
+    assert aug.stats.tagger is not None and aug.checker().likely_mention_quantile == 0.05
+    with pytest.raises(ConfigError, match="likely_mention_quantile"):
+        AugmentConfig(likely_mention_quantile=0.7)
