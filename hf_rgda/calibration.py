@@ -49,16 +49,18 @@ LABELS = {"entity": "entity verifier", "verification": "entity verification (che
           "split": "split statistics", "ac": "AC judge", "gr": "GR judge", "ac-prob": "AC judge (by probability)",
           "gr-prob": "GR judge (by probability)", "debate": "debate reviewers",
           "debate-prob": "debate reviewers (by probability)",
-          "sense": "sense (least likely tokens)", "sense-gate": "sense gate (checker first)", "mentions": "completeness (spans proposed, verified)"}
+          "sense": "sense (least likely tokens)", "sense-gate": "sense gate (checker first)",
+          "mentions": "completeness (spans proposed, verified)", "tagger": "completeness (the split's own tagger)"}
 MIN_CANARIES = 4
 
 
 def default_scorers(config: AugmentConfig, llm: LLM) -> list[str]:
-    """The scorers of what a run with ``config`` on ``llm`` uses: the entity verifier, the checker, the judges of its
-    method, read as the run reads them (``judge_reading``), and the sense reading where the backend has one."""
+    """The scorers of what a run with ``config`` on ``llm`` uses: the entity verifier, the checker and its split
+    tagger, the judges of its method, read as the run reads them (``judge_reading``), and the sense reading where the
+    backend has one."""
     prob = "-prob" if by_probability(config, llm) else ""
     names = ["entity"] if config.verify_entities else []
-    names.append("checker")
+    names += ["checker"] + ["tagger"] * bool(config.likely_mention_quantile)  # the split tagger: no model call
     names += [f"ac{prob}"] * config.uses_ac + [f"gr{prob}"] * config.uses_gr
     names += ["sense", "sense-gate"] * (llm.scores_text and config.sense_gate)  # a backend reading text logprobs
     names += ["mentions"] * bool(config.for_backend(llm).check_mentions)

@@ -69,7 +69,7 @@ def test_calibrate_writes_aurocs_and_thresholds_and_a_rerun_is_free(data: Path, 
     assert _calibrate(data, tmp_path, llm) == 0
     printed = capsys.readouterr().out
     report = json.loads((tmp_path / "calibration.json").read_text())
-    assert set(report["scorers"]) == {"entity", "checker", "ac-prob", "gr-prob"}  # the judges read by probability
+    assert set(report["scorers"]) == {"entity", "checker", "tagger", "ac-prob", "gr-prob"}  # judges read by probability
     for name in ("entity", "ac-prob", "gr-prob"):
         assert report["scorers"][name]["auroc"] == 1.0 and report["scorers"][name]["failed"] == 0
         assert f"{report['scorers'][name]['label']}" in printed

@@ -126,3 +126,11 @@ def test_the_augmenter_trains_the_tagger_and_passes_the_option_on() -> None:
     assert aug.stats.tagger is not None and aug.checker().likely_mention_quantile == 0.05
     with pytest.raises(ConfigError, match="likely_mention_quantile"):
         AugmentConfig(likely_mention_quantile=0.7)
+
+
+def test_calibrate_reads_the_tagger_unless_the_rule_is_off() -> None:
+    from hf_rgda.calibration import default_scorers
+
+    llm = ScriptedLLM(stateless_handler)
+    assert "tagger" in default_scorers(AugmentConfig(), llm)
+    assert "tagger" not in default_scorers(AugmentConfig(likely_mention_quantile=0.0), llm)

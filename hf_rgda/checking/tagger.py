@@ -37,8 +37,9 @@ __all__ = ["MentionTagger"]
 
 #: feature hashing: 2**BITS weights (float32: 1 MiB)
 BITS = 18
-#: full-batch Adam steps, step size and L2 penalty (per token: a penalty of 1/N is scikit-learn's C=1)
-STEPS, RATE, PENALTY = 150, 0.1, 1.0
+#: full-batch Adam steps, step size and L2 penalty (per token: a penalty of 1/N is scikit-learn's C=1); 50 steps
+#: of 0.3 read the canaries as 150 of 0.1 did (docs/decisions/split-tagger.md)
+STEPS, RATE, PENALTY = 50, 0.3, 1.0
 #: a split with fewer sentences or tagged words than these trains no tagger (the rule then says nothing): its
 #: reference, percentiles of its own sentences, would say little
 MIN_SENTENCES, MIN_TAGGED = 50, 20
@@ -90,6 +91,12 @@ def _candidate(word: str) -> bool:
     return any(c.isalnum() for c in word) and word.lower() not in FUNCTION_WORDS
 
 
+def _asked(tokens: Sequence[str], tags: Sequence[str], skip: frozenset[str] = frozenset()) -> list[int]:
+    """The words a row's reading asks about: untagged content words (:func:`_candidate`) not in ``skip``."""
+    tagged = {i for s in tags_to_spans(list(tags), strict=False) for i in range(s.start, s.end)}
+    return [i for i, t in enumerate(tokens) if i not in tagged and _candidate(t) and t.lower() not in skip]
+
+
 @dataclass(frozen=True)
 class MentionTagger:
     """A trained tagger: its weights (float32 bytes, 2**BITS of them), how many words it was trained on, and its
@@ -115,16 +122,21 @@ class MentionTagger:
         tagged = sum(x != "O" for _, g in rows for x in g)
         if len(rows) < MIN_SENTENCES or tagged < MIN_TAGGED or tagged == sum(len(g) for _, g in rows):
             return None
+        hashed = [_hashed(t) for t, _ in rows]  # each sentence's features hashed once, for every fit below
+        inside = [np.array([x != "O" for x in g]) for _, g in rows]
+        asked = [_asked(t, g) for t, g in rows]
         order = list(range(len(rows)))
         random.Random(0).shuffle(order)
         scores: list[float] = []
         for fold in range(FOLDS):
-            held = [rows[i] for k, i in enumerate(order) if k % FOLDS == fold]
-            model = cls(_train([rows[i] for k, i in enumerate(order) if k % FOLDS != fold]), 0, ())
-            scores += [found[1] if (found := model.most_likely(t, g)) else 0.0 for t, g in held]
+            held = [i for k, i in enumerate(order) if k % FOLDS == fold]
+            train = [i for k, i in enumerate(order) if k % FOLDS != fold]
+            w = np.frombuffer(_train([hashed[i] for i in train], [inside[i] for i in train]), dtype=np.float32)
+            scores += [float(_sigmoid(w[hashed[i][asked[i]]].sum(axis=1).astype(np.float64)).max()) if asked[i]
+                       else 0.0 for i in held]
         scores.sort()
         reference = tuple(round(scores[round(q / 100 * (len(scores) - 1))], 4) for q in range(101))
-        return cls(_train(rows), sum(len(t) for t, _ in rows), reference)
+        return cls(_train(hashed, inside), sum(len(t) for t, _ in rows), reference)
 
     @classmethod
     def from_weights(cls, weights: Mapping[str, float], reference: Sequence[float] = ()) -> MentionTagger:
@@ -167,8 +179,7 @@ class MentionTagger:
                     skip: frozenset[str] = frozenset()) -> tuple[int, float] | None:
         """The untagged content word (:func:`_candidate`) most likely inside a mention, and its probability; None
         where the row has none. Words in ``skip`` (lower-cased) are not asked about."""
-        tagged = {i for s in tags_to_spans(list(tags), strict=False) for i in range(s.start, s.end)}
-        asked = [i for i, t in enumerate(tokens) if i not in tagged and _candidate(t) and t.lower() not in skip]
+        asked = _asked(tokens, tags, skip)
         if not asked:
             return None
         p = self.probabilities(tokens)[asked]
@@ -176,18 +187,21 @@ class MentionTagger:
         return asked[k], float(p[k])
 
 
-def _train(rows: Sequence[tuple[Sequence[str], Sequence[str]]]) -> bytes:
-    """The weights of a logistic regression on the rows' words (inside a mention or not): full-batch Adam on the
-    mean log-loss plus PENALTY/(2n) |w|^2, from zeros (deterministic)."""
-    x = np.concatenate([_hashed(t) for t, _ in rows])
-    y = np.array([g != "O" for _, tags in rows for g in tags], dtype=np.float64)
-    n, dim = len(y), 1 << BITS
+def _train(hashed: Sequence[np.ndarray], inside: Sequence[np.ndarray]) -> bytes:
+    """The weights of a logistic regression on the words (their hashed features; inside a mention or not): full-batch
+    Adam on the mean log-loss plus PENALTY/(2n) |w|^2, from zeros (deterministic), over the features the words use
+    (numbered compactly), written back to the 2**BITS hashed slots."""
+    used, x = np.unique(np.concatenate(hashed), return_inverse=True)
+    x = x.reshape(-1, hashed[0].shape[1])
+    y = np.concatenate(inside).astype(np.float64)
+    n, dim, flat = len(y), len(used), x.ravel()
     w, m, v = np.zeros(dim), np.zeros(dim), np.zeros(dim)
-    flat = x.ravel()
     for step in range(1, STEPS + 1):
         err = _sigmoid(w[x].sum(axis=1)) - y
         grad = np.bincount(flat, weights=np.repeat(err, x.shape[1]), minlength=dim) / n + PENALTY / n * w
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad * grad
         w -= RATE * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
-    return w.astype(np.float32).tobytes()
+    out = np.zeros(1 << BITS, dtype=np.float32)
+    out[used] = w
+    return out.tobytes()
