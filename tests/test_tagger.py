@@ -12,7 +12,7 @@ from datasets import Dataset
 
 from hf_rgda import AugmentConfig, ConfigError, RGDAAugmenter, ScriptedLLM
 from hf_rgda.checking import Checker, SplitStats
-from hf_rgda.checking.tagger import MentionTagger, features
+from hf_rgda.checking.tagger import BITS, WIDTH, MentionTagger, _hashed, features
 from hf_rgda.records import Candidate, Seed
 
 from .conftest import stateless_handler
@@ -134,3 +134,16 @@ def test_calibrate_reads_the_tagger_unless_the_rule_is_off() -> None:
     llm = ScriptedLLM(stateless_handler)
     assert "tagger" in default_scorers(AugmentConfig(), llm)
     assert "tagger" not in default_scorers(AugmentConfig(likely_mention_quantile=0.0), llm)
+
+
+def test_the_hashed_features_are_the_named_ones() -> None:
+    """The per-word hash cache builds each word's row from its neighbours: the same indices as hashing the names."""
+    import zlib
+
+    for tokens in (["Wolman", "disease", "is", "rare", "."], ["gout"], ["A", "t-test", "of", "BRCA1", "in", "2019"]):
+        rows = _hashed(tokens)
+        assert rows.shape == (len(tokens), WIDTH)
+        for i in range(len(tokens)):
+            names = features(tokens, i)
+            assert len(names) == WIDTH
+            assert rows[i].tolist() == [zlib.crc32(f.encode()) & ((1 << BITS) - 1) for f in names]

@@ -25,7 +25,7 @@ import random
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -35,8 +35,8 @@ from ..words import FUNCTION_WORDS
 
 __all__ = ["MentionTagger"]
 
-#: feature hashing: 2**BITS weights (float32: 1 MiB)
-BITS = 18
+#: feature hashing: 2**BITS weights (float32: 1 MiB); WIDTH features a word (:func:`features`)
+BITS, WIDTH = 18, 17
 #: full-batch Adam steps, step size and L2 penalty (per token: a penalty of 1/N is scikit-learn's C=1); 50 steps
 #: of 0.3 read the canaries as 150 of 0.1 did (docs/decisions/split-tagger.md)
 STEPS, RATE, PENALTY = 50, 0.3, 1.0
@@ -75,11 +75,40 @@ def features(tokens: Sequence[str], i: int) -> list[str]:
             "sh-1=" + shape_at(i - 1), "sh+1=" + shape_at(i + 1), "s3-1=" + at(i - 1)[-3:], "s3+1=" + at(i + 1)[-3:]]
 
 
+def _h(name: str) -> int:
+    return zlib.crc32(name.encode()) & ((1 << BITS) - 1)
+
+
+_BIAS = _h("bias")
+_FIRST = (_h("first=False"), _h("first=True"))
+
+
 def _hashed(tokens: Sequence[str]) -> np.ndarray:
-    """The sentence's feature indices, one row a word (stable across processes: CRC-32, not ``hash``)."""
-    mask = (1 << BITS) - 1
-    return np.array([[zlib.crc32(f.encode()) & mask for f in features(tokens, i)] for i in range(len(tokens))],
-                    dtype=np.int64).reshape(len(tokens), -1)
+    """The sentence's feature indices, one row a word, in :func:`features`' order (stable across processes: CRC-32,
+    not ``hash``); each word's hashes are computed once (:func:`_word`) and shared by the words around it."""
+    n = len(tokens)
+    words = [_word(None), _word(None), *(_word(t) for t in tokens), _word(None), _word(None)]
+    rows = []
+    for i in range(n):
+        own, m2, m1, p1, p2 = words[i + 2][0], words[i][1], words[i + 1][2], words[i + 3][3], words[i + 4][4]
+        rows.append((_BIAS, *own[:5], _FIRST[i == 0], own[5], own[6], m2[0], m1[0], p1[0], p2[0], m1[1], p1[1],
+                     m1[2], p1[2]))
+    return np.array(rows, dtype=np.int64).reshape(n, WIDTH)
+
+
+@lru_cache(maxsize=1 << 16)
+def _word(word: str | None) -> tuple[tuple[int, ...], ...]:
+    """A word's feature hashes (None: the padding beyond the sentence): its own (w, s3, s2, p3, sh, len, fw; none for
+    the padding), and those it gives the word 2 after it, 1 after it, 1 before it and 2 before it."""
+    if word is None:
+        low = shape = "<s>"
+        own: tuple[int, ...] = ()
+    else:
+        low, shape = word.lower(), _shape(word)
+        own = (_h("w=" + low), _h("s3=" + low[-3:]), _h("s2=" + low[-2:]), _h("p3=" + low[:3]), _h("sh=" + shape),
+               _h(f"len={min(len(word), 12)}"), _h(f"fw={low in FUNCTION_WORDS}"))
+    return (own, (_h("w-2=" + low),), (_h("w-1=" + low), _h("sh-1=" + shape), _h("s3-1=" + low[-3:])),
+            (_h("w+1=" + low), _h("sh+1=" + shape), _h("s3+1=" + low[-3:])), (_h("w+2=" + low),))
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
