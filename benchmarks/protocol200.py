@@ -49,14 +49,18 @@ CACHE = ROOT / "benchmarks" / ".cache"
 RULES = ("noaug", "eda", "mr", "mr-train")
 LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
 #: the order the background job works in: the rule cells first (minutes each), then each LLM cell's rows and runs;
-#: 08e3407 is the row-quality issue's generator (the gates, the top-up, head_alone, numbered placeholders), beside 2096b68's
-PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds+mr:2096b68", "eda", "mr-train",
+#: 08e3407 is the row-quality issue's generator (the gates, the top-up, head_alone, numbered placeholders), beside 2096b68's;
+#: ``/likely_mention``: 2096b68's rows less those the split tagger's rule (session 39) fires on, the lever read first
+PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
+                         "rgda@seeds+mr:2096b68", "eda", "mr-train",
                          "rgda@seeds:08e3407", "rgda@seeds+mr:08e3407", "naive@seeds:2096b68", "gda@seeds:2096b68"]}
 
 
 def parse_cell(cell: str) -> tuple[str, str | None, bool]:
-    """``"rgda@seeds+mr:2096b68"`` -> (``"rgda"``, ``"2096b68"``, with MR rows); a rule method -> (name, None, False)."""
+    """``"rgda@seeds+mr:2096b68"`` -> (``"rgda"``, ``"2096b68"``, with MR rows); a rule method -> (name, None, False).
+    A ``/RULE[+RULE]`` after the commit (:func:`recheck_of`) does not change what is generated."""
     name, _, generator = cell.partition(":")
+    generator = generator.partition("/")[0]
     if name in RULES:
         if generator:
             raise SystemExit(f"{cell}: a rule method has no generator commit")
@@ -66,6 +70,15 @@ def parse_cell(cell: str) -> tuple[str, str | None, bool]:
     if method not in LLM_METHODS or stats != "seeds" or not generator:
         raise SystemExit(f"{cell}: an LLM cell is METHOD@seeds[+mr]:COMMIT with METHOD one of {', '.join(LLM_METHODS)}")
     return method, generator, plus_mr
+
+
+def recheck_of(cell: str) -> tuple[str, ...]:
+    """The checker rules a cell's rows are read again with: ``"rgda@seeds:2096b68/likely_mention"`` -> that rule.
+    Such a cell trains on its generator's rows less those today's rule fires on (the statistics the ``@seeds``
+    augmenter had: the seeds', each row read beside its own seed): what a new gate would have done to the same rows,
+    without generating them again. Its results record the rules, the rows dropped and the code that dropped them."""
+    name, _, generator = cell.partition(":")
+    return tuple(r for r in generator.partition("/")[2].split("+") if r)
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -219,6 +232,10 @@ class Protocol:
             if not self.complete(method, generator):
                 raise SystemExit(f"{cell}: its rows are not all generated yet (run generate {cell})")
             rows = self.generate(method, generator)
+            if rules := recheck_of(cell):
+                rows, dropped = self.recheck(rows, rules)
+                info["recheck"] = {"rules": list(rules), "rows_before": len(rows) + len(dropped),
+                                   "dropped": len(dropped), "code": header("protocol200")["commit"]}
             parts.append({"tokens": [r["tokens"] for r in rows], "ner_tags": [r["tags"] for r in rows],
                           "rgda_source": [self.keys[r["seed"]] for r in rows]})
             info["generator"] = full_commit(generator)
@@ -231,6 +248,28 @@ class Protocol:
                           "rgda_source": aug["rgda_source"] if "rgda_source" in aug.column_names else [""] * len(aug)})
         merged = {k: [v for p in parts for v in p[k]] for k in ("tokens", "ner_tags", "rgda_source")}
         return Dataset.from_dict(merged), info
+
+    def recheck(self, rows: list[dict], names: tuple[str, ...]) -> tuple[list[dict], list[dict]]:
+        """``rows`` split into those the checker's rules ``names`` pass and those one fires on (no repair), read with
+        the seeds' statistics (the ``@seeds`` augmenter's) beside each row's own seed."""
+        from hf_rgda.checking import RULES, Checker, SplitStats
+        from hf_rgda.checking.sentence import Sentence
+        from hf_rgda.checking.table import first_failure
+        from hf_rgda.records import Seed
+
+        table = {r.name: r for r in RULES}
+        unknown = [n for n in names if n not in table]
+        if unknown:
+            raise SystemExit(f"recheck: {', '.join(unknown)} is not a rule of the checker's table")
+        rules = tuple(table[n] for n in names)
+        types = tuple(dict.fromkeys(label[2:] for label in self.labels if label != "O"))
+        checker = Checker(types, SplitStats.from_split(self.seeds["tokens"][:], self.seed_tags))
+        kept, dropped = [], []
+        for r in rows:
+            seed = Seed(self.keys[r["seed"]], tuple(self.seeds[r["seed"]]["tokens"]), tuple(self.seed_tags[r["seed"]]))
+            found = first_failure(Sentence(r["tokens"], r["tags"], seed, checker), rules)
+            (dropped if found else kept).append(r)
+        return kept, dropped
 
     def diversity(self, aug: Any) -> float | None:
         """Mean BERTScore F1 of the added rows against their own seed sentences (lower: more diverse)."""
@@ -259,7 +298,7 @@ class Protocol:
         tmp.rename(self.results_path)
 
     def predictions_path(self, cell: str) -> Path:
-        return self.dir / "predictions" / f"{cell.replace(':', '@')}.json.gz"
+        return self.dir / "predictions" / f"{cell.replace(':', '@').replace('/', '-')}.json.gz"
 
     def train(self, cell: str) -> None:
         """``--runs`` training runs of ``cell`` (the missing ones), each saved and committed as it finishes."""

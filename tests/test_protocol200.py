@@ -83,10 +83,25 @@ def test_a_chunk_of_another_commit_or_other_seeds_is_refused(proto) -> None:
 def test_cells_parse() -> None:
     mod = importlib.import_module("benchmarks.protocol200")
     assert mod.parse_cell("rgda@seeds+mr:2096b68") == ("rgda", "2096b68", True)
+    assert mod.parse_cell("rgda@seeds:2096b68/likely_mention") == ("rgda", "2096b68", False)
+    assert mod.recheck_of("rgda@seeds:2096b68/likely_mention+stutter") == ("likely_mention", "stutter")
+    assert mod.recheck_of("rgda@seeds:2096b68") == () and mod.recheck_of("mr") == ()
     assert mod.parse_cell("mr") == ("mr", None, False)
     for bad in ("rgda:2096b68", "rgda@seeds", "mr:2096b68", "chatgpt@seeds:1"):
         with pytest.raises(SystemExit):
             mod.parse_cell(bad)
+
+
+def test_a_recheck_cell_drops_the_rows_todays_rule_fires_on(proto) -> None:
+    _, p, _ = proto
+    p.generate("rgda", COMMIT)
+    aug, info = p.cell_rows(f"rgda@seeds:{COMMIT}/too_short")  # every toy row has two tokens
+    assert len(aug) == 0 and info["recheck"]["rows_before"] == 10 and info["recheck"]["dropped"] == 10
+    aug, info = p.cell_rows(f"rgda@seeds:{COMMIT}/no_entity")  # every toy row tags one
+    assert len(aug) == 10 and info["recheck"]["dropped"] == 0 and info["recheck"]["rules"] == ["no_entity"]
+    with pytest.raises(SystemExit, match="not a rule"):
+        p.cell_rows(f"rgda@seeds:{COMMIT}/no_such_rule")
+    assert p.predictions_path(f"rgda@seeds:{COMMIT}/too_short").name == f"rgda@seeds@{COMMIT}-too_short.json.gz"
 
 
 def test_training_runs_are_added_one_at_a_time(proto, monkeypatch: pytest.MonkeyPatch) -> None:
