@@ -77,7 +77,7 @@ def recheck_of(cell: str) -> tuple[str, ...]:
     Such a cell trains on its generator's rows less those today's rule fires on (the statistics the ``@seeds``
     augmenter had: the seeds', each row read beside its own seed): what a new gate would have done to the same rows,
     without generating them again. Its results record the rules, the rows dropped and the code that dropped them."""
-    name, _, generator = cell.partition(":")
+    generator = cell.partition(":")[2]
     return tuple(r for r in generator.partition("/")[2].split("+") if r)
 
 
