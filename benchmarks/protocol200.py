@@ -430,13 +430,63 @@ def report(proto: Protocol) -> str:
     return "\n".join(lines)
 
 
+def rows_report(proto: Protocol, cells: list[str], silver: bool = True) -> tuple[str, dict[str, Any]]:
+    """The LLM cells' rows read without training (those whose rows are all generated): rows, rows per seed, seeds
+    whose rows share an entity set, entity novelty against the 200 seeds, distinct bigrams, and silver tag precision
+    and recall (``benchmarks.silver``'s tagger, trained on the whole train split); then ten rows of the first cell
+    drawn at random (``random.Random(0)``)."""
+    import random
+
+    from benchmarks.ab_rows import describe, entities, inline
+    from benchmarks.silver import agreement, silver_tagger
+
+    seed_ents = {e for t, g in zip(proto.seeds["tokens"], proto.seed_tags) for e in entities(t, g)}
+    model = tokenizer = None
+    if silver:
+        from hf_rgda.train import predict_tags
+
+        model, tokenizer, info = silver_tagger(proto.args.data_dir, proto.name, proto.args.encoder, 3.0,
+                                               CACHE / "silver")
+    lines = [("| cell | rows (per seed) | seeds with rows sharing an entity set | entity novelty | distinct bigrams | "
+              "silver precision | silver recall |"), "|---|---|---|---|---|---|---|"]
+    out: dict[str, Any] = {"dataset": proto.name, "cells": {}}
+    quoted: list[dict] = []
+    for cell in cells:
+        method, generator, plus_mr = parse_cell(cell)
+        if generator is None or plus_mr or not proto.complete(method, generator):
+            continue
+        rows = proto.generate(method, generator)
+        if rules := recheck_of(cell):
+            rows, _ = proto.recheck(rows, rules)
+        d = describe(rows, list(range(len(proto.seeds))), seed_ents)
+        d["silver"] = agreement([(r["tokens"], r["tags"]) for r in rows],
+                                predict_tags(model, tokenizer, [r["tokens"] for r in rows])) if silver else None
+        out["cells"][cell] = d
+        quoted = quoted or rows
+        sp = f"{d['silver']['precision']:.3f}" if d["silver"] else "—"
+        sr = f"{d['silver']['recall']:.3f}" if d["silver"] else "—"
+        lines.append(f"| {cell} | {d['rows']} ({d['rows_per_seed']}) | {len(d['seeds_with_rows_sharing_an_entity_set'])}"
+                     f" | {d['entity_novelty']:.2f} | {d['distinct_bigrams']:.2f} | {sp} | {sr} |")
+    first = next(iter(out["cells"]), None)
+    if first:
+        picked = random.Random(0).sample(quoted, min(10, len(quoted)))
+        lines += ["", f"Ten rows of `{first}` drawn at random (`random.Random(0)`), as accepted:", ""]
+        lines += [f"{i}. (seed {r['seed']}) `{inline(r['tokens'], r['tags']).replace('`', chr(39))}`"
+                  for i, r in enumerate(picked, 1)]
+        out["quoted"] = [inline(r["tokens"], r["tags"]) for r in picked]
+    if silver:
+        out["silver_tagger"] = info
+    return "\n".join(lines), out
+
+
 def _p(p: float, resamples: int) -> str:
     return f"< {1 / resamples:.4f}" if p == 0 else f"{p:.4f}"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("action", choices=["run", "generate", "train", "report"])
+    p.add_argument("action", choices=["run", "generate", "train", "report", "rows"],
+                   help="rows: the LLM cells' rows read without training (silver precision and recall, ten quoted)")
     p.add_argument("cells", nargs="*", help="cells, e.g. noaug mr rgda@seeds:2096b68 (run: the dataset's PLAN)")
     p.add_argument("--dataset", default="ncbi_disease")
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
@@ -462,7 +512,17 @@ def main(argv: list[str] | None = None) -> int:
 
         args.llm = DEFAULT_LLM
     proto = Protocol(args)
-    cells = args.cells or (PLAN.get(args.dataset, []) if args.action in ("run", "report") else [])
+    cells = args.cells or (PLAN.get(args.dataset, []) if args.action in ("run", "report", "rows") else [])
+    if args.action == "rows":
+        block, out = rows_report(proto, cells)
+        print(block)
+        from benchmarks.ab_rows import write_readme as write_block
+        from benchmarks.common import write_results
+
+        write_results(args.out / f"{proto.name}_rows.json", {**header("protocol200", argv), **out})
+        if args.readme:
+            write_block(f"protocol200-rows-{proto.name}", block)
+        return 0
     if args.action == "report":
         print(report(proto))
         if args.readme:

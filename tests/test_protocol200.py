@@ -104,6 +104,17 @@ def test_a_recheck_cell_drops_the_rows_todays_rule_fires_on(proto) -> None:
     assert p.predictions_path(f"rgda@seeds:{COMMIT}/too_short").name == f"rgda@seeds@{COMMIT}-too_short.json.gz"
 
 
+def test_the_rows_report_reads_each_generated_cell(proto) -> None:
+    mod, p, _ = proto
+    p.generate("rgda", COMMIT)
+    block, out = mod.rows_report(p, [f"rgda@seeds:{COMMIT}", f"rgda@seeds+mr:{COMMIT}", "mr", f"gda@seeds:{COMMIT}"],
+                                 silver=False)
+    assert list(out["cells"]) == [f"rgda@seeds:{COMMIT}"]  # +mr, a rule cell and an ungenerated cell: not read
+    cell = out["cells"][f"rgda@seeds:{COMMIT}"]
+    assert cell["rows"] == 10 and cell["rows_per_seed"] == 2.0 and cell["entity_novelty"] == 1.0
+    assert len(out["quoted"]) == 10 and block.count("](Disease)`") == 10  # each quoted row, its entity marked
+
+
 def test_training_runs_are_added_one_at_a_time(proto, monkeypatch: pytest.MonkeyPatch) -> None:
     mod, p, _ = proto
     protocol = importlib.import_module("benchmarks.protocol")
