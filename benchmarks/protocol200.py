@@ -76,7 +76,9 @@ def recheck_of(cell: str) -> tuple[str, ...]:
     """The checker rules a cell's rows are read again with: ``"rgda@seeds:2096b68/likely_mention"`` -> that rule.
     Such a cell trains on its generator's rows less those today's rule fires on (the statistics the ``@seeds``
     augmenter had: the seeds', each row read beside its own seed): what a new gate would have done to the same rows,
-    without generating them again. Its results record the rules, the rows dropped and the code that dropped them."""
+    without generating them again. Its results record the rules, how many rows were dropped and the code that
+    dropped them. Only rules that read the row, its seed and the statistics mean anything here: one reading the
+    seed's other rows, the prompt's examples or the run's ledger sees none of them and never fires."""
     generator = cell.partition(":")[2]
     return tuple(r for r in generator.partition("/")[2].split("+") if r)
 
@@ -450,7 +452,7 @@ def rows_report(proto: Protocol, cells: list[str], silver: bool = True) -> tuple
     lines = [("| cell | rows (per seed) | seeds with rows sharing an entity set | entity novelty | distinct bigrams | "
               "silver precision | silver recall |"), "|---|---|---|---|---|---|---|"]
     out: dict[str, Any] = {"dataset": proto.name, "cells": {}}
-    quoted: list[dict] = []
+    quoted: dict[str, list[dict]] = {}
     for cell in cells:
         method, generator, plus_mr = parse_cell(cell)
         if generator is None or plus_mr or not proto.complete(method, generator):
@@ -460,16 +462,16 @@ def rows_report(proto: Protocol, cells: list[str], silver: bool = True) -> tuple
             rows, _ = proto.recheck(rows, rules)
         d = describe(rows, list(range(len(proto.seeds))), seed_ents)
         d["silver"] = agreement([(r["tokens"], r["tags"]) for r in rows],
-                                predict_tags(model, tokenizer, [r["tokens"] for r in rows])) if silver else None
+                                predict_tags(model, tokenizer, [r["tokens"] for r in rows])) if silver and rows else None
         out["cells"][cell] = d
-        quoted = quoted or rows
+        quoted[cell] = rows
         sp = f"{d['silver']['precision']:.3f}" if d["silver"] else "—"
         sr = f"{d['silver']['recall']:.3f}" if d["silver"] else "—"
         lines.append(f"| {cell} | {d['rows']} ({d['rows_per_seed']}) | {len(d['seeds_with_rows_sharing_an_entity_set'])}"
                      f" | {d['entity_novelty']:.2f} | {d['distinct_bigrams']:.2f} | {sp} | {sr} |")
     first = next(iter(out["cells"]), None)
     if first:
-        picked = random.Random(0).sample(quoted, min(10, len(quoted)))
+        picked = random.Random(0).sample(quoted[first], min(10, len(quoted[first])))
         lines += ["", f"Ten rows of `{first}` drawn at random (`random.Random(0)`), as accepted:", ""]
         lines += [f"{i}. (seed {r['seed']}) `{inline(r['tokens'], r['tags']).replace('`', chr(39))}`"
                   for i, r in enumerate(picked, 1)]

@@ -142,8 +142,9 @@ class RGDAAugmenter:
         """
         names, iob2 = check_split(ds, tokens_column=tokens_column, tags_column=tags_column, scheme=scheme,
                                   label_names=label_names)
-        if "stats" not in kwargs:
-            kwargs["stats"] = SplitStats.from_split(ds[tokens_column][:], iob2)  # [:]: one read from Arrow
+        if "stats" not in kwargs:  # [:]: one read from Arrow; the tagger only where its rule is on
+            share = kwargs.get("likely_mention_quantile", (kwargs.get("config") or AugmentConfig()).likely_mention_quantile)
+            kwargs["stats"] = SplitStats.from_split(ds[tokens_column][:], iob2, tagger=bool(share))
         return cls(label_names=names, scheme=scheme, tokens_column=tokens_column, tags_column=tags_column, **kwargs)
 
     # ---------------------------------------------------------------- hashing and pickling

@@ -148,8 +148,8 @@ class Judges:
         """The threshold the product applies to ``spec``'s score: the sense gate's is the split's own where
         ``sense_threshold`` is 0 (the reference sentences' quantile, read here)."""
         if spec.option == "likely_mention_quantile":  # the rule's cutoff, from the split's own sentences
-            tagger = self.checker.stats.tagger
-            return round(1 - tagger.cutoff(self.config.likely_mention_quantile), 4) if tagger else 0.0
+            tagger, share = self.checker.stats.tagger, self.config.likely_mention_quantile
+            return round(1 - tagger.cutoff(share), 4) if tagger and share else 0.0  # off: the rule passes all
         if spec.option == "sense_threshold" and not self.config.sense_threshold and self.llm.scores_text:
             return await self.reader.threshold() or 0.0
         return spec.threshold(self.config)

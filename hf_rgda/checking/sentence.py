@@ -28,7 +28,9 @@ class Settings(Protocol):
     min_context: int
     atypical_share: float
     atypical_min_outside: int
+    edge_min_count: int
     representation: str
+    likely_mention_quantile: float
 
 
 class SeedFacts(NamedTuple):
