@@ -172,9 +172,17 @@ def test_calibrate_reads_the_tagger_unless_the_rule_is_off() -> None:
     assert "tagger" not in default_scorers(AugmentConfig(likely_mention_quantile=0.0), llm)
 
 
-def test_the_hashed_features_are_the_named_ones() -> None:
-    """The per-word hash cache builds each word's row from its neighbours: the same indices as hashing the names."""
+def test_the_hashed_features_are_the_named_ones(tagger: MentionTagger) -> None:
+    """The per-word hash cache builds each word's row from its neighbours: the same indices as hashing the names;
+    a word's probability, summed from its neighbours' cached parts, is the logistic of its features' weights."""
     import zlib
+
+    import numpy as np
+
+    w = np.frombuffer(tagger.weights, dtype=np.float32).astype(np.float64)
+    for tokens in (["children", "with", "pancreatitis", "were", "seen", "."], ["gout"], ["a", "b", "c"]):
+        direct = 1 / (1 + np.exp(-w[_hashed(tokens)].sum(axis=1)))
+        assert np.allclose(tagger.probabilities(tokens), direct, atol=1e-9)
 
     for tokens in (["Wolman", "disease", "is", "rare", "."], ["gout"], ["A", "t-test", "of", "BRCA1", "in", "2019"]):
         rows = _hashed(tokens)

@@ -135,7 +135,7 @@ def likely_mention(s: Sentence) -> str | None:
     tagger, share = s.checker.stats.tagger, s.checker.likely_mention_quantile
     if tagger is None or not share:
         return None
-    found = tagger.most_likely(s.tokens, s.tags, skip=frozenset(s.of_seed.untagged_at))
+    found = tagger.most_likely(s.tokens, s.tags, skip=s.of_seed.untagged_at, spans=s.spans)
     cutoff = tagger.cutoff(share)
     if found is None or found[1] <= cutoff:
         return None

@@ -21,16 +21,17 @@ Example:
 
 from __future__ import annotations
 
+import math
 import random
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
 
-from ..tags import tags_to_spans
+from ..tags import Span, tags_to_spans
 from ..words import FUNCTION_WORDS
 
 __all__ = ["MentionTagger"]
@@ -115,15 +116,19 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))  # no overflow warning for large |z|
 
 
+@lru_cache(maxsize=1 << 14)
 def _candidate(word: str) -> bool:
     """A word the rule asks about: with a letter or digit, not a function word."""
     return any(c.isalnum() for c in word) and word.lower() not in FUNCTION_WORDS
 
 
-def _asked(tokens: Sequence[str], tags: Sequence[str], skip: frozenset[str] = frozenset()) -> list[int]:
-    """The words a row's reading asks about: untagged content words (:func:`_candidate`) not in ``skip``."""
-    tagged = {i for s in tags_to_spans(list(tags), strict=False) for i in range(s.start, s.end)}
-    return [i for i, t in enumerate(tokens) if i not in tagged and _candidate(t) and t.lower() not in skip]
+def _asked(tokens: Sequence[str], tags: Sequence[str], skip: Container[str] = frozenset(),
+           spans: Sequence[Span] | None = None) -> list[int]:
+    """The words a row's reading asks about: untagged content words (:func:`_candidate`) not in ``skip``; ``spans``:
+    the row's entities where the caller has them decoded."""
+    spans = tags_to_spans(list(tags), strict=False) if spans is None else spans
+    tagged = {i for s in spans for i in range(s.start, s.end)}
+    return [i for i, t in enumerate(tokens) if i not in tagged and _candidate(t) and (not skip or t.lower() not in skip)]
 
 
 @dataclass(frozen=True)
@@ -164,10 +169,9 @@ class MentionTagger:
         for fold in range(FOLDS):
             held = [i for k, i in enumerate(order) if k % FOLDS == fold]
             train = [i for k, i in enumerate(order) if k % FOLDS != fold]
-            w = np.frombuffer(_train([hashed[i] for i in train], [inside[i] for i in train]), dtype=np.float32)
+            model = cls(_train([hashed[i] for i in train], [inside[i] for i in train]), 0)
             # a sentence with no word to ask about is none the rule would read: not in the reference
-            scores += [float(_sigmoid(w[hashed[i][asked[i]]].sum(axis=1).astype(np.float64)).max())
-                       for i in held if asked[i]]
+            scores += [max(model._probabilities(rows[i][0], asked[i])) for i in held if asked[i]]
         _word.cache_clear()  # the split's words: not kept for the rows read later
         scores.sort()
         reference = tuple(round(scores[round(q / 100 * (len(scores) - 1))], 4) for q in range(101)) if scores else ()
@@ -197,7 +201,7 @@ class MentionTagger:
         return np.frombuffer(self.weights, dtype=np.float32)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"weights": self.weights, "trained_on": self.trained_on,  # the decoded array is rebuilt on demand
+        return {"weights": self.weights, "trained_on": self.trained_on,  # the derived values are rebuilt on demand
                 "reference": self.reference}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -209,20 +213,50 @@ class MentionTagger:
 
     def probabilities(self, tokens: Sequence[str]) -> np.ndarray:
         """Each word's probability of standing inside a mention."""
-        if not len(tokens):
-            return np.zeros(0)
-        return _sigmoid(self._w[_hashed(tokens)].sum(axis=1).astype(np.float64))
+        return np.array(self._probabilities(tokens, range(len(tokens))), dtype=np.float64)
 
-    def most_likely(self, tokens: Sequence[str], tags: Sequence[str],
-                    skip: frozenset[str] = frozenset()) -> tuple[int, float] | None:
+    def most_likely(self, tokens: Sequence[str], tags: Sequence[str], skip: Container[str] = frozenset(),
+                    spans: Sequence[Span] | None = None) -> tuple[int, float] | None:
         """The untagged content word (:func:`_candidate`) most likely inside a mention, and its probability; None
-        where the row has none. Words in ``skip`` (lower-cased) are not asked about."""
-        asked = _asked(tokens, tags, skip)
+        where the row has none. Words in ``skip`` (lower-cased) are not asked about; ``spans``: the row's entities,
+        where the caller has them decoded (else read from ``tags``)."""
+        asked = _asked(tokens, tags, skip, spans)
         if not asked:
             return None
-        p = self.probabilities(tokens)[asked]
-        k = int(np.argmax(p))
-        return asked[k], float(p[k])
+        p = self._probabilities(tokens, asked)
+        k = max(range(len(p)), key=p.__getitem__)
+        return asked[k], p[k]
+
+    def _probabilities(self, tokens: Sequence[str], at: Sequence[int]) -> list[float]:
+        """The probabilities of the words at ``at``. The model is linear: a word's score is the sum of what each word
+        around it gives (:func:`_word`'s five groups), each word's sums computed once per tagger."""
+        get = self._part_cache.get
+        parts = [get(t) or self._parts(t) for t in tokens]
+        pad, bias, n = self._parts(None), self._fixed, len(tokens)
+        out = []
+        for i in at:
+            z = (bias[i == 0] + parts[i][0] + (parts[i - 2] if i >= 2 else pad)[1] + (parts[i - 1] if i >= 1 else pad)[2]
+                 + (parts[i + 1] if i + 1 < n else pad)[3] + (parts[i + 2] if i + 2 < n else pad)[4])
+            out.append(0.5 * (1.0 + math.tanh(0.5 * z)))
+        return out
+
+    @cached_property
+    def _fixed(self) -> tuple[float, float]:
+        """The bias plus ``first=False`` and plus ``first=True``."""
+        w = self._w
+        return float(w[_BIAS]) + float(w[_FIRST[0]]), float(w[_BIAS]) + float(w[_FIRST[1]])
+
+    @cached_property
+    def _part_cache(self) -> dict[str | None, tuple[float, ...]]:
+        return {}
+
+    def _parts(self, word: str | None) -> tuple[float, ...]:
+        """What ``word`` gives the words around it and itself (:func:`_word`'s five groups, each summed)."""
+        got = self._part_cache.get(word)
+        if got is None:
+            w = self._w
+            got = self._part_cache[word] = tuple(sum(float(w[j]) for j in group) for group in _word(word))
+        return got
 
 
 def _train(hashed: Sequence[np.ndarray], inside: Sequence[np.ndarray]) -> bytes:
