@@ -49,11 +49,12 @@ CACHE = ROOT / "benchmarks" / ".cache"
 RULES = ("noaug", "eda", "mr", "mr-train")
 LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
 #: the order the background job works in: the rule cells first (minutes each), then each LLM cell's rows and runs;
-#: 08e3407 is the row-quality issue's generator (the gates, the top-up, head_alone, numbered placeholders), beside 2096b68's;
-#: ``/likely_mention``: 2096b68's rows less those the split tagger's rule (session 39) fires on, the lever read first
+#: ``/likely_mention``: 2096b68's rows less those the split tagger's rule (session 39) fires on, the lever read first;
+#: 794e120 is the row-quality issue's generator (the gates, the top-up, the split tagger's rule), beside 2096b68's
+#: (it replaces 08e3407, whose cell had not started)
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
                          "rgda@seeds+mr:2096b68", "eda", "mr-train",
-                         "rgda@seeds:08e3407", "rgda@seeds+mr:08e3407", "naive@seeds:2096b68", "gda@seeds:2096b68"]}
+                         "rgda@seeds:794e120", "rgda@seeds+mr:794e120", "naive@seeds:2096b68", "gda@seeds:2096b68"]}
 
 
 def parse_cell(cell: str) -> tuple[str, str | None, bool]:
