@@ -82,7 +82,7 @@ SCIERC = Path(__file__).resolve().parents[2] / "shared" / "data" / "scierc"
 @pytest.mark.skipif(not SCIERC.is_dir(), reason="../shared/data is not beside the checkout")
 def test_on_a_real_split_the_cutoff_holds_and_a_removed_tag_is_found() -> None:
     """SciERC (its train split, about 2 s): about the share the cutoff names of its dev sentences read above it
-    (nominal: the whole-split tagger reads a little surer than the halves that made the reference), and far more of
+    (nominal: other sentences than the split's read a little above it), and far more of
     them read above it once one of their mentions is left untagged."""
     from hf_rgda.recipe import load_split
     from hf_rgda.tags import tags_to_spans, to_tag_names
