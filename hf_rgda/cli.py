@@ -253,7 +253,7 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     # check as RGDAAugmenter.from_dataset builds it: the label set, the split's statistics
     names, iob2 = check_split(split, tokens_column=args.tokens_column, tags_column=args.tags_column,
                               scheme=args.scheme, label_names=args.labels)
-    stats = SplitStats.from_split(split[args.tokens_column][:], iob2)
+    stats = SplitStats.from_split(split[args.tokens_column][:], iob2, tagger=bool(cfg.likely_mention_quantile))
     seeds = sample_seeds(split, args.num_seeds, sample_seed=args.sample_seed, min_entities=args.min_entities,
                          tags_column=args.tags_column, scheme=args.scheme)
     aug = RGDAAugmenter(llm or args.llm, label_names=names, stats=stats, tokens_column=args.tokens_column,
