@@ -82,6 +82,7 @@ _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_rounds": (lambda v: v >= 1, "at least 1"),
     "max_repairs": (lambda v: v is None or v >= 0, "0 or more, or None (the backend's own)"),
     "spare_sentences": (lambda v: v is None or 0 <= v <= 10, "between 0 and 10, or None (the backend's own)"),
+    "top_up": (lambda v: v is None or 0 <= v <= 5, "between 0 and 5, or None (the backend's own)"),
     "temperature": (lambda v: 0.0 <= v <= 2.0, "between 0.0 and 2.0"),
     "judge_temperature": (lambda v: 0.0 <= v <= 2.0, "between 0.0 and 2.0"),
     "near_copy_ratio": (lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
@@ -136,12 +137,13 @@ class AugmentConfig:
         the rest recorded as 'spare'); unset: the backend's own (1 for the local model, whose gates pass about half of
         its sentences; 0 for the APIs, which repair instead: docs/decisions/spare-sentences.md)""",
         type=int, group="generation")
-    top_up: bool | None = _f(None, """
-        a seed that the gates (sense, entity verification, completeness) leave short of num_augmented sentences is asked
-        once more, afresh (the composer's request for the missing and spare sentences, sampled anew), and the gates read
-        the new ones; unset: the backend's own (on for the local model, whose short seeds are mostly one bad sample; off
-        for the APIs, which repair instead: docs/decisions/top-up.md); the guided methods (gda, rgda) only""",
-        type=bool, group="generation")
+    top_up: int | None = _f(None, """
+        how many times a seed that the gates (sense, entity verification, completeness) leave short of num_augmented
+        sentences is asked again, afresh (the composer's request for the missing and spare sentences, sampled anew;
+        from the second time on with another seed as its example item), the gates reading the new ones; 0 never;
+        unset: the backend's own (2 for the local model, whose short seeds are mostly one bad sample; 0 for the
+        APIs, which repair instead: docs/decisions/top-up.md); the guided methods (gda, rgda) only""",
+        type=int, group="generation")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content", group="generation")
     representation: str = _f("auto", """
         what the LLM writes: a sentence plus entity list ('entities'), typed segments ('segments'), or the sentence with
@@ -253,6 +255,8 @@ class AugmentConfig:
     keep_rejected: bool = _f(False, "also emit rejected and failed samples (empty tokens, reason set)", group="output rows")
 
     def __post_init__(self) -> None:
+        if isinstance(self.top_up, bool):  # before it counted, top_up was on or off: on is once
+            object.__setattr__(self, "top_up", int(self.top_up))
         for f in fields(self):
             choices = f.metadata.get("choices")
             if choices and getattr(self, f.name) not in choices:
@@ -324,8 +328,8 @@ class AugmentConfig:
         """This configuration with the backend's own values where it leaves them to the backend: ``representation``
         ``"auto"`` (its ``representation`` attribute: ``"inline"`` for the local model, ``"entities"`` otherwise) and
         ``max_repairs`` unset (its ``max_repairs``: 0 for the local model, 1 otherwise), ``spare_sentences`` unset
-        (its ``spare_sentences``: 1 for the local model, 0 otherwise), ``check_mentions`` and ``top_up`` unset (the
-        backend's ``check_mentions`` and ``top_up``: on for the local model, off otherwise)."""
+        (its ``spare_sentences``: 1 for the local model, 0 otherwise), ``check_mentions`` unset (the backend's: on for the
+        local model, off otherwise) and ``top_up`` unset (the backend's: 2 for the local model, 0 otherwise)."""
         own: dict[str, Any] = {}
         if self.representation == "auto":
             own["representation"] = getattr(llm, "representation", "entities")
@@ -336,7 +340,7 @@ class AugmentConfig:
         if self.check_mentions is None:
             own["check_mentions"] = getattr(llm, "check_mentions", False)
         if self.top_up is None:
-            own["top_up"] = getattr(llm, "top_up", False)
+            own["top_up"] = int(getattr(llm, "top_up", 0))
         return replace(self, **own) if own else self
 
     def threshold_for(self, verdict_method: str) -> int:

@@ -266,7 +266,7 @@ def test_a_seed_the_gates_leave_short_is_topped_up_by_a_fresh_ask(own: bool, giv
     llm = ScriptedLLM(handler)
     llm.top_up, llm.max_repairs = own, 0
     pipe = Pipeline(AugmentConfig(method="gda", top_up=given), llm, Checker(("Disease",)))
-    assert pipe.cfg.top_up is (own if given is None else given)
+    assert pipe.cfg.top_up == int(own if given is None else given)  # on or off, as before it counted: once or never
     [r] = asyncio.run(pipe.run(SEEDS[:1]))
     assert len(requests) == asks
     if asks == 1:
@@ -289,6 +289,40 @@ def test_a_seed_the_gates_leave_short_is_topped_up_by_a_fresh_ask(own: bool, giv
     full.top_up = True
     [r] = asyncio.run(Pipeline(AugmentConfig(method="gda"), full, Checker(("Disease",))).run(SEEDS[:1]))
     assert len(requests) == 1 and len(r.accepted) == 3
+
+
+def test_a_seed_still_short_is_asked_again_with_another_example_item() -> None:
+    """``top_up=2`` (the local model's own): a seed the first fresh ask leaves short is asked once more, sampled
+    anew and showing the next in-domain seed as its example item; no third ask, and none once the seed has its rows."""
+    requests: list[tuple[list, dict]] = []
+    seed_texts = [" ".join(s.tokens) for s in SEEDS]
+
+    def handler(messages, schema, params):
+        if stage_of(list(messages)) in ("composer", "composer_top_up"):
+            requests.append((list(messages), dict(params)))
+            n = schema["properties"]["sentences"]["minItems"]
+            good = {1: "Carriers of MLH1 variants developed gout early .", 2: "Lupus was diagnosed in three siblings ."}
+            ents = {1: "gout", 2: "Lupus"}
+            if len(requests) in good:  # the first top-up's one good sentence, the second's; the rest no entity
+                k = len(requests)
+                return {"sentences": [{"text": good[k], "entities": [{"text": ents[k], "type": "Disease"}]}]
+                        + [{"text": "Nothing to see here .", "entities": []}] * (n - 1)}
+            return {"sentences": [{"text": "Inherited PTEN variants raise the risk of glioma in adults .",
+                                   "entities": [{"text": "glioma", "type": "Disease"}]}]
+                    + [{"text": "Nothing here either .", "entities": []}] * (n - 1)}
+        return FakeWorld()(messages, schema, params)
+
+    llm = ScriptedLLM(handler)
+    llm.top_up, llm.max_repairs = 2, 0
+    pipe = Pipeline(AugmentConfig(method="gda"), llm, Checker(("Disease",)))
+    [r, *_] = asyncio.run(pipe.run(SEEDS[:1], examples=SEEDS))
+    assert len(requests) == 3 and len(r.accepted) == 3
+    (first, p1), (second, p2), (third, p3) = requests
+    assert len({p1.get("seed"), p2.get("seed"), p3.get("seed")}) == 3  # each sampled anew
+    shown = [[t for t in seed_texts[1:] if t in m[1]["content"]] for m in (first, second, third)]
+    assert shown[0] == shown[1] and shown[2] and shown[2] != shown[1]  # the second top-up shows another example
+    assert third[1]["content"].endswith("Write 1 new sentences.")
+    assert r.accounting.stage_calls["composer_top_up"] == 2
 
 
 @pytest.mark.parametrize(("own", "given"), [(True, None), (False, None), (True, False), (False, True)])

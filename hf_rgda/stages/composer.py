@@ -108,9 +108,9 @@ def _without(source: Sequence[str], cut: Collection[int], n: int) -> list[str]:
     return out
 
 
-def _shown(examples: Sequence[Seed], r: SeedResult) -> tuple[Seed, ...]:
-    example = next((s for s in examples if s.key != r.seed.key), None)
-    return (example,) if example is not None else ()
+def _shown(examples: Sequence[Seed], r: SeedResult, turn: int = 0) -> tuple[Seed, ...]:
+    others = [s for s in examples if s.key != r.seed.key]
+    return (others[turn % len(others)],) if others else ()
 
 
 def _accepted(r: SeedResult) -> list[Candidate]:
@@ -147,11 +147,12 @@ class Composer:
         self.asked[r] = (msgs, raw)
         r.accepted = [c for c in new if c.ok]
 
-    def request(self, r: SeedResult, n: int) -> Messages:
-        """The composer's request for ``n`` sentences: the guide, the entity sections, the example item."""
+    def request(self, r: SeedResult, n: int, shown: Sequence[Seed] | None = None) -> Messages:
+        """The composer's request for ``n`` sentences: the guide, the entity sections, the example item (``shown``;
+        default :meth:`shown`)."""
         cfg = self.run.config
         sections: dict[str, Any] = self.entity_sections(r)
-        for example in self.shown(r):
+        for example in self.shown(r) if shown is None else shown:
             sections["example item from this dataset"] = example.as_item(cfg.representation)
         if r.attribution is not None:
             words = [r.seed.tokens[i] for i in r.attribution["selected"]]
@@ -160,25 +161,30 @@ class Composer:
         return self.run.messages("composer", **sections)
 
     async def top_up(self, r: SeedResult) -> None:
-        """A fresh ask for a seed the gates left short of ``num_augmented`` (``top_up``): the composer's request
-        again, for the missing sentences and the spare ones, sampled anew (not a conversation about the rejected
-        ones, whose faults the local model repeats: docs/decisions/top-up.md). The new sentences must not repeat the
-        kept ones; the gates after it in the plan read them. A top-up that fails (an unreadable answer, a backend
-        error) leaves a note and the seed its rows, unless the error stops the run."""
+        """Fresh asks for a seed the gates left short of ``num_augmented``, ``top_up`` times at most: the composer's
+        request again, for the missing sentences and the spare ones, sampled anew (not a conversation about the
+        rejected ones, whose faults the local model repeats: docs/decisions/top-up.md); from the second ask on it
+        shows another seed as its example item, as a seed left short twice is mostly one whose sample keeps going
+        wrong the same way. The new sentences must not repeat the kept ones; the checker reads each ask's before the
+        next is made, the gates after the stage in the plan read them all. An ask that fails (an unreadable answer, a
+        backend error) leaves a note and the seed its rows, and no further ask is made, unless the error stops
+        the run."""
         cfg = self.run.config
-        missing = cfg.num_augmented - len(valid(r))
-        if missing <= 0 or r not in self.asked:
-            return
-        n = missing + (cfg.spare_sentences or 0)
-        try:  # its calls and rejections are counted under its own name
-            new, _ = await self.run.write(r, "composer_top_up", self.request(r, n), n, keep=valid(r),
-                                          shown=self.shown(r))
-        except AuthenticationError:
-            raise  # it would fail every seed the same way: it stops the run (hf_rgda.pipeline.STOPS_THE_RUN)
-        except (ParseError, BackendError) as err:
-            r.notes.append(f"top-up failed ({type(err).__name__}: {err}); the seed keeps its {len(valid(r))} rows")
-            return
-        r.accepted += [c for c in new if c.ok]
+        for turn in range(int(cfg.top_up or 0)):
+            missing = cfg.num_augmented - len(valid(r))
+            if missing <= 0 or r not in self.asked:
+                return
+            n = missing + (cfg.spare_sentences or 0)
+            shown = _shown(self.examples, r, turn)
+            try:  # its calls and rejections are counted under its own name; the first ask's salt is the stage's own
+                new, _ = await self.run.write(r, "composer_top_up", self.request(r, n, shown), n, keep=valid(r),
+                                              shown=shown, salt=turn or "")
+            except AuthenticationError:
+                raise  # it would fail every seed the same way: it stops the run (hf_rgda.pipeline.STOPS_THE_RUN)
+            except (ParseError, BackendError) as err:
+                r.notes.append(f"top-up failed ({type(err).__name__}: {err}); the seed keeps its {len(valid(r))} rows")
+                return
+            r.accepted += [c for c in new if c.ok]
 
     # ---------------------------------------------------------------- what the composer sees of the seed
     def entity_sections(self, r: SeedResult) -> dict[str, Any]:

@@ -144,9 +144,9 @@ class LocalLLM(LLM):
     spare_sentences = 1
     #: the completeness check: the 1.5B leaves mentions untagged, new ones too (docs/decisions/completeness.md)
     check_mentions = True
-    #: a seed the gates leave short is asked once more, afresh: its short seeds are mostly one bad sample
+    #: a seed the gates leave short is asked again, afresh, twice at most: its short seeds are mostly one bad sample
     #: (docs/decisions/top-up.md)
-    top_up = True
+    top_up = 2
 
     def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None, kv_states_mb: int = 512,
                  lookup: str = "auto") -> None:
