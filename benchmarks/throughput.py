@@ -94,11 +94,12 @@ def memory(data_dir: Path, n: int, call_log: bool, workload: str) -> dict[str, A
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def one_run(tree: Path, data_dir: Path, seeds: int, workload: str) -> dict[str, Any]:
+def one_run(tree: Path, data_dir: Path, seeds: int, workload: str, options: Sequence[str] = ()) -> dict[str, Any]:
     """One run of ``throughput_run.py`` in a fresh interpreter whose ``hf_rgda`` is ``tree``'s (``-P``: the script's
-    own folder is not on the path, so nothing but ``PYTHONPATH`` says where the library comes from)."""
+    own folder is not on the path, so nothing but ``PYTHONPATH`` says where the library comes from); ``options``:
+    ``KEY=JSON`` configuration options beyond the workload's."""
     cmd = [sys.executable, "-P", str(RUN), "--data-dir", str(data_dir.resolve()), "--seeds", str(seeds),
-           "--workload", workload]
+           "--workload", workload, *(f"--option={o}" for o in options)]
     env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=tree, env=env)
     res = json.loads(done.stdout.strip().splitlines()[-1])
@@ -107,12 +108,14 @@ def one_run(tree: Path, data_dir: Path, seeds: int, workload: str) -> dict[str, 
     return res
 
 
-def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int) -> dict[str, Any]:
+def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int,
+            this_options: Sequence[str] = ()) -> dict[str, Any]:
     """This checkout's library against commit ``other``'s (a git worktree of it under ``benchmarks/.gen/``), the
     same driver, seeds and clock, one fresh process per run: ``repeats`` rounds, the two sides' order swapped every
     round (ABBA...), so that load on the machine falls on both alike. Per side every run's seconds per seed, its
     fastest and median; the ratio of seeds per second (this / other) of the fastest runs, of the medians, per round
-    and the rounds' paired median with its interval (:func:`paired_ratio`)."""
+    and the rounds' paired median with its interval (:func:`paired_ratio`). ``this_options``: ``KEY=JSON``
+    configuration options set on this checkout's side alone (what an option costs against ``other``)."""
     from benchmarks.protocol200 import full_commit, worktree  # git worktrees of a commit, made once
 
     full = full_commit(other)
@@ -120,7 +123,7 @@ def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int)
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
     for k in range(repeats):
         for side in list(trees)[:: 1 if k % 2 == 0 else -1]:
-            runs[side].append(one_run(trees[side], data_dir, seeds, workload))
+            runs[side].append(one_run(trees[side], data_dir, seeds, workload, this_options if side == "this" else ()))
     sides = {}
     for side, out in runs.items():
         per_seed = [r["seconds_per_seed"] for r in out]
@@ -130,7 +133,7 @@ def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int)
                        "runs_seconds_per_seed": per_seed, "median_seconds_per_seed": statistics.median(per_seed)}
     this, base = sides["this"], sides[other]
     by_round = [b / a for a, b in zip(this["runs_seconds_per_seed"], base["runs_seconds_per_seed"])]
-    return {"seeds": seeds, "repeats": repeats, "this": this, "against": base,
+    return {"seeds": seeds, "repeats": repeats, "this_options": list(this_options), "this": this, "against": base,
             "ratio_seeds_per_s_fastest": round(base["seconds_per_seed"] / this["seconds_per_seed"], 3),
             "ratio_seeds_per_s_median": round(base["median_seconds_per_seed"] / this["median_seconds_per_seed"], 3),
             "ratio_seeds_per_s_by_round": [round(x, 3) for x in by_round],
@@ -173,11 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--against", metavar="COMMIT", default=None,
                    help="only this: one-process seeds/s of this checkout against COMMIT's library, alternated in one run "
                         "(--seeds, --repeats; default out: benchmarks/results/throughput/against_COMMIT.json)")
+    p.add_argument("--this-option", action="append", default=[], metavar="KEY=JSON",
+                   help="--against: a configuration option set on this checkout's side alone, its value as JSON "
+                        "(repeatable), e.g. likely_mention_quantile=0: what an option costs")
     p.add_argument("--memory-run", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.against:
         load_before = os.getloadavg()
-        res = against(args.against, args.data_dir, args.seeds, args.workload, args.repeats)
+        res = against(args.against, args.data_dir, args.seeds, args.workload, args.repeats, args.this_option)
         out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"against_{args.against}.json"
         result = {"command": command("throughput", argv), "commit": commit(), "machine": machine_info(load_before),
                   "workload": {args.workload: WORKLOADS[args.workload]}, **res}

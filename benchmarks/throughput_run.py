@@ -94,14 +94,16 @@ WORKLOADS: dict[str, dict[str, Any]] = {"default": {}, "no-verification": {"veri
 
 
 def augment(split: Dataset, seeds: Dataset, num_proc: int = 1, *, call_log: bool = True,
-            workload: str = "default") -> dict[str, Any]:
+            workload: str = "default", options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One ``map`` over ``seeds`` with statistics from ``split``: rates, the backend's cost, the run summary, and a
-    digest of the accepted rows (their tokens and tags, in order: two runs that accept the same rows give the same)."""
+    digest of the accepted rows (their tokens and tags, in order: two runs that accept the same rows give the same).
+    ``options``: configuration options set beyond the workload's (what one option costs)."""
     llm = TimedLLM()
     if not call_log:
         llm.calls = _NoLog()
     start = time.perf_counter()
-    aug = RGDAAugmenter.from_dataset(split, llm=llm, method="rgda", cache=False, **WORKLOADS[workload])
+    aug = RGDAAugmenter.from_dataset(split, llm=llm, method="rgda", cache=False, **WORKLOADS[workload],
+                                     **(options or {}))
     stats_s = time.perf_counter() - start
     start = time.perf_counter()
     fingerprint = Hasher.hash(aug)  # what map would hash first: once per call, and larger with larger statistics
@@ -128,10 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, required=True)
     p.add_argument("--seeds", type=int, default=1000)
     p.add_argument("--workload", choices=list(WORKLOADS), default="default")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=JSON",
+                   help="a configuration option beyond the workload's, its value as JSON (repeatable)")
     args = p.parse_args(argv)
+    options = {k: json.loads(v) for k, _, v in (o.partition("=") for o in args.option)}
     disable_progress_bars()
     rows = read_split(args.data_dir)
-    res = augment(Dataset.from_list(rows), seed_rows(rows, args.seeds), call_log=False, workload=args.workload)
+    res = augment(Dataset.from_list(rows), seed_rows(rows, args.seeds), call_log=False, workload=args.workload,
+                  options=options)
     import hf_rgda
 
     print(json.dumps({**res, "hf_rgda": str(Path(hf_rgda.__file__).resolve().parent)}))

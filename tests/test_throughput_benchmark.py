@@ -4,10 +4,12 @@ timed against the scan it replaced (which must find the same rows)."""
 from __future__ import annotations
 
 import pytest
+from datasets import Dataset
 
 from benchmarks import ledger_scale
 from benchmarks.common import DATA_DIR
 from benchmarks.throughput import paired_ratio
+from hf_rgda import ConfigError
 
 
 def test_the_paired_ratio_is_the_rounds_median_with_an_interval_around_it() -> None:
@@ -23,3 +25,18 @@ def test_the_ledger_search_finds_what_the_scan_finds_on_a_splits_sentences() -> 
     res = ledger_scale.run(DATA_DIR, 600, 3, 0.85)  # raises where the two differ on any row
     assert res["rows"] == 600 and res["similar_rows_found"] > 0
     assert res["indexed_seconds"] > 0 and res["scan_seconds"] > 0
+
+
+@pytest.mark.skipif(not (DATA_DIR / "ncbi_disease").exists(), reason="needs ../shared/data")
+def test_an_option_given_to_one_side_reaches_its_augmenter() -> None:
+    """``throughput.py --against C --this-option KEY=JSON`` sets an option on this checkout's side alone: the run's
+    augmenter is built with it (the split tagger's rule off here: the scripted world's rows it rejects are kept)."""
+    from benchmarks import throughput_run
+
+    rows = throughput_run.read_split(DATA_DIR)[:400]
+    split, seeds = Dataset.from_list(rows), throughput_run.seed_rows(rows, 24)
+    on = throughput_run.augment(split, seeds)
+    off = throughput_run.augment(split, seeds, options={"likely_mention_quantile": 0})
+    assert off["accepted_digest"] != on["accepted_digest"]
+    with pytest.raises(ConfigError, match="likely_mention_quantile"):
+        throughput_run.augment(split, seeds, options={"likely_mention_quantile": 2})
