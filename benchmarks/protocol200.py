@@ -48,13 +48,17 @@ GEN = ROOT / "benchmarks" / ".gen"
 CACHE = ROOT / "benchmarks" / ".cache"
 RULES = ("noaug", "eda", "mr", "mr-train")
 LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
-#: the order the background job works in: the rule cells first (minutes each), then each LLM cell's rows and runs;
-#: ``/likely_mention``: 2096b68's rows less those the split tagger's rule (session 39) fires on, the lever read first;
-#: 794e120 is the row-quality issue's generator (the gates, the top-up, the split tagger's rule), beside 2096b68's
-#: (it replaces 08e3407, whose cell had not started)
+#: the order the background job works in, dataset by dataset (``protocol200.sh``: NCBI-disease, then FIN): the rule
+#: cells first (minutes each), then each LLM cell's rows and runs; ``/likely_mention``: 2096b68's rows less those the
+#: split tagger's rule (session 39) fires on, the lever read first; 6fd8f81 is the row-quality issue's generator (the
+#: gates, the top-up asked twice, the split tagger's rule), beside 2096b68's (it replaces 08e3407 and 794e120, whose
+#: cells had not started); FIN's LLM cells come from it alone
+NEW = "6fd8f81"
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
-                         "rgda@seeds+mr:2096b68", "eda", "mr-train",
-                         "rgda@seeds:794e120", "rgda@seeds+mr:794e120", "naive@seeds:2096b68", "gda@seeds:2096b68"]}
+                         "rgda@seeds+mr:2096b68", "eda", "mr-train", f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}",
+                         "naive@seeds:2096b68", "gda@seeds:2096b68"],
+        "fin": ["noaug", "mr", "eda", "mr-train", f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"naive@seeds:{NEW}",
+                f"gda@seeds:{NEW}"]}
 
 
 def parse_cell(cell: str) -> tuple[str, str | None, bool]:

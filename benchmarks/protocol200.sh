@@ -10,4 +10,11 @@ mkdir -p benchmarks/.cache
 # nice works within a scheduler autogroup; a job started with setsid gets its own group, which nice alone leaves
 # at an equal share with the session's foreground work: lower the group too where the kernel has autogroups
 [ -w /proc/self/autogroup ] && echo 19 > /proc/self/autogroup 2>/dev/null
-exec nice -n 19 .venv/bin/python -u -m benchmarks.protocol200 run --commit "$@" >> benchmarks/.cache/protocol200.log 2>&1
+# each dataset of the PLAN in turn (NCBI-disease complete first, then FIN), or the one given with --dataset
+if [ $# -gt 0 ]; then
+  exec nice -n 19 .venv/bin/python -u -m benchmarks.protocol200 run --commit "$@" >> benchmarks/.cache/protocol200.log 2>&1
+fi
+for dataset in ncbi_disease fin; do
+  nice -n 19 .venv/bin/python -u -m benchmarks.protocol200 run --commit --dataset "$dataset" \
+    >> benchmarks/.cache/protocol200.log 2>&1 || exit $?
+done
