@@ -10,11 +10,16 @@ mkdir -p benchmarks/.cache
 # nice works within a scheduler autogroup; a job started with setsid gets its own group, which nice alone leaves
 # at an equal share with the session's foreground work: lower the group too where the kernel has autogroups
 [ -w /proc/self/autogroup ] && echo 19 > /proc/self/autogroup 2>/dev/null
-# each dataset of the PLAN in turn (NCBI-disease complete first, then FIN), or the one given with --dataset
-if [ $# -gt 0 ]; then
-  exec nice -n 19 .venv/bin/python -u -m benchmarks.protocol200 run --commit "$@" >> benchmarks/.cache/protocol200.log 2>&1
-fi
-for dataset in ncbi_disease fin; do
-  nice -n 19 .venv/bin/python -u -m benchmarks.protocol200 run --commit --dataset "$dataset" \
-    >> benchmarks/.cache/protocol200.log 2>&1 || exit $?
-done
+# each dataset of the PLAN in turn (NCBI-disease complete first, then FIN), or only the one given with --dataset;
+# other arguments go to every run. Stop it with `pkill -f benchmarks/protocol200.sh; pkill -f "benchmarks.protocol200 run"`
+# (a stop loses at most the chunk or training run under way). The body is one function, read whole before it runs, so
+# a checkout that changes this file while the job runs cannot feed bash a stray line.
+main() {
+  local datasets=(ncbi_disease fin) arg
+  for arg in "$@"; do [[ $arg == --dataset || $arg == --dataset=* ]] && datasets=(""); done
+  for dataset in "${datasets[@]}"; do
+    nice -n 19 .venv/bin/python -u -m benchmarks.protocol200 run --commit ${dataset:+--dataset "$dataset"} "$@" \
+      >> benchmarks/.cache/protocol200.log 2>&1 || return $?
+  done
+}
+main "$@"; exit $?

@@ -41,6 +41,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -181,10 +182,22 @@ def main(argv: list[str] | None = None) -> int:
                         "(repeatable), e.g. likely_mention_quantile=0: what an option costs")
     p.add_argument("--memory-run", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.this_option and not args.against:
+        p.error("--this-option applies to --against runs")
+    for option in args.this_option:
+        key, eq, value = option.partition("=")
+        try:
+            json.loads(value)
+        except json.JSONDecodeError:
+            eq = ""
+        if not (key and eq):
+            p.error(f"--this-option {option!r}: expected KEY=JSON, e.g. likely_mention_quantile=0 or "
+                    "representation='\"inline\"'")
     if args.against:
         load_before = os.getloadavg()
         res = against(args.against, args.data_dir, args.seeds, args.workload, args.repeats, args.this_option)
-        out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"against_{args.against}.json"
+        options = "".join("_" + re.sub(r"\W+", "-", o).strip("-") for o in args.this_option)
+        out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"against_{args.against}{options}.json"
         result = {"command": command("throughput", argv), "commit": commit(), "machine": machine_info(load_before),
                   "workload": {args.workload: WORKLOADS[args.workload]}, **res}
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -230,8 +243,10 @@ def _processor() -> str:
 def against_table(r: Mapping[str, Any]) -> str:
     this, base = r["this"], r["against"]
     lines = ["| library | seeds/s (fastest) | s/seed, every run | accepted rows |", "|---|---|---|---|"]
-    lines += [f"| {s['commit']} | {s['seeds_per_s']} | {', '.join(map(str, s['runs_seconds_per_seed']))} | "
-              f"{s['accepted']} ({s['accepted_digest']}) |" for s in (this, base)]
+    named = {"this": f"{this['commit']} with {', '.join(r['this_options'])}" if r.get("this_options") else this["commit"],
+             "against": base["commit"]}
+    lines += [f"| {named[side]} | {s['seeds_per_s']} | {', '.join(map(str, s['runs_seconds_per_seed']))} | "
+              f"{s['accepted']} ({s['accepted_digest']}) |" for side, s in (("this", this), ("against", base))]
     lines.append(f"ratio of seeds/s, this / {base['commit']}: fastest {r['ratio_seeds_per_s_fastest']}, median "
                  f"{r['ratio_seeds_per_s_median']}, paired median {r['ratio_paired_median']} "
                  f"(95% {r['ratio_paired_median_ci95'][0]}-{r['ratio_paired_median_ci95'][1]}), by round "

@@ -102,8 +102,8 @@ def augment(split: Dataset, seeds: Dataset, num_proc: int = 1, *, call_log: bool
     if not call_log:
         llm.calls = _NoLog()
     start = time.perf_counter()
-    aug = RGDAAugmenter.from_dataset(split, llm=llm, method="rgda", cache=False, **WORKLOADS[workload],
-                                     **(options or {}))
+    aug = RGDAAugmenter.from_dataset(split, llm=llm, method="rgda", cache=False,
+                                     **{**WORKLOADS[workload], **(options or {})})
     stats_s = time.perf_counter() - start
     start = time.perf_counter()
     fingerprint = Hasher.hash(aug)  # what map would hash first: once per call, and larger with larger statistics

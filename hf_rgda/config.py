@@ -138,11 +138,12 @@ class AugmentConfig:
         its sentences; 0 for the APIs, which repair instead: docs/decisions/spare-sentences.md)""",
         type=int, group="generation")
     top_up: int | None = _f(None, """
-        how many times a seed that the gates (sense, entity verification, completeness) leave short of num_augmented
-        sentences is asked again, afresh (the composer's request for the missing and spare sentences, sampled anew;
-        from the second time on with another seed as its example item), the gates reading the new ones; 0 never;
-        unset: the backend's own (2 for the local model, whose short seeds are mostly one bad sample; 0 for the
-        APIs, which repair instead: docs/decisions/top-up.md); the guided methods (gda, rgda) only""",
+        how many times at most (0-5) a seed left short of num_augmented sentences is asked again, afresh: the
+        composer's request for the missing and spare sentences, sampled anew, from the second time on with another
+        seed of the batch as its example item; the rule checker reads each ask's sentences before the next, the gates
+        (sense, entity verification, completeness) read them all afterwards; 0 never; unset: the backend's own (2 for
+        the local model, whose short seeds are mostly one bad sample; 0 for the APIs, which repair instead:
+        docs/decisions/top-up.md); the guided methods (gda, rgda) only""",
         type=int, group="generation")
     seed: int = _f(0, "base random seed; every call's seed is derived from it and the call's content", group="generation")
     representation: str = _f("auto", """

@@ -18,6 +18,7 @@ import re
 import shlex
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -148,6 +149,10 @@ def dataset_card(dsd: Any, report: Mapping[str, Any] | None, *, repo_id: str, so
     return public(f"---\n{data.to_yaml()}\n---\n\n{body}")
 
 
+#: the options the command line writes as ``--x`` / ``--no-x`` (as :mod:`hf_rgda.cli` builds them)
+_FLAGS = frozenset(f.name for f in fields(AugmentConfig) if f.type in ("bool", bool) or f.metadata.get("type") is bool)
+
+
 def reproduce_command(report: Mapping[str, Any], repo_id: str) -> str:
     """The command that runs the same augmentation on the pushed ``seed`` split: the backend and every option whose
     value differs from :class:`~hf_rgda.config.AugmentConfig`'s default (no local path, no server URL)."""
@@ -162,8 +167,10 @@ def reproduce_command(report: Mapping[str, Any], repo_id: str) -> str:
         if name not in defaults or value == defaults[name] or name in ("keep_originals", "keep_rejected"):
             continue
         flag = "--" + name.replace("_", "-")
-        if isinstance(value, bool):
+        if isinstance(value, bool) and name in _FLAGS:
             line.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, bool):  # an option that once was on or off and now counts (top_up): on is once
+            line += [flag, str(int(value))]
         else:
             line += [flag, str(value)]
     return shlex.join([*line, "--out", repo_id.split("/")[-1]])

@@ -157,6 +157,22 @@ def test_card_templates_are_package_files_not_links() -> None:
     assert [p for d in ("hf_rgda", "model_cards") for p in (root / d).rglob("*") if p.is_symlink()] == []
 
 
+def test_the_reproduce_command_parses_and_reads_an_old_on_off_top_up_as_a_count() -> None:
+    """The card's command sets every option that differs from the default the way the CLI takes it: a bool option
+    as ``--x`` / ``--no-x`` (``check_mentions``, unset by default), ``top_up`` (once on or off, now a count) as a
+    number, so that a summary.json written before it counted still reproduces (on: one ask)."""
+    import shlex
+
+    from hf_rgda.cli import _parser
+    from hf_rgda.hub import reproduce_command
+
+    line = reproduce_command({"config": {"top_up": True, "check_mentions": False, "num_augmented": 5}}, "me/rows")
+    assert "--top-up 1" in line and "--no-check-mentions" in line
+    args = _parser().parse_args(shlex.split(line)[1:])
+    assert (args.top_up, args.check_mentions, args.num_augmented) == (1, False, 5)
+    assert "--top-up 0" in reproduce_command({"config": {"top_up": False}}, "me/rows")
+
+
 # ---------------------------------------------------------------- provenance (issue 53)
 def _check_provenance(card: str, files: dict[str, bytes], repo_id: str, private: tuple[str, ...]) -> None:
     """The card's YAML provenance, no local path or URL in any pushed text, and the run's files under run/."""

@@ -8,6 +8,7 @@ import pytest
 
 from hf_rgda import AugmentConfig, ScriptedLLM
 from hf_rgda.cache import ResponseCache
+from hf_rgda.calls import derive_seed
 from hf_rgda.checking import Checker, complete_items
 from hf_rgda.checking.decode import copies_item, text_loops
 from hf_rgda.pipeline import Pipeline
@@ -291,9 +292,12 @@ def test_a_seed_the_gates_leave_short_is_topped_up_by_a_fresh_ask(own: bool, giv
     assert len(requests) == 1 and len(r.accepted) == 3
 
 
-def test_a_seed_still_short_is_asked_again_with_another_example_item() -> None:
+@pytest.mark.parametrize("asks", [2, 4])
+def test_a_seed_still_short_is_asked_again_with_another_example_item(asks: int) -> None:
     """``top_up=2`` (the local model's own): a seed the first fresh ask leaves short is asked once more, sampled
-    anew and showing the next in-domain seed as its example item; no third ask, and none once the seed has its rows."""
+    anew and showing the next in-domain seed as its example item; the first ask is as it was before it counted (its
+    sampling seed the stage's own), no ask is counted as a judge round, and none is made once the seed has its
+    rows (``top_up=4`` too)."""
     requests: list[tuple[list, dict]] = []
 
     def handler(messages, schema, params):
@@ -312,7 +316,7 @@ def test_a_seed_still_short_is_asked_again_with_another_example_item() -> None:
         return FakeWorld()(messages, schema, params)
 
     llm = ScriptedLLM(handler)
-    llm.top_up, llm.max_repairs = 2, 0
+    llm.top_up, llm.max_repairs = asks, 0
     pipe = Pipeline(AugmentConfig(method="gda"), llm, Checker(("Disease",)))
     [r, *_] = asyncio.run(pipe.run(SEEDS[:1], examples=SEEDS))
     assert len(requests) == 3 and len(r.accepted) == 3
@@ -323,6 +327,8 @@ def test_a_seed_still_short_is_asked_again_with_another_example_item() -> None:
     assert "tumours of the colon" in shown[2]  # the second top-up shows the next seed as its example
     assert third[1]["content"].endswith("Write 1 new sentences.")
     assert r.accounting.stage_calls["composer_top_up"] == 2
+    assert p2["seed"] == derive_seed(0, SEEDS[0].key, "composer_top_up", "")  # the first ask's seed, as before
+    assert [k for k in r.accounting.stage_usage if k.startswith("composer_top_up")] == ["composer_top_up"]
 
 
 @pytest.mark.parametrize(("own", "given"), [(True, None), (False, None), (True, False), (False, True)])

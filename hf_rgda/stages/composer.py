@@ -170,9 +170,10 @@ class Composer:
         """Fresh asks for a seed the gates left short of ``num_augmented``, ``top_up`` times at most: the composer's
         request again, for the missing sentences and the spare ones, sampled anew (not a conversation about the
         rejected ones, whose faults the local model repeats: docs/decisions/top-up.md); from the second ask on it
-        shows another seed as its example item, as a seed left short twice is mostly one whose sample keeps going
-        wrong the same way. The new sentences must not repeat the kept ones; the checker reads each ask's before the
-        next is made, the gates after the stage in the plan read them all. An ask that fails (an unreadable answer, a
+        shows another seed as its example item (where the batch has another), as a seed left short twice is mostly
+        one whose sample keeps going wrong the same way. The new sentences must not repeat the kept ones; the rule
+        checker reads each ask's sentences before the next is made, the gates after the stage in the plan (sense,
+        entity verification, completeness) read them all once the asks are done. An ask that fails (an unreadable answer, a
         backend error) leaves a note and the seed its rows, and no further ask is made, unless the error stops
         the run."""
         cfg = self.run.config
@@ -183,8 +184,9 @@ class Composer:
             n = missing + (cfg.spare_sentences or 0)
             shown = _shown(self.examples, r, turn)
             try:  # its calls and rejections are counted under its own name; the first ask's salt is the stage's own
+                # (a text salt: a number would count the ask as a judge round)
                 new, _ = await self.run.write(r, "composer_top_up", self.request(r, n, shown), n, keep=valid(r),
-                                              shown=shown, salt=turn or "")
+                                              shown=shown, salt=str(turn) if turn else "")
             except AuthenticationError:
                 raise  # it would fail every seed the same way: it stops the run (hf_rgda.pipeline.STOPS_THE_RUN)
             except (ParseError, BackendError) as err:
