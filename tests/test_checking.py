@@ -708,6 +708,8 @@ def test_an_entity_cut_before_a_head_of_its_type_is_rejected_but_not_before_a_nu
 def test_a_sentence_cut_off_mid_clause_is_rejected_but_not_one_that_ends_with_punctuation_or_as_its_seed() -> None:
     bad = _check(CHECK, decode("Carriers had a higher risk of gout compared to a", ("gout", "Disease")))
     assert bad.reason == "truncated" and "stops at 'a'" in bad.detail
+    bad = _check(CHECK, decode("Carriers of gout had the right to sell , transfer , assign ,", ("gout", "Disease")))
+    assert bad.reason == "truncated" and "stops at ','" in bad.detail  # a list cut off after its comma
     list_seed = Seed("s", ("The", "Borrower", "shall", "pay", "the", "fees", ";", "and"), ("O",) * 8)
     for text, seed in (("The gout patients were then tested for .", SEED), ("Gout was the case in AS", SEED),
                        ("The gout clinic shall pay the fees ; and", list_seed)):
