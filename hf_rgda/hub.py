@@ -169,10 +169,8 @@ def reproduce_command(report: Mapping[str, Any], repo_id: str) -> str:
         flag = "--" + name.replace("_", "-")
         if isinstance(value, bool) and name in _FLAGS:
             line.append(flag if value else "--no-" + flag[2:])
-        elif isinstance(value, bool):  # an option that once was on or off and now counts (top_up): on is once
-            line += [flag, str(int(value))]
-        else:
-            line += [flag, str(value)]
+        else:  # a value, or on/off of an option that now counts (top_up, from an older summary.json: on is once)
+            line += [flag, str(int(value) if isinstance(value, bool) else value)]
     return shlex.join([*line, "--out", repo_id.split("/")[-1]])
 
 
