@@ -22,7 +22,7 @@ from ._exceptions import ConfigError, RGDAError
 from ._secrets import environment_secrets, redact
 from ._terminal import missing_extra, set_logging
 from ._version import __version__
-from .config import DEFAULT_LLM, METHODS, AugmentConfig
+from .config import DEFAULT_LLM, METHODS, AugmentConfig, is_flag
 from .llm import EXAMPLE_MODELS, LLM
 from .recipe import DEFAULT_MAX_FAILED, max_failed
 
@@ -37,7 +37,7 @@ def _add_config_options(parser: argparse.ArgumentParser, config: type) -> None:
     groups: dict[str, Any] = {}
     for f in dataclasses.fields(config):
         kw: dict[str, Any] = {"dest": f.name, "default": f.default, "help": f"{f.metadata['help']} (default: {f.default})"}
-        if f.type in ("bool", bool) or f.metadata.get("type") is bool:  # ``bool | None``: unset, --x or --no-x
+        if is_flag(f):  # ``bool | None``: unset, --x or --no-x
             kw["action"] = argparse.BooleanOptionalAction
         else:
             kw["type"] = f.metadata.get("type", type(f.default))  # ``type`` where the default is None

@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import Field, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from ._exceptions import ConfigError, SchemaError
@@ -67,6 +67,12 @@ class DebateConfig:
         """The mean reviewer score an item needs under this reading."""
         return self.probability_sigma if self.reading == "probability" else self.sigma
 
+
+
+def is_flag(f: Field[Any]) -> bool:
+    """Whether an option is on or off (``bool``, or ``bool | None`` with ``type=bool``): the command line writes it
+    as ``--x`` / ``--no-x``."""
+    return f.type in ("bool", bool) or f.metadata.get("type") is bool
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:

@@ -29,7 +29,7 @@ from ._exceptions import ConfigError, HubError
 from ._secrets import environment_secrets, redact
 from ._version import __version__
 from .columns import META_COLUMNS
-from .config import AugmentConfig
+from .config import AugmentConfig, is_flag
 from .inputs import looks_like_path
 from .pricing import usd
 from .summary import read_figures
@@ -149,8 +149,7 @@ def dataset_card(dsd: Any, report: Mapping[str, Any] | None, *, repo_id: str, so
     return public(f"---\n{data.to_yaml()}\n---\n\n{body}")
 
 
-#: the options the command line writes as ``--x`` / ``--no-x`` (as :mod:`hf_rgda.cli` builds them)
-_FLAGS = frozenset(f.name for f in fields(AugmentConfig) if f.type in ("bool", bool) or f.metadata.get("type") is bool)
+_FLAGS = frozenset(f.name for f in fields(AugmentConfig) if is_flag(f))  # written --x / --no-x
 
 
 def reproduce_command(report: Mapping[str, Any], repo_id: str) -> str:

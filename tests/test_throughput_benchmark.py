@@ -28,9 +28,10 @@ def test_the_ledger_search_finds_what_the_scan_finds_on_a_splits_sentences() -> 
 
 
 @pytest.mark.skipif(not (DATA_DIR / "ncbi_disease").exists(), reason="needs ../shared/data")
-def test_an_option_given_to_one_side_reaches_its_augmenter() -> None:
-    """``throughput.py --against C --this-option KEY=JSON`` sets an option on this checkout's side alone: the run's
-    augmenter is built with it (the split tagger's rule off here: the scripted world's rows it rejects are kept)."""
+def test_an_option_given_to_a_throughput_run_reaches_its_augmenter() -> None:
+    """A run's options (``throughput_run.py --option``, which ``throughput.py --against --this-option`` gives this
+    checkout's side) build its augmenter: the split tagger's rule off here keeps the scripted rows it rejects; a
+    value out of bounds fails as the configuration does."""
     from benchmarks import throughput_run
 
     rows = throughput_run.read_split(DATA_DIR)[:400]

@@ -5,7 +5,6 @@ sentences on :data:`~hf_rgda.schemas.AC_RUBRIC`; a refiner revises them)."""
 from __future__ import annotations
 
 import functools
-import itertools
 import random
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -111,12 +110,13 @@ def _without(source: Sequence[str], cut: Collection[int], n: int) -> list[str]:
 
 def _shown(examples: Sequence[Seed], r: SeedResult, turn: int = 0) -> tuple[Seed, ...]:
     """The in-domain seed shown as the example item of ``r``'s ``turn``-th ask: the ``turn``-th other than ``r``'s
-    own (counted round where there are fewer); read lazily, as the first is nearly always the one asked for."""
-    picked = next(itertools.islice((s for s in examples if s.key != r.seed.key), turn, None), None)
-    if picked is None and turn:
-        others = [s for s in examples if s.key != r.seed.key]
-        picked = others[turn % len(others)] if others else None
-    return (picked,) if picked is not None else ()
+    own, counted round (the first ask's, nearly every call, found without listing the batch)."""
+    others = (s for s in examples if s.key != r.seed.key)
+    if not turn:
+        first = next(others, None)
+        return (first,) if first is not None else ()
+    pool = list(others)
+    return (pool[turn % len(pool)],) if pool else ()
 
 
 def _accepted(r: SeedResult) -> list[Candidate]:
