@@ -69,6 +69,25 @@ def test_a_new_name_shaped_like_the_splits_mentions_is_found(tagger: MentionTagg
     assert tagger.most_likely(["gout", "."], ["B-Disease", "O"]) is None
 
 
+def test_a_row_read_again_is_answered_as_the_first_time(tagger: MentionTagger, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hf_rgda.checking.tagger as module
+
+    tokens = ["children", "with", "pancreatitis", "were", "treated", "for", "arthritis", "."]
+    tags = ["O", "O", "O", "O", "O", "O", "B-Disease", "O"]
+    fresh = MentionTagger(tagger.weights, tagger.trained_on, tagger.reference)
+    first = fresh.most_likely(tokens, tags)
+    assert first == (2, fresh._probabilities(tokens, [2])[0])  # every word read, the asked ones compared
+    assert fresh.most_likely(tokens, tags) == first  # remembered
+    # the same words, other tags: the remembered probabilities, other words asked about
+    retagged = fresh.most_likely(tokens, ["O", "O", "B-Disease", "O", "O", "O", "B-Disease", "O"])
+    assert retagged is not None and retagged[0] != 2
+    monkeypatch.setattr(module, "_ROWS", 2)  # bounded: emptied when full
+    for k in range(5):
+        fresh.most_likely([*tokens[:-1], f"x{k}", "."], [*tags[:-1], "O", "O"])
+    assert len(fresh._rows) <= 2
+    assert pickle.dumps(fresh) == pickle.dumps(tagger)  # nor pickled
+
+
 def test_the_reference_comes_from_the_splits_own_sentences(tagger: MentionTagger) -> None:
     ref = tagger.reference
     assert len(ref) == 101 and tagger.trained_on == sum(len(r) for r in _split()[0])

@@ -86,8 +86,9 @@ class Checker:
         sentence = Sentence(cand.tokens, cand.tags, seed, self, accepted, forbid_seed_entities, shown, ledger)
         found = first_failure(sentence, table.RULES)
         if found is not None and self.salvage:  # a sentence no rule fails has nothing to repair
-            sentence = self._salvage(cand, sentence)
-            found = first_failure(sentence, table.RULES)
+            repaired = self._salvage(cand, sentence)
+            if repaired is not sentence:  # none repaired: the rule that failed it fails it still
+                found = first_failure(repaired, table.RULES)
         return cand.reject(found.rule.name, found.detail) if found else cand
 
     def vary(self, rs: Sequence[SeedResult], ledger: Ledger, *, forbid_seed_entities: bool,

@@ -120,9 +120,9 @@ class Finding(NamedTuple):
 
 
 def first_failure(s: Sentence, rules: tuple[Rule, ...]) -> Finding | None:
-    """The first of ``rules`` that ``s`` fails, in table order. An entity rule's verdict, and a sentence rule's that
-    has a repair, is kept on ``s`` (salvage asks the rules with a repair first, then the whole table, of the same
-    sentence; a repair makes a new sentence)."""
+    """The first of ``rules`` that ``s`` fails, in table order. The verdict of a rule with a repair is kept on ``s``
+    (salvage asks the rules with a repair first, then the whole table, of the same sentence; a repair makes a new
+    sentence)."""
     for group, run in _runs(rules):
         if not group:
             for rule in run:
@@ -132,7 +132,8 @@ def first_failure(s: Sentence, rules: tuple[Rule, ...]) -> Finding | None:
             continue
         for span in s.spans:
             for rule in run:
-                if (detail := s.memo((rule.name, span), rule.check, span)) is not None:
+                detail = rule.check(s, span) if rule.repair is None else s.memo((rule.name, span), rule.check, span)
+                if detail is not None:
                     return Finding(rule, detail, span)
     return None
 

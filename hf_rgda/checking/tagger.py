@@ -47,6 +47,8 @@ MIN_SENTENCES, MIN_TAGGED = 50, 20
 #: the reference: the split's own sentences scored out of fold (two halves, each read by a tagger of the other),
 #: kept as the 0th..100th percentiles of their :meth:`MentionTagger.most_likely` probabilities
 FOLDS = 2
+#: the rows whose probabilities a tagger remembers (:meth:`MentionTagger.most_likely`; emptied when full)
+_ROWS = 4096
 
 
 def _shape(word: str) -> str:
@@ -222,9 +224,19 @@ class MentionTagger:
         asked = _asked(tokens, tags, skip, spans)
         if not asked:
             return None
-        p = self._probabilities(tokens, asked)
-        k = max(range(len(p)), key=p.__getitem__)
-        return asked[k], p[k]
+        p = self._row(tuple(tokens))
+        k = max(asked, key=p.__getitem__)
+        return k, p[k]
+
+    def _row(self, tokens: tuple[str, ...]) -> list[float]:
+        """Every word's probability (:meth:`_probabilities`), remembered for the last :data:`_ROWS` rows read: a
+        run reads one row again after a repair, and the same row written for another seed."""
+        got = self._rows.get(tokens)
+        if got is None:
+            if len(self._rows) >= _ROWS:
+                self._rows.clear()
+            got = self._rows[tokens] = self._probabilities(tokens, range(len(tokens)))
+        return got
 
     def _probabilities(self, tokens: Sequence[str], at: Sequence[int]) -> list[float]:
         """The probabilities of the words at ``at``. The model is linear: a word's score is the sum of what each word
@@ -247,6 +259,10 @@ class MentionTagger:
 
     @cached_property
     def _part_cache(self) -> dict[str | None, tuple[float, ...]]:
+        return {}
+
+    @cached_property
+    def _rows(self) -> dict[tuple[str, ...], list[float]]:
         return {}
 
     def _parts(self, word: str | None) -> tuple[float, ...]:
