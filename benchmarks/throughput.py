@@ -29,10 +29,14 @@ against COMMIT's (a git worktree under ``benchmarks/.gen/``), each run a fresh i
 ``throughput_run.py`` with ``PYTHONPATH`` on one side's tree (the same driver, seeds and clock; no call log), the
 sides alternated ABBA for ``--repeats`` rounds in one run, and the ratio reported with the machine and its load.
 Each side's accepted rows are hashed: a change meant to be faster only shows the same digest as before.
+With ``--checker-replays N`` it times the checker alone instead (the run's checks recorded, then made again N
+times without the pipeline around them; ``throughput_run.time_checker``): the checker's share of a run is about a
+fifth, so a change to it moves the whole run's ratio by less than this machine's noise between rounds.
 
 Usage:
     python -m benchmarks.throughput --data-dir ../shared/data
     python -m benchmarks.throughput --against 8ae9ee0 --seeds 1000 --repeats 4
+    python -m benchmarks.throughput --against 8ae9ee0 --seeds 1000 --repeats 4 --checker-replays 5
 """
 
 from __future__ import annotations
@@ -95,12 +99,15 @@ def memory(data_dir: Path, n: int, call_log: bool, workload: str) -> dict[str, A
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def one_run(tree: Path, data_dir: Path, seeds: int, workload: str, options: Sequence[str] = ()) -> dict[str, Any]:
+def one_run(tree: Path, data_dir: Path, seeds: int, workload: str, options: Sequence[str] = (),
+            checker_replays: int = 0) -> dict[str, Any]:
     """One run of ``throughput_run.py`` in a fresh interpreter whose ``hf_rgda`` is ``tree``'s (``-P``: the script's
     own folder is not on the path, so nothing but ``PYTHONPATH`` says where the library comes from); ``options``:
-    ``KEY=JSON`` configuration options beyond the workload's."""
+    ``KEY=JSON`` configuration options beyond the workload's; ``checker_replays``: time the checker alone
+    (``throughput_run.time_checker``)."""
     cmd = [sys.executable, "-P", str(RUN), "--data-dir", str(data_dir.resolve()), "--seeds", str(seeds),
-           "--workload", workload, *(f"--option={o}" for o in options)]
+           "--workload", workload, *(f"--option={o}" for o in options),
+           *(["--checker-replays", str(checker_replays)] if checker_replays else [])]
     env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=tree, env=env)
     res = json.loads(done.stdout.strip().splitlines()[-1])
@@ -142,6 +149,34 @@ def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int,
             "same_rows_accepted": this["accepted_digest"] == base["accepted_digest"]}
 
 
+def checker_against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int,
+                    replays: int) -> dict[str, Any]:
+    """The checker alone, this checkout's against ``other``'s: each side's run records the checks of one ``map``
+    and makes them again ``replays`` times (``throughput_run.time_checker``); ``repeats`` rounds, sides swapped
+    every round as in :func:`against`. The ratio is of checks per second (this / other) over the whole run's checks
+    (the two sides check different numbers of rows where their rules differ: both counts are reported)."""
+    from benchmarks.protocol200 import full_commit, worktree
+
+    full = full_commit(other)
+    trees = {"this": ROOT, other: worktree(full)}
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
+    for k in range(repeats):
+        for side in list(trees)[:: 1 if k % 2 == 0 else -1]:
+            runs[side].append(one_run(trees[side], data_dir, seeds, workload, checker_replays=replays))
+    sides = {}
+    for side, out in runs.items():
+        if len({r["verdicts_digest"] for r in out}) != 1:
+            raise SystemExit(f"{side}: its runs' checks gave different verdicts: {[r['verdicts_digest'] for r in out]}")
+        sides[side] = {"commit": commit() if side == "this" else full[:7], **min(out, key=lambda r: r["checker_s"]),
+                       "runs_checker_s": [r["checker_s"] for r in out]}
+    this, base = sides["this"], sides[other]
+    by_round = [b / a for a, b in zip(this["runs_checker_s"], base["runs_checker_s"])]
+    return {"seeds": seeds, "repeats": repeats, "replays": replays, "this": this, "against": base,
+            "ratio_checker_s_fastest": round(base["checker_s"] / this["checker_s"], 3),
+            "ratio_checker_s_by_round": [round(x, 3) for x in by_round], **paired_ratio(by_round),
+            "per_check_ratio": round(base["checker_us_per_check"] / this["checker_us_per_check"], 3)}
+
+
 def paired_ratio(by_round: Sequence[float], resamples: int = 10_000) -> dict[str, Any]:
     """The rounds' ratios read as pairs (each round ran both sides back to back, so the machine's load of the moment
     falls on both): their median and its 95% bootstrap interval over rounds. On a machine whose speed drifts from
@@ -180,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--this-option", action="append", default=[], metavar="KEY=JSON",
                    help="--against: a configuration option set on this checkout's side alone, its value as JSON "
                         "(repeatable), e.g. likely_mention_quantile=0: what an option costs")
+    p.add_argument("--checker-replays", type=int, default=0, metavar="N",
+                   help="--against: time the checker alone instead, each run's checks made again N times (default "
+                        "out: benchmarks/results/throughput/checker_against_COMMIT.json)")
     p.add_argument("--memory-run", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.this_option and not args.against:
@@ -193,6 +231,19 @@ def main(argv: list[str] | None = None) -> int:
         if not (key and eq):
             p.error(f"--this-option {option!r}: expected KEY=JSON, e.g. likely_mention_quantile=0 or "
                     "representation='\"inline\"'")
+    if args.checker_replays and not args.against:
+        p.error("--checker-replays applies to --against runs")
+    if args.against and args.checker_replays:
+        load_before = os.getloadavg()
+        res = checker_against(args.against, args.data_dir, args.seeds, args.workload, args.repeats,
+                              args.checker_replays)
+        out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"checker_against_{args.against}.json"
+        result = {"command": command("throughput", argv), "commit": commit(), "machine": machine_info(load_before),
+                  "workload": {args.workload: WORKLOADS[args.workload]}, **res}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+        print(checker_table(result))
+        return 0
     if args.against:
         load_before = os.getloadavg()
         res = against(args.against, args.data_dir, args.seeds, args.workload, args.repeats, args.this_option)
@@ -253,6 +304,17 @@ def against_table(r: Mapping[str, Any]) -> str:
                  f"{r['ratio_seeds_per_s_by_round']} "
                  f"({r['machine']['processor']}, {r['machine']['cpu_count']} cores, load "
                  f"{r['machine']['load_average_1_5_15_min']['before'][0]:.1f})")
+    return "\n".join(lines)
+
+
+def checker_table(r: Mapping[str, Any]) -> str:
+    this, base = r["this"], r["against"]
+    lines = ["| library | checks | checker s (fastest of rounds) | us a check | every round |", "|---|---|---|---|---|"]
+    lines += [f"| {s['commit']} | {s['checks']} | {s['checker_s']} | {s['checker_us_per_check']} | "
+              f"{', '.join(map(str, s['runs_checker_s']))} |" for s in (this, base)]
+    lines.append(f"checker time, {base['commit']} / this: fastest {r['ratio_checker_s_fastest']}, paired median "
+                 f"{r['ratio_paired_median']} (95% {r['ratio_paired_median_ci95'][0]}-{r['ratio_paired_median_ci95'][1]}); "
+                 f"per check {r['per_check_ratio']} ({r['machine']['processor']}, {r['machine']['cpu_count']} cores)")
     return "\n".join(lines)
 
 

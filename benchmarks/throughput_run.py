@@ -125,6 +125,43 @@ def augment(split: Dataset, seeds: Dataset, num_proc: int = 1, *, call_log: bool
     return res
 
 
+def time_checker(split: Dataset, seeds: Dataset, replays: int, workload: str = "default",
+                 options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The checker alone: every ``Checker.check`` call of one ``map`` (as :func:`augment` runs it; its clock not
+    read, as the copies taken cost time) kept, each candidate copied as it came in, then the calls made again
+    ``replays`` times on the same checker, timed (no asyncio, no backend, no stage around them). The tagger's
+    remembered rows (``_rows``, where the tagger has them) are emptied before each replay, so each reads its rows
+    once afresh. Reports the fastest and the first replay, and a digest of the verdicts (reasons, tags, repairs)."""
+    import copy
+
+    from hf_rgda.checking import Checker
+
+    calls, original = [], Checker.check
+
+    def check(self: Any, cand: Any, seed: Any, accepted: Any, **kw: Any) -> Any:
+        calls.append((self, copy.deepcopy(cand), seed, [copy.deepcopy(a) for a in accepted], kw))
+        return original(self, cand, seed, accepted, **kw)
+
+    Checker.check = check  # type: ignore[method-assign]
+    try:
+        augment(split, seeds, call_log=False, workload=workload, options=options)
+    finally:
+        Checker.check = original  # type: ignore[method-assign]
+    times, verdicts = [], []
+    for _ in range(replays):
+        items = [(c, copy.deepcopy(cand), seed, acc, kw) for c, cand, seed, acc, kw in calls]
+        for c in {id(c): c for c, *_ in items}.values():
+            if (tagger := getattr(c.stats, "tagger", None)) is not None:
+                vars(tagger).get("_rows", {}).clear()
+        start = time.perf_counter()
+        verdicts = [c.check(cand, seed, acc, **kw) for c, cand, seed, acc, kw in items]
+        times.append(time.perf_counter() - start)
+    digest = hashlib.sha256(json.dumps([(v.reason, v.detail, v.tags, v.salvaged) for v in verdicts]).encode())
+    return {"seeds": len(seeds), "checks": len(calls), "replays": replays, "checker_s": round(min(times), 4),
+            "checker_s_first": round(times[0], 4), "checker_us_per_check": round(min(times) / len(calls) * 1e6, 1),
+            "verdicts_digest": digest.hexdigest()[:16]}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", type=Path, required=True)
@@ -132,12 +169,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workload", choices=list(WORKLOADS), default="default")
     p.add_argument("--option", action="append", default=[], metavar="KEY=JSON",
                    help="a configuration option beyond the workload's, its value as JSON (repeatable)")
+    p.add_argument("--checker-replays", type=int, default=0, metavar="N",
+                   help="time the checker alone instead: the map's checks made again N times (time_checker)")
     args = p.parse_args(argv)
     options = {k: json.loads(v) for k, _, v in (o.partition("=") for o in args.option)}
     disable_progress_bars()
     rows = read_split(args.data_dir)
-    res = augment(Dataset.from_list(rows), seed_rows(rows, args.seeds), call_log=False, workload=args.workload,
-                  options=options)
+    split, seeds = Dataset.from_list(rows), seed_rows(rows, args.seeds)
+    if args.checker_replays:
+        res = time_checker(split, seeds, args.checker_replays, args.workload, options)
+    else:
+        res = augment(split, seeds, call_log=False, workload=args.workload, options=options)
     import hf_rgda
 
     print(json.dumps({**res, "hf_rgda": str(Path(hf_rgda.__file__).resolve().parent)}))
