@@ -41,3 +41,21 @@ def test_an_option_given_to_a_throughput_run_reaches_its_augmenter() -> None:
     assert off["accepted_digest"] != on["accepted_digest"]
     with pytest.raises(ConfigError, match="likely_mention_quantile"):
         throughput_run.augment(split, seeds, options={"likely_mention_quantile": 2})
+
+
+@pytest.mark.skipif(not (DATA_DIR / "ncbi_disease").exists(), reason="needs ../shared/data")
+def test_the_checker_alone_is_timed_on_the_runs_own_checks_giving_its_verdicts_again() -> None:
+    """``throughput_run.time_checker`` (``throughput.py --against --checker-replays``): the map's checks recorded and
+    made again; each replay gives the same verdicts (the candidates are copied: a replay repairs its own copies), and
+    the checker is restored for the next map."""
+    from benchmarks import throughput_run
+    from hf_rgda.checking import Checker
+
+    rows = throughput_run.read_split(DATA_DIR)[:400]
+    split, seeds = Dataset.from_list(rows), throughput_run.seed_rows(rows, 16)
+    check = Checker.check
+    one = throughput_run.time_checker(split, seeds, 1)
+    three = throughput_run.time_checker(split, seeds, 3)
+    assert Checker.check is check
+    assert one["checks"] == three["checks"] > 16 and one["verdicts_digest"] == three["verdicts_digest"]
+    assert 0 < three["checker_s"] <= three["checker_s_first"]
