@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,12 @@ RULES = ("noaug", "eda", "mr", "mr-train")
 LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
 #: the order the background job works in, dataset by dataset (``protocol200.sh``: NCBI-disease, then FIN): the rule
 #: cells first (minutes each), then each LLM cell's rows and runs; ``/likely_mention``: 2096b68's rows less those the
-#: split tagger's rule (session 39) fires on, the lever read first; 6fd8f81 is the row-quality issue's generator (the
-#: gates, the top-up asked twice, the split tagger's rule), beside 2096b68's (it replaces 08e3407 and 794e120, whose
-#: cells had not started); FIN's LLM cells come from it alone
-NEW = "6fd8f81"
+#: split tagger's rule (session 39) fires on, the lever read first; f4b6d2f is the row-quality issue's generator (the
+#: gates, the top-up asked twice, the split tagger's rule: 6fd8f81's A/B, plus the comma rule and the checker's
+#: speed-ups, whose verdicts are the same), beside 2096b68's (it replaces 08e3407, 794e120 and 6fd8f81, whose cells
+#: had not started); FIN's LLM cells come from it alone. Its chunks' variety pass is given the cell's earlier rows
+#: (as one map of the 200 seeds would count them: ``protocol200_worker``)
+NEW = "f4b6d2f"
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
                          "rgda@seeds+mr:2096b68", "eda", "mr-train", f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}",
                          "naive@seeds:2096b68", "gda@seeds:2096b68"],
@@ -161,12 +164,16 @@ class Protocol:
         size = self.args.chunk_size
         return [range(lo, min(lo + size, len(self.seeds))) for lo in range(0, len(self.seeds), size)]
 
-    def read_chunk(self, path: Path, method: str, commit: str, span: range) -> tuple[dict, list[dict]] | None:
+    def read_chunk(self, path: Path, method: str, commit: str, span: range,
+                   variety: str | None = None) -> tuple[dict, list[dict]] | None:
+        """A committed chunk, refused where it is another cell's (commit, method, seeds) or its variety pass saw
+        another scope (``variety``: "cell" where the generator's pass was given the cell's earlier rows)."""
         if not path.exists():
             return None
         with gzip.open(path, "rt") as fh:
             head, *rows = (json.loads(line) for line in fh)
-        want = {"commit": commit, "method": method, "seeds": list(span), "keys": self.keys[span.start:span.stop]}
+        want = {"commit": commit, "method": method, "seeds": list(span), "keys": self.keys[span.start:span.stop],
+                **({"variety": variety} if variety else {})}
         for k, v in want.items():
             if head.get(k) != v:
                 raise SystemExit(f"{path}: its {k} is {head.get(k)!r}, this cell's is {v!r}: refused (not mixed in)")
@@ -177,20 +184,25 @@ class Protocol:
         (``--commit``) committed as it lands. Returns the accepted rows of all chunks."""
         commit = full_commit(commit)
         tree = worktree(commit)
+        # a commit with the variety pass is given the cell's earlier rows before each chunk (protocol200_worker)
+        variety = "cell" if (tree / "hf_rgda" / "checking" / "variety.py").exists() else None
         accepted: list[dict] = []
         chunks = self.chunks()
         for k, span in enumerate(chunks):
             path = self.chunk_path(method, commit, k)
-            found = self.read_chunk(path, method, commit, span)
+            found = self.read_chunk(path, method, commit, span, variety)
             if found is None:
                 start = time.perf_counter()
-                out = self.run_worker(tree, method, commit, k, span)
+                out = self.run_worker(tree, method, commit, k, span, accepted if variety else [])
+                if out.get("prior_rows") != (len(accepted) if variety else None):
+                    raise SystemExit(f"chunk {k}: the worker entered {out.get('prior_rows')} earlier rows, not "
+                                     f"{len(accepted) if variety else None}")
                 index = {key: i for i, key in zip(span, self.keys[span.start:span.stop])}
                 rows = [{"seed": index.get(r.pop("source")), **r} for r in out["rows"]]
                 head = {"commit": commit, "method": method, "dataset": self.name, "chunk": k, "of": len(chunks),
                         "seeds": list(span), "keys": self.keys[span.start:span.stop], "llm": self.args.llm,
                         "seconds": round(time.perf_counter() - start, 1), "machine": header("protocol200")["machine"],
-                        "summary": out["summary"]}
+                        "summary": out["summary"], **({"variety": variety, "prior_rows": len(accepted)} if variety else {})}
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp_path = path.with_suffix(".tmp")
                 with gzip.open(tmp_path, "wt") as fh:
@@ -206,15 +218,18 @@ class Protocol:
             accepted += [r for r in found[1] if r["status"] == "accepted"]
         return accepted
 
-    def run_worker(self, tree: Path, method: str, commit: str, k: int, span: range) -> dict[str, Any]:
-        """Chunk ``k``'s rows from the worker process, which imports ``hf_rgda`` from the generator's worktree."""
+    def run_worker(self, tree: Path, method: str, commit: str, k: int, span: range,
+                   prior: Sequence[dict] = ()) -> dict[str, Any]:
+        """Chunk ``k``'s rows from the worker process, which imports ``hf_rgda`` from the generator's worktree;
+        ``prior``: the rows the cell's earlier chunks accepted (for its variety pass)."""
         with tempfile.TemporaryDirectory() as tmp:
             self.seeds.select(span).save_to_disk(f"{tmp}/seeds")
             self.seeds.save_to_disk(f"{tmp}/source")  # @seeds: the augmenter's statistics from the seeds alone
             job = {"worktree": str(tree), "seeds": f"{tmp}/seeds", "source": f"{tmp}/source", "method": method,
                    "llm": self.args.llm, "ratio": self.args.ratio, "domain": DOMAINS.get(self.name, ""),
                    "cache": str(CACHE / f"protocol200-{commit[:12]}.sqlite3"), "options": {},
-                   "batch_size": self.args.batch_size, "desc": f"{self.name}/{method}@seeds chunk {k}"}
+                   "batch_size": self.args.batch_size, "desc": f"{self.name}/{method}@seeds chunk {k}",
+                   "prior": [{"seed": r["seed"], "tokens": r["tokens"], "tags": r["tags"]} for r in prior]}
             Path(f"{tmp}/job.json").write_text(json.dumps(job))
             env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
             subprocess.run([sys.executable, str(Path(__file__).with_name("protocol200_worker.py")),

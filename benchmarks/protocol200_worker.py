@@ -6,8 +6,15 @@ uses only the public API every generator commit since 2096b68 has: ``RGDAAugment
 ``hf_rgda.recipe.augment``, ``hf_rgda.tags.to_tag_names``.
 
 Input: a JSON job file (the chunk's seed rows saved with ``save_to_disk``, the augmenter's source rows, the method,
-the LLM, the cache); output: a JSON file with every emitted row but the seeds (tokens, tag names, source seed key,
-status, reason) and the run summary.
+the LLM, the cache, and ``prior``: the rows the cell's earlier chunks accepted); output: a JSON file with every
+emitted row but the seeds (tokens, tag names, source seed key, status, reason), the run summary and how many prior
+rows the variety pass was given.
+
+The variety pass (since 0156445) counts what one augmenter accepted in one process; a cell run as one ``map`` would
+see all its seeds' rows. So where the generator's commit has the pass, the ``prior`` rows (each with the index of
+its seed among the source rows) are entered into the augmenter's own ledger before the chunk runs, through that
+commit's own classes (``_ledger_of_rows``, ``Ledger.add``, ``Sentence``, ``_seeds``: private, but fixed with the
+commit), as that ``map`` would have them from its earlier batches.
 """
 
 from __future__ import annotations
@@ -33,15 +40,35 @@ def main(job_path: str, out_path: str) -> int:
     source = load_from_disk(job["source"])
     aug = RGDAAugmenter.from_dataset(source, llm=job["llm"], method=job["method"], num_augmented=job["ratio"],
                                      cache=job["cache"], domain=job["domain"], keep_rejected=True, **job["options"])
+    prior = enter_prior(aug, source, job.get("prior", []))
     run = augment(seeds, aug, batch_size=job["batch_size"], load_from_cache_file=False, desc=job["desc"])
     rows = run.rows.filter(lambda s: s != "original", input_columns="rgda_status", load_from_cache_file=False)
     tags = to_tag_names(rows) if len(rows) else []
     out = {"rows": [{"tokens": list(t), "tags": list(g), "source": s, "status": st, "reason": r or None}
                     for t, g, s, st, r in zip(rows["tokens"], tags, rows["rgda_source"], rows["rgda_status"],
                                               rows["rgda_reason"])],
-           "summary": run.summary.to_dict() if run.summary is not None else {}}
+           "summary": run.summary.to_dict() if run.summary is not None else {}, "prior_rows": prior}
     Path(out_path).write_text(json.dumps(out))
     return 0
+
+
+def enter_prior(aug: object, source: object, prior: list[dict]) -> int | None:
+    """Enter ``prior`` (``{"seed": index into source, "tokens", "tags"}``, tag names as the chunks store them) into
+    ``aug``'s variety ledger; the number entered, or None where the commit has no variety pass."""
+    ledger = getattr(aug, "_ledger_of_rows", None)
+    if ledger is None:
+        if prior:
+            raise SystemExit("prior rows given to a generator commit without a variety ledger")
+        return None
+    from hf_rgda.checking.sentence import Sentence
+    from hf_rgda.tags import convert_tags
+
+    seeds = aug._seeds(source[:], None)  # type: ignore[attr-defined]
+    for row in prior:
+        seed = seeds[row["seed"]]
+        tags = row["tags"] if aug.scheme == "IOB2" else convert_tags(row["tags"], aug.scheme, "IOB2")  # type: ignore[attr-defined]
+        ledger.add(seed.key, Sentence(list(row["tokens"]), list(tags), seed, None))
+    return len(prior)
 
 
 if __name__ == "__main__":

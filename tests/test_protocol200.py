@@ -34,19 +34,23 @@ def proto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(mod, "full_commit", lambda rev: rev if len(rev) == 40 else rev.ljust(40, "0"))
     monkeypatch.setattr(mod, "worktree", lambda commit: tmp_path / "tree")
     calls: list[int] = []
+    priors: list[list[dict]] = []
 
-    def run_worker(self, tree, method, commit, k, span):  # two accepted rows and one rejected per seed
+    def run_worker(self, tree, method, commit, k, span, prior=()):  # two accepted rows and one rejected per seed
         calls.append(k)
+        priors.append(list(prior))
         out = []
         for i in span:
             key = self.keys[i]
             out += [{"tokens": ["New", f"s{i}r{j}"], "tags": ["O", "B-Disease"], "source": key, "status": "accepted",
                      "reason": None} for j in range(2)]
             out.append({"tokens": ["x"], "tags": ["O"], "source": key, "status": "rejected", "reason": "check/looping"})
-        return {"rows": out, "summary": {"accepted": 2 * len(span)}}
+        variety = (tree / "hf_rgda" / "checking" / "variety.py").exists()  # as the worker enters them
+        return {"rows": out, "summary": {"accepted": 2 * len(span)}, "prior_rows": len(prior) if variety else None}
 
     monkeypatch.setattr(mod.Protocol, "run_worker", run_worker)
     p = mod.Protocol(_args(tmp_path))
+    p.priors = priors
     return mod, p, calls
 
 
@@ -78,6 +82,44 @@ def test_a_chunk_of_another_commit_or_other_seeds_is_refused(proto) -> None:
             fh.write("\n".join([json.dumps(head), *lines[1:]]) + "\n")
         with pytest.raises(SystemExit, match=f"its {field}"):
             p.generate("rgda", COMMIT)
+
+
+def test_a_generator_with_the_variety_pass_is_given_the_cells_earlier_rows(proto, tmp_path: Path) -> None:
+    """One map of the cell's seeds would count every row it accepted; the chunks run in processes of their own, so
+    each is given the rows its predecessors accepted, and says so: a chunk of the other kind is refused."""
+    _, p, _ = proto
+    p.generate("gda", COMMIT)  # the toy tree has no variety pass: no earlier rows, no field
+    assert p.priors == [[], [], []]
+    (tmp_path / "tree" / "hf_rgda" / "checking").mkdir(parents=True)
+    (tmp_path / "tree" / "hf_rgda" / "checking" / "variety.py").write_text("")
+    p.priors.clear()
+    rows = p.generate("rgda", COMMIT)
+    assert [len(x) for x in p.priors] == [0, 4, 8]  # two seeds a chunk, two rows a seed
+    assert p.priors[2] == rows[:8]  # in the cell's order
+    with gzip.open(p.chunk_path("rgda", COMMIT, 2), "rt") as fh:
+        head = json.loads(fh.readline())
+    assert head["variety"] == "cell" and head["prior_rows"] == 8
+    with pytest.raises(SystemExit, match="its variety"):  # a chunk of the earlier kind (a process's own pass)
+        p.read_chunk(p.chunk_path("gda", COMMIT, 0), "gda", COMMIT, range(2), "cell")
+
+
+def test_the_worker_enters_earlier_rows_into_the_augmenters_own_variety_ledger() -> None:
+    from datasets import Dataset
+
+    from benchmarks.protocol200_worker import enter_prior
+    from hf_rgda import RGDAAugmenter, ScriptedLLM
+
+    seeds = Dataset.from_list([{"tokens": ["Gout", "hurts", "a", "lot", "."], "ner_tags": ["B-Disease", "O", "O", "O", "O"]},
+                               {"tokens": ["We", "saw", "lupus", "in", "mice", "."],
+                                "ner_tags": ["O", "O", "B-Disease", "O", "O", "O"]}])
+    aug = RGDAAugmenter.from_dataset(seeds, llm=ScriptedLLM(lambda *a: {}), max_entity_repeats=2)
+    prior = [{"seed": 0, "tokens": ["Cases", "of", "asthma", "rose", "."], "tags": ["O", "O", "B-Disease", "O", "O"]},
+             {"seed": 1, "tokens": ["Lupus", "and", "asthma", "."], "tags": ["B-Disease", "O", "B-Disease", "O"]}]
+    assert enter_prior(aug, seeds, prior) == 2
+    ledger = aug._ledger_of_rows
+    assert ledger.count(("Disease", "asthma")) == 2  # a new entity of both rows
+    assert ledger.count(("Disease", "lupus")) == 0  # seed 1's own mention: not a new entity of its row
+    assert len(ledger.rows) == 2
 
 
 def test_cells_parse() -> None:
