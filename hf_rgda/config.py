@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import Field, asdict, dataclass, field, fields, replace
+from numbers import Integral, Real
 from typing import Any
 
 from ._exceptions import ConfigError, SchemaError
@@ -79,6 +80,9 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
     """An option: its default, its help (a paragraph; white space folded) and its CLI metadata."""
     return field(default=default, metadata={"help": " ".join(help.split()), **kw})
 
+
+#: the numeric options' types, as annotated: what a value of each must be (a float option takes an int: 1 is 1.0)
+_NUMBERS: dict[str, type] = {"int": Integral, "int | None": Integral, "float": Real}
 
 #: each numeric option's accepted values: a test, and the words for it
 _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -265,9 +269,16 @@ class AugmentConfig:
         if isinstance(self.top_up, bool):  # before it counted, top_up was on or off: on is once
             object.__setattr__(self, "top_up", int(self.top_up))
         for f in fields(self):
+            value, kind = getattr(self, f.name), _NUMBERS.get(str(f.type))
+            if kind is not None and value is not None:
+                if isinstance(value, bool) or not isinstance(value, kind):
+                    raise ConfigError(f"{f.name}={value!r} must be {'a whole number' if kind is Integral else 'a number'}")
+                if type(value) not in (int, float):  # numpy's, say: written out as JSON with the rest
+                    value = int(value) if isinstance(value, Integral) else float(value)
+                    object.__setattr__(self, f.name, value)
             choices = f.metadata.get("choices")
-            if choices and getattr(self, f.name) not in choices:
-                raise ConfigError(f"{f.name}={getattr(self, f.name)!r} is not valid; choose one of {', '.join(choices)}")
+            if choices and value not in choices:
+                raise ConfigError(f"{f.name}={value!r} is not valid; choose one of {', '.join(choices)}")
         for name, (ok, accepted) in _BOUNDS.items():
             if not ok(getattr(self, name)):
                 raise ConfigError(f"{name}={getattr(self, name)} must be {accepted}")

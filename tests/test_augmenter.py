@@ -71,6 +71,27 @@ def test_config_errors_are_clear() -> None:
         RGDAAugmenter(llm=ScriptedLLM([]))
 
 
+def test_a_numeric_option_of_the_wrong_kind_is_named() -> None:
+    """A count takes a whole number (a fraction or a text is refused, not rounded or compared as text); a float
+    option takes an int; numpy's numbers are read as Python's (the configuration is written out as JSON)."""
+    import json
+
+    import numpy as np
+
+    from hf_rgda import AugmentConfig
+
+    for kw, said in (({"top_up": 2.5}, "top_up=2.5 must be a whole number"),
+                     ({"num_augmented": "3"}, "num_augmented='3' must be a whole number"),
+                     ({"max_repairs": True}, "max_repairs=True must be a whole number"),
+                     ({"temperature": "hot"}, "temperature='hot' must be a number")):
+        with pytest.raises(ConfigError, match=said):
+            AugmentConfig(**kw)
+    cfg = AugmentConfig(num_augmented=np.int64(4), temperature=np.float32(0.5), judge_temperature=1, top_up=True)
+    assert (cfg.num_augmented, cfg.temperature, cfg.judge_temperature, cfg.top_up) == (4, 0.5, 1, 1)
+    assert type(cfg.num_augmented) is int and type(cfg.temperature) is float
+    assert json.loads(json.dumps(cfg.to_dict()))["num_augmented"] == 4
+
+
 def test_representation_auto_is_the_backends_own() -> None:
     from hf_rgda import AugmentConfig
     from hf_rgda.llm.local import LocalLLM
