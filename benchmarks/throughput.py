@@ -116,6 +116,22 @@ def one_run(tree: Path, data_dir: Path, seeds: int, workload: str, options: Sequ
     return res
 
 
+def alternated(other: str, repeats: int,
+               run: Callable[[str, Path], dict[str, Any]]) -> tuple[str, dict[str, list[dict[str, Any]]]]:
+    """``run(side, tree)`` for this checkout ("this") and commit ``other`` (a git worktree of it under
+    ``benchmarks/.gen/``), ``repeats`` rounds, the two sides' order swapped every round (ABBA...), so that load on
+    the machine falls on both alike: ``other``'s full commit and each side's runs."""
+    from benchmarks.protocol200 import full_commit, worktree  # git worktrees of a commit, made once
+
+    full = full_commit(other)
+    trees = {"this": ROOT, other: worktree(full)}
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
+    for k in range(repeats):
+        for side in list(trees)[:: 1 if k % 2 == 0 else -1]:
+            runs[side].append(run(side, trees[side]))
+    return full, runs
+
+
 def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int,
             this_options: Sequence[str] = ()) -> dict[str, Any]:
     """This checkout's library against commit ``other``'s (a git worktree of it under ``benchmarks/.gen/``), the
@@ -124,14 +140,8 @@ def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int,
     fastest and median; the ratio of seeds per second (this / other) of the fastest runs, of the medians, per round
     and the rounds' paired median with its interval (:func:`paired_ratio`). ``this_options``: ``KEY=JSON``
     configuration options set on this checkout's side alone (what an option costs against ``other``)."""
-    from benchmarks.protocol200 import full_commit, worktree  # git worktrees of a commit, made once
-
-    full = full_commit(other)
-    trees = {"this": ROOT, other: worktree(full)}
-    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
-    for k in range(repeats):
-        for side in list(trees)[:: 1 if k % 2 == 0 else -1]:
-            runs[side].append(one_run(trees[side], data_dir, seeds, workload, this_options if side == "this" else ()))
+    full, runs = alternated(other, repeats, lambda side, tree: one_run(
+        tree, data_dir, seeds, workload, this_options if side == "this" else ()))
     sides = {}
     for side, out in runs.items():
         per_seed = [r["seconds_per_seed"] for r in out]
@@ -149,20 +159,14 @@ def against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int,
             "same_rows_accepted": this["accepted_digest"] == base["accepted_digest"]}
 
 
-def checker_against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int,
-                    replays: int) -> dict[str, Any]:
+def checker_against(other: str, data_dir: Path, seeds: int, workload: str, repeats: int, replays: int,
+                    this_options: Sequence[str] = ()) -> dict[str, Any]:
     """The checker alone, this checkout's against ``other``'s: each side's run records the checks of one ``map``
     and makes them again ``replays`` times (``throughput_run.time_checker``); ``repeats`` rounds, sides swapped
     every round as in :func:`against`. The ratio is of checks per second (this / other) over the whole run's checks
     (the two sides check different numbers of rows where their rules differ: both counts are reported)."""
-    from benchmarks.protocol200 import full_commit, worktree
-
-    full = full_commit(other)
-    trees = {"this": ROOT, other: worktree(full)}
-    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
-    for k in range(repeats):
-        for side in list(trees)[:: 1 if k % 2 == 0 else -1]:
-            runs[side].append(one_run(trees[side], data_dir, seeds, workload, checker_replays=replays))
+    full, runs = alternated(other, repeats, lambda side, tree: one_run(
+        tree, data_dir, seeds, workload, this_options if side == "this" else (), checker_replays=replays))
     sides = {}
     for side, out in runs.items():
         if len({r["verdicts_digest"] for r in out}) != 1:
@@ -171,7 +175,8 @@ def checker_against(other: str, data_dir: Path, seeds: int, workload: str, repea
                        "runs_checker_s": [r["checker_s"] for r in out]}
     this, base = sides["this"], sides[other]
     by_round = [b / a for a, b in zip(this["runs_checker_s"], base["runs_checker_s"])]
-    return {"seeds": seeds, "repeats": repeats, "replays": replays, "this": this, "against": base,
+    return {"seeds": seeds, "repeats": repeats, "replays": replays, "this_options": list(this_options), "this": this,
+            "against": base,
             "ratio_checker_s_fastest": round(base["checker_s"] / this["checker_s"], 3),
             "ratio_checker_s_by_round": [round(x, 3) for x in by_round], **paired_ratio(by_round),
             "per_check_ratio": round(base["checker_us_per_check"] / this["checker_us_per_check"], 3)}
@@ -233,27 +238,22 @@ def main(argv: list[str] | None = None) -> int:
                     "representation='\"inline\"'")
     if args.checker_replays and not args.against:
         p.error("--checker-replays applies to --against runs")
-    if args.against and args.checker_replays:
-        load_before = os.getloadavg()
-        res = checker_against(args.against, args.data_dir, args.seeds, args.workload, args.repeats,
-                              args.checker_replays)
-        out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"checker_against_{args.against}.json"
-        result = {"command": command("throughput", argv), "commit": commit(), "machine": machine_info(load_before),
-                  "workload": {args.workload: WORKLOADS[args.workload]}, **res}
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=1) + "\n")
-        print(checker_table(result))
-        return 0
     if args.against:
         load_before = os.getloadavg()
-        res = against(args.against, args.data_dir, args.seeds, args.workload, args.repeats, args.this_option)
         options = "".join("_" + re.sub(r"\W+", "-", o).strip("-") for o in args.this_option)
-        out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"against_{args.against}{options}.json"
+        if args.checker_replays:
+            res = checker_against(args.against, args.data_dir, args.seeds, args.workload, args.repeats,
+                                  args.checker_replays, args.this_option)
+            name, show = f"checker_against_{args.against}{options}", checker_table
+        else:
+            res = against(args.against, args.data_dir, args.seeds, args.workload, args.repeats, args.this_option)
+            name, show = f"against_{args.against}{options}", against_table
+        out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"{name}.json"
         result = {"command": command("throughput", argv), "commit": commit(), "machine": machine_info(load_before),
                   "workload": {args.workload: WORKLOADS[args.workload]}, **res}
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=1) + "\n")
-        print(against_table(result))
+        print(show(result))
         return 0
     suffix = "" if args.workload == "default" else "_" + args.workload.replace("-", "_")
     args.out = args.out or ROOT / "benchmarks" / "results" / "throughput" / f"throughput{suffix}.json"
@@ -310,8 +310,9 @@ def against_table(r: Mapping[str, Any]) -> str:
 def checker_table(r: Mapping[str, Any]) -> str:
     this, base = r["this"], r["against"]
     lines = ["| library | checks | checker s (fastest of rounds) | us a check | every round |", "|---|---|---|---|---|"]
-    lines += [f"| {s['commit']} | {s['checks']} | {s['checker_s']} | {s['checker_us_per_check']} | "
-              f"{', '.join(map(str, s['runs_checker_s']))} |" for s in (this, base)]
+    with_options = f" with {', '.join(r['this_options'])}" if r.get("this_options") else ""
+    lines += [f"| {s['commit']}{with_options if s is this else ''} | {s['checks']} | {s['checker_s']} | "
+              f"{s['checker_us_per_check']} | {', '.join(map(str, s['runs_checker_s']))} |" for s in (this, base)]
     lines.append(f"checker time, {base['commit']} / this: fastest {r['ratio_checker_s_fastest']}, paired median "
                  f"{r['ratio_paired_median']} (95% {r['ratio_paired_median_ci95'][0]}-{r['ratio_paired_median_ci95'][1]}); "
                  f"per check {r['per_check_ratio']} ({r['machine']['processor']}, {r['machine']['cpu_count']} cores)")
