@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import sys
@@ -28,6 +29,7 @@ from .cache import ResponseCache, default_cache_path
 from .calls import run_sync
 from .canaries.thresholds import load_calibration
 from .checking import Checker, SplitStats
+from .checking.sentence import Sentence
 from .checking.variety import Ledger
 from .columns import META_COLUMNS
 from .config import DEFAULT_LLM, AugmentConfig
@@ -125,6 +127,7 @@ class RGDAAugmenter:
         self._stores: tuple[ResponseCache | None, FailureLedger] | None = None
         self.summary = RunSummary()
         self._ledger_of_rows = Ledger(self.config.max_entity_repeats)  # the variety pass's scope: this object here
+        self._remembered = ""  # a digest of the rows :meth:`remember` entered in it (none: "")
         self._memo: dict[str, Any] = {}  # what the stages keep across this object's batches (Run.memo)
 
     @classmethod
@@ -150,7 +153,9 @@ class RGDAAugmenter:
     # ---------------------------------------------------------------- hashing and pickling
     def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("summary", "_selector", "_ledger_of_rows", "_stores", "_memo")}
+                 if k not in ("summary", "_selector", "_ledger_of_rows", "_stores", "_memo", "_remembered")}
+        if self._remembered:  # rows remembered change what a map accepts: not one cached without them
+            state["_remembered"] = self._remembered
         state["_hash_extras"] = hash_extras()
         state["_failed_token"] = self._ledger().token(self._identity())  # a rerun after failures misses the cache
         return state
@@ -159,12 +164,60 @@ class RGDAAugmenter:
         state = dict(state)
         state.pop("_hash_extras", None)
         state.pop("_failed_token", None)
+        state.pop("_remembered", None)
         self.__dict__.update(state)
         self._selector = None
         self._stores = None
         self.summary = RunSummary()
         self._ledger_of_rows = Ledger(self.config.max_entity_repeats)
+        self._remembered = ""
         self._memo = {}
+
+    def remember(self, rows: Any) -> int:
+        """Count rows accepted elsewhere in this augmenter's variety pass, as if it had accepted them itself: an earlier
+        run's output, or the chunks of a run made in processes of their own. A later row near-copying one of them,
+        or carrying a new entity of theirs that ``max_entity_repeats`` rows carry already, is then rejected.
+
+        Args:
+            rows: an augmented dataset (or a mapping of its columns) as this library writes it: its ``accepted``
+                rows are entered, each against its seed, which must be among its ``original`` rows
+                (``keep_originals``, the default); a later batch of the same seeds replaces them.
+
+        Returns:
+            How many rows were entered. They count in this process: a pickled copy (``num_proc`` workers) starts
+            empty, as the pass itself does; the ``datasets`` fingerprint of a later ``map`` changes with them.
+
+        Raises:
+            InputError: a missing column, an accepted row whose seed is not among the originals, or an invalid row,
+                named by its index in ``rows``.
+        """
+        cols = rows if isinstance(rows, Mapping) else rows[:]
+        check_columns(list(cols), self.tokens_column, self.tags_column)
+        for needed in ("rgda_status", "rgda_source"):
+            if needed not in cols:
+                raise InputError(f"rows without the {needed!r} column are no augmenter's output")
+        table = list(zip(cols[self.tokens_column], cols[self.tags_column], cols["rgda_status"], cols["rgda_source"]))
+
+        def iob2(i: int, tokens: Any, tags: Any) -> list[str]:
+            try:
+                return seed_tags(tokens, tags, self.label_names, self.types, self.scheme)
+            except SchemaError as err:
+                raise InputError(str(err), row=i) from None
+
+        seeds = {source: Seed(source, tuple(t), tuple(iob2(i, t, g)))
+                 for i, (t, g, status, source) in enumerate(table) if status == "original"}
+        entered = []
+        for i, (tokens, tags, status, source) in enumerate(table):
+            if status != "accepted":
+                continue
+            if source not in seeds:
+                raise InputError(f"an accepted row of seed {source!r}, which is not among the rows' originals (an "
+                                 "augmenter with keep_originals=True writes them)", row=i)
+            seed = seeds[source]
+            self._ledger_of_rows.add(seed.key, Sentence(list(tokens), iob2(i, tokens, tags), seed, None))  # type: ignore[arg-type]
+            entered.append((source, list(tokens)))
+        self._remembered = hashlib.sha256(json.dumps([self._remembered, entered]).encode()).hexdigest()[:16]
+        return len(entered)
 
     def serve_from(self, cache: ResponseCache | None, ledger: FailureLedger) -> None:
         """Ask ``cache`` for answers and record failed seeds in ``ledger`` instead of the files the ``cache`` option

@@ -164,6 +164,42 @@ def test_in_a_run_one_seed_keeps_one_row_per_entity_set_and_the_run_caps_the_ent
     assert RunSummary.from_dataset(out).to_dict()["variety"] == d["variety"]
 
 
+def test_rows_accepted_elsewhere_are_remembered_as_one_maps_own() -> None:
+    """``remember``: a run made in chunks, each in an augmenter of its own, accepts what one map of all the seeds
+    accepts once each chunk's augmenter is given the earlier chunks' output; bad rows are named; the fingerprint
+    moves with what was remembered."""
+    import pytest
+    from datasets.fingerprint import Hasher
+
+    from hf_rgda import InputError
+
+    def aug() -> RGDAAugmenter:
+        return RGDAAugmenter(label_names=LABELS, llm=ScriptedLLM(one_entity), method="gda", cache=False, max_repairs=0)
+
+    def accepted(out: Dataset) -> list[tuple[str, list[str]]]:
+        return [(r["rgda_source"], r["tokens"]) for r in out if r["rgda_status"] == "accepted"]
+
+    ds = Dataset.from_dict(SEEDS)
+    whole = accepted(ds.map(aug(), batched=True, batch_size=2, load_from_cache_file=False))
+    first = ds.select(range(2)).map(aug(), batched=True, batch_size=2, load_from_cache_file=False)
+    rest, alone = aug(), aug()
+    before = Hasher.hash(rest)
+    assert rest.remember(first) == 2 and Hasher.hash(rest) != before
+    second = accepted(ds.select(range(2, 5)).map(rest, batched=True, batch_size=2, load_from_cache_file=False))
+    assert accepted(first) + second == whole and len(whole) == 3  # the cap of 3 rows carrying "gout", run-wide
+    fresh = accepted(ds.select(range(2, 5)).map(alone, batched=True, batch_size=2, load_from_cache_file=False))
+    assert len(fresh) == 3 and len(second) == 1  # without: the cap starts again
+    with pytest.raises(InputError, match="'rgda_status' column"):
+        aug().remember(ds)
+    no_originals = first.filter(lambda s: s != "original", input_columns="rgda_status")
+    with pytest.raises(InputError, match="row 0: an accepted row of seed .* not among the rows' originals"):
+        aug().remember(no_originals)
+    bad = first.to_dict()
+    bad["ner_tags"][1] = ["I-Nope"] * len(bad["tokens"][1])
+    with pytest.raises(InputError, match="row 1: "):
+        aug().remember(bad)
+
+
 def test_the_summary_reports_entity_novelty_and_distinct_ngrams() -> None:
     r = result("a", ["Gout hurts [lupus](Disease) patients .", "[Breast cancer](Disease) hurts too ."],
                seed="Germline mutations in BRCA1 cause [breast cancer](Disease) .")
