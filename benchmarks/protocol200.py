@@ -164,16 +164,17 @@ class Protocol:
         size = self.args.chunk_size
         return [range(lo, min(lo + size, len(self.seeds))) for lo in range(0, len(self.seeds), size)]
 
-    def read_chunk(self, path: Path, method: str, commit: str, span: range,
-                   variety: str | None = None) -> tuple[dict, list[dict]] | None:
+    def read_chunk(self, path: Path, method: str, commit: str, span: range, variety: str | None = None,
+                   prior: int | None = None) -> tuple[dict, list[dict]] | None:
         """A committed chunk, refused where it is another cell's (commit, method, seeds) or its variety pass saw
-        another scope (``variety``: "cell" where the generator's pass was given the cell's earlier rows)."""
+        another scope (``variety``: "cell" where the generator's pass was given the cell's earlier rows, ``prior``
+        of them: a chunk made before an earlier one was made again is refused)."""
         if not path.exists():
             return None
         with gzip.open(path, "rt") as fh:
             head, *rows = (json.loads(line) for line in fh)
         want = {"commit": commit, "method": method, "seeds": list(span), "keys": self.keys[span.start:span.stop],
-                **({"variety": variety} if variety else {})}
+                "variety": variety, **({"prior_rows": prior} if variety else {})}
         for k, v in want.items():
             if head.get(k) != v:
                 raise SystemExit(f"{path}: its {k} is {head.get(k)!r}, this cell's is {v!r}: refused (not mixed in)")
@@ -190,7 +191,7 @@ class Protocol:
         chunks = self.chunks()
         for k, span in enumerate(chunks):
             path = self.chunk_path(method, commit, k)
-            found = self.read_chunk(path, method, commit, span, variety)
+            found = self.read_chunk(path, method, commit, span, variety, len(accepted))
             if found is None:
                 start = time.perf_counter()
                 out = self.run_worker(tree, method, commit, k, span, accepted if variety else [])

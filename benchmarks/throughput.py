@@ -179,7 +179,8 @@ def checker_against(other: str, data_dir: Path, seeds: int, workload: str, repea
             "against": base,
             "ratio_checker_s_fastest": round(base["checker_s"] / this["checker_s"], 3),
             "ratio_checker_s_by_round": [round(x, 3) for x in by_round], **paired_ratio(by_round),
-            "per_check_ratio": round(base["checker_us_per_check"] / this["checker_us_per_check"], 3)}
+            "per_check_ratio": round(base["checker_us_per_check"] / this["checker_us_per_check"], 3),
+            "same_verdicts": this["verdicts_digest"] == base["verdicts_digest"]}
 
 
 def paired_ratio(by_round: Sequence[float], resamples: int = 10_000) -> dict[str, Any]:
@@ -238,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                     "representation='\"inline\"'")
     if args.checker_replays and not args.against:
         p.error("--checker-replays applies to --against runs")
+    if args.checker_replays < 0:
+        p.error(f"--checker-replays {args.checker_replays}: give 1 or more replays")
     if args.against:
         load_before = os.getloadavg()
         options = "".join("_" + re.sub(r"\W+", "-", o).strip("-") for o in args.this_option)
@@ -315,7 +318,8 @@ def checker_table(r: Mapping[str, Any]) -> str:
               f"{s['checker_us_per_check']} | {', '.join(map(str, s['runs_checker_s']))} |" for s in (this, base)]
     lines.append(f"checker time, {base['commit']} / this: fastest {r['ratio_checker_s_fastest']}, paired median "
                  f"{r['ratio_paired_median']} (95% {r['ratio_paired_median_ci95'][0]}-{r['ratio_paired_median_ci95'][1]}); "
-                 f"per check {r['per_check_ratio']} ({r['machine']['processor']}, {r['machine']['cpu_count']} cores)")
+                 f"per check {r['per_check_ratio']}; {'the same' if r['same_verdicts'] else 'other'} verdicts "
+                 f"({r['machine']['processor']}, {r['machine']['cpu_count']} cores)")
     return "\n".join(lines)
 
 

@@ -181,7 +181,8 @@ class RGDAAugmenter:
         Args:
             rows: an augmented dataset (or a mapping of its columns) as this library writes it: its ``accepted``
                 rows are entered, each against its seed, which must be among its ``original`` rows
-                (``keep_originals``, the default); a later batch of the same seeds replaces them.
+                (``keep_originals``, the default); a later batch of the same seeds replaces them, as does the
+                same seed's rows remembered again.
 
         Returns:
             How many rows were entered. They count in this process: a pickled copy (``num_proc`` workers) starts
@@ -191,6 +192,9 @@ class RGDAAugmenter:
             InputError: a missing column, an accepted row whose seed is not among the originals, or an invalid row,
                 named by its index in ``rows``.
         """
+        columns = [self.tokens_column, self.tags_column, "rgda_status", "rgda_source"]
+        if not isinstance(rows, Mapping) and all(c in rows.column_names for c in columns):
+            rows = rows.select_columns(columns)  # not the traces
         cols = rows if isinstance(rows, Mapping) else rows[:]
         check_columns(list(cols), self.tokens_column, self.tags_column)
         for needed in ("rgda_status", "rgda_source"):
@@ -213,9 +217,11 @@ class RGDAAugmenter:
             if source not in seeds:
                 raise InputError(f"an accepted row of seed {source!r}, which is not among the rows' originals (an "
                                  "augmenter with keep_originals=True writes them)", row=i)
-            seed = seeds[source]
-            self._ledger_of_rows.add(seed.key, Sentence(list(tokens), iob2(i, tokens, tags), seed, None))  # type: ignore[arg-type]
-            entered.append((source, list(tokens)))
+            entered.append((source, list(tokens), iob2(i, tokens, tags)))
+        for source in dict.fromkeys(source for source, _, _ in entered):  # a seed remembered again: its rows replaced
+            self._ledger_of_rows.forget(source)
+        for source, tokens, tags in entered:
+            self._ledger_of_rows.add(source, Sentence(tokens, tags, seeds[source], None))  # type: ignore[arg-type]
         self._remembered = hashlib.sha256(json.dumps([self._remembered, entered]).encode()).hexdigest()[:16]
         return len(entered)
 

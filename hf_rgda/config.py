@@ -82,7 +82,7 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
 
 
 #: the numeric options' types, as annotated: what a value of each must be (a float option takes an int: 1 is 1.0)
-_NUMBERS: dict[str, type] = {"int": Integral, "int | None": Integral, "float": Real}
+_NUMBERS: dict[str, type] = {"int": Integral, "float": Real}  # "int | None": an int, or None
 
 #: each numeric option's accepted values: a test, and the words for it
 _BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -269,10 +269,10 @@ class AugmentConfig:
         if isinstance(self.top_up, bool):  # before it counted, top_up was on or off: on is once
             object.__setattr__(self, "top_up", int(self.top_up))
         for f in fields(self):
-            value, kind = getattr(self, f.name), _NUMBERS.get(str(f.type))
-            if kind is not None and value is not None:
+            value, kind = getattr(self, f.name), _NUMBERS.get(str(f.type).removesuffix(" | None"))
+            if kind is not None and (value is not None or not str(f.type).endswith(" | None")):
                 if isinstance(value, bool) or not isinstance(value, kind):
-                    raise ConfigError(f"{f.name}={value!r} must be {'a whole number' if kind is Integral else 'a number'}")
+                    raise ConfigError(f"{f.name}={value!r} must be {'an integer' if kind is Integral else 'a number'}")
                 if type(value) not in (int, float):  # numpy's, say: written out as JSON with the rest
                     value = int(value) if isinstance(value, Integral) else float(value)
                     object.__setattr__(self, f.name, value)

@@ -72,7 +72,7 @@ def test_config_errors_are_clear() -> None:
 
 
 def test_a_numeric_option_of_the_wrong_kind_is_named() -> None:
-    """A count takes a whole number (a fraction or a text is refused, not rounded or compared as text); a float
+    """A count takes an integer (a fraction or a text is refused, not rounded or compared as text); a float
     option takes an int; numpy's numbers are read as Python's (the configuration is written out as JSON)."""
     import json
 
@@ -80,12 +80,15 @@ def test_a_numeric_option_of_the_wrong_kind_is_named() -> None:
 
     from hf_rgda import AugmentConfig
 
-    for kw, said in (({"top_up": 2.5}, "top_up=2.5 must be a whole number"),
-                     ({"num_augmented": "3"}, "num_augmented='3' must be a whole number"),
-                     ({"max_repairs": True}, "max_repairs=True must be a whole number"),
+    for kw, said in (({"top_up": 2.5}, "top_up=2.5 must be an integer"),
+                     ({"num_augmented": "3"}, "num_augmented='3' must be an integer"),
+                     ({"max_repairs": True}, "max_repairs=True must be an integer"),
+                     ({"num_augmented": None}, "num_augmented=None must be an integer"),  # None: only where unset means something
+                     ({"seed": None}, "seed=None must be an integer"),
                      ({"temperature": "hot"}, "temperature='hot' must be a number")):
         with pytest.raises(ConfigError, match=said):
             AugmentConfig(**kw)
+    assert AugmentConfig(max_repairs=None, top_up=None).max_repairs is None
     cfg = AugmentConfig(num_augmented=np.int64(4), temperature=np.float32(0.5), judge_temperature=1, top_up=True)
     assert (cfg.num_augmented, cfg.temperature, cfg.judge_temperature, cfg.top_up) == (4, 0.5, 1, 1)
     assert type(cfg.num_augmented) is int and type(cfg.temperature) is float

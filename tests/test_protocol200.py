@@ -100,7 +100,11 @@ def test_a_generator_with_the_variety_pass_is_given_the_cells_earlier_rows(proto
         head = json.loads(fh.readline())
     assert head["variety"] == "cell" and head["prior_rows"] == 8
     with pytest.raises(SystemExit, match="its variety"):  # a chunk of the earlier kind (a process's own pass)
-        p.read_chunk(p.chunk_path("gda", COMMIT, 0), "gda", COMMIT, range(2), "cell")
+        p.read_chunk(p.chunk_path("gda", COMMIT, 0), "gda", COMMIT, range(2), "cell", 0)
+    with pytest.raises(SystemExit, match="its variety"):  # and the other way round
+        p.read_chunk(p.chunk_path("rgda", COMMIT, 0), "rgda", COMMIT, range(2), None)
+    with pytest.raises(SystemExit, match="its prior_rows is 8"):  # made before an earlier chunk was made again
+        p.read_chunk(p.chunk_path("rgda", COMMIT, 2), "rgda", COMMIT, range(4, 5), "cell", 6)
 
 
 def test_the_worker_enters_earlier_rows_into_the_augmenters_own_variety_ledger() -> None:

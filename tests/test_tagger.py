@@ -81,6 +81,9 @@ def test_a_row_read_again_is_answered_as_the_first_time(tagger: MentionTagger, m
     # the same words, other tags: the remembered probabilities, other words asked about
     retagged = fresh.most_likely(tokens, ["O", "O", "B-Disease", "O", "O", "O", "B-Disease", "O"])
     assert retagged is not None and retagged[0] != 2
+    tie = MentionTagger.from_weights({"w=gout": 2.0, "w=lupus": 2.0})  # two words alike in every other feature
+    assert tie.most_likely(["gout", "lupus"], ["O", "O"])[0] == 0  # a tie: the first word, as before the cache
+    assert tie.most_likely(["lupus", "gout"], ["O", "O"])[0] == 0
     monkeypatch.setattr(module, "_ROWS", 2)  # bounded: emptied when full
     for k in range(5):
         fresh.most_likely([*tokens[:-1], f"x{k}", "."], [*tags[:-1], "O", "O"])

@@ -58,4 +58,4 @@ def test_the_checker_alone_is_timed_on_the_runs_own_checks_giving_its_verdicts_a
     three = throughput_run.time_checker(split, seeds, 3)
     assert Checker.check is check
     assert one["checks"] == three["checks"] > 16 and one["verdicts_digest"] == three["verdicts_digest"]
-    assert 0 < three["checker_s"] <= three["checker_s_first"]
+    assert three["replays"] == 3 and three["checker_s"] > 0

@@ -185,6 +185,7 @@ def test_rows_accepted_elsewhere_are_remembered_as_one_maps_own() -> None:
     rest, alone = aug(), aug()
     before = Hasher.hash(rest)
     assert rest.remember(first) == 2 and Hasher.hash(rest) != before
+    assert rest.remember(first) == 2 and rest._ledger_of_rows.count(("Disease", "gout")) == 2  # again: replaced
     second = accepted(ds.select(range(2, 5)).map(rest, batched=True, batch_size=2, load_from_cache_file=False))
     assert accepted(first) + second == whole and len(whole) == 3  # the cap of 3 rows carrying "gout", run-wide
     fresh = accepted(ds.select(range(2, 5)).map(alone, batched=True, batch_size=2, load_from_cache_file=False))
@@ -198,6 +199,13 @@ def test_rows_accepted_elsewhere_are_remembered_as_one_maps_own() -> None:
     bad["ner_tags"][1] = ["I-Nope"] * len(bad["tokens"][1])
     with pytest.raises(InputError, match="row 1: "):
         aug().remember(bad)
+    other = first.to_dict()  # the same words, other entities: another fingerprint
+    other["ner_tags"] = [["O"] * len(t) if st == "accepted" else g
+                         for t, g, st in zip(other["tokens"], other["ner_tags"], other["rgda_status"])]
+    a, b = aug(), aug()
+    a.remember(first)
+    b.remember(other)
+    assert Hasher.hash(a) != Hasher.hash(b)
 
 
 def test_the_summary_reports_entity_novelty_and_distinct_ngrams() -> None:

@@ -121,8 +121,8 @@ class Finding(NamedTuple):
 
 def first_failure(s: Sentence, rules: tuple[Rule, ...]) -> Finding | None:
     """The first of ``rules`` that ``s`` fails, in table order. The verdict of a rule with a repair is kept on ``s``
-    (salvage asks the rules with a repair first, then the whole table, of the same sentence; a repair makes a new
-    sentence)."""
+    (the checker asks the whole table, then salvage the rules with a repair, of the same sentence; a repair makes a
+    new sentence)."""
     for group, run in _runs(rules):
         if not group:
             for rule in run:

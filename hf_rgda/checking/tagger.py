@@ -229,7 +229,7 @@ class MentionTagger:
         return k, p[k]
 
     def _row(self, tokens: tuple[str, ...]) -> list[float]:
-        """Every word's probability (:meth:`_probabilities`), remembered for the last :data:`_ROWS` rows read: a
+        """Every word's probability (:meth:`_probabilities`), remembered (up to :data:`_ROWS` rows, then emptied): a
         run reads one row again after a repair, and the same row written for another seed."""
         got = self._rows.get(tokens)
         if got is None:
