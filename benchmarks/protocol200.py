@@ -502,14 +502,54 @@ def rows_report(proto: Protocol, cells: list[str], silver: bool = True) -> tuple
     return "\n".join(lines), out
 
 
+def seen_report(proto: Protocol, cells: list[str]) -> tuple[str, dict[str, Any]]:
+    """What each trained cell finds of the test split's mentions, split by whether their text (lower-cased, any type)
+    is a mention of the 200 seeds ("seen") or not ("new"): recall of each kind (exact spans and types), and the
+    precision of the predicted spans whose text is of each kind; means over the cell's recorded runs. MR writes the
+    seeds' mentions into new sentences; rows that carry new entity strings could teach what it cannot."""
+    from benchmarks.ab_rows import entities
+    from hf_rgda.tags import tags_to_spans, to_tag_names
+
+    results = proto.load_results()
+    done = {c["cell"]: c for k, c in results["cells"].items() if k.startswith(proto.scale + "/") and c["runs"]}
+    seen = {text for t, g in zip(proto.seeds["tokens"], proto.seed_tags) for text, _ in entities(t, g)}
+    tokens, refs = proto.test["tokens"], to_tag_names(proto.test)
+
+    def spans(tags: Sequence[str], words: Sequence[str]) -> set[tuple[int, int, str, bool]]:
+        return {(x.start, x.end, x.label, " ".join(words[x.start:x.end]).lower() in seen)
+                for x in tags_to_spans(list(tags), strict=False)}
+
+    gold = [spans(r, t) for r, t in zip(refs, tokens)]
+    n_gold = {k: sum(1 for g in gold for x in g if x[3] == k) for k in (True, False)}
+    out: dict[str, Any] = {"test_mentions_seen": n_gold[True], "test_mentions_new": n_gold[False], "cells": {}}
+    lines = [f"| cell | recall, seen ({n_gold[True]}) | recall, new ({n_gold[False]}) | precision, seen | precision, new |",
+             "|---|---|---|---|---|"]
+    for cell in [c for c in cells if c in done] or sorted(done, key=lambda c: done[c]["f1_mean"]):
+        path = proto.predictions_path(cell)
+        runs = json.loads(gzip.decompress(path.read_bytes()))[: len(done[cell]["runs"])]
+        per_run = []
+        for run in runs:
+            pred = [spans(p.split(" "), t) for p, t in zip(run, tokens)]
+            hit = {k: sum(1 for g, q in zip(gold, pred) for x in g & q if x[3] == k) for k in (True, False)}
+            made = {k: sum(1 for q in pred for x in q if x[3] == k) for k in (True, False)}
+            per_run.append({"recall_seen": hit[True] / max(1, n_gold[True]), "recall_new": hit[False] / max(1, n_gold[False]),
+                            "precision_seen": hit[True] / max(1, made[True]), "precision_new": hit[False] / max(1, made[False])})
+        mean = {k: round(statistics.mean(r[k] for r in per_run), 4) for k in per_run[0]}
+        out["cells"][cell] = {**mean, "runs": len(per_run)}
+        lines.append(f"| {cell} | {mean['recall_seen']:.3f} | {mean['recall_new']:.3f} | {mean['precision_seen']:.3f} | "
+                     f"{mean['precision_new']:.3f} |")
+    return "\n".join(lines), out
+
+
 def _p(p: float, resamples: int) -> str:
     return f"< {1 / resamples:.4f}" if p == 0 else f"{p:.4f}"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("action", choices=["run", "generate", "train", "report", "rows"],
-                   help="rows: the LLM cells' rows read without training (silver precision and recall, ten quoted)")
+    p.add_argument("action", choices=["run", "generate", "train", "report", "rows", "seen"],
+                   help="rows: the LLM cells' rows read without training (silver precision and recall, ten quoted); "
+                        "seen: each trained cell's recall of the test mentions the seeds hold and of new ones")
     p.add_argument("cells", nargs="*", help="cells, e.g. noaug mr rgda@seeds:2096b68 (run: the dataset's PLAN)")
     p.add_argument("--dataset", default="ncbi_disease")
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
@@ -545,6 +585,16 @@ def main(argv: list[str] | None = None) -> int:
         write_results(args.out / f"{proto.name}_rows.json", {**header("protocol200", argv), **out})
         if args.readme:
             write_block(f"protocol200-rows-{proto.name}", block)
+        return 0
+    if args.action == "seen":
+        block, out = seen_report(proto, args.cells)
+        print(block)
+        from benchmarks.ab_rows import write_readme as write_block
+        from benchmarks.common import write_results
+
+        write_results(args.out / f"{proto.name}_seen.json", {**header("protocol200", argv), **out})
+        if args.readme:
+            write_block(f"protocol200-seen-{proto.name}", block)
         return 0
     if args.action == "report":
         print(report(proto))

@@ -190,6 +190,13 @@ def test_training_runs_are_added_one_at_a_time(proto, monkeypatch: pytest.Monkey
     p.train("noaug")
     assert trained[-1] == (5, p.steps)
     assert "| noaug |" in mod.report(p)
+    block, out = mod.seen_report(p, [])  # every test mention is a seed's ("gout"), every run finds each
+    assert (out["test_mentions_seen"], out["test_mentions_new"]) == (8, 0)
+    assert out["cells"]["noaug"] == {"recall_seen": 1.0, "recall_new": 0.0, "precision_seen": 1.0,
+                                     "precision_new": 0.0, "runs": 3} and "| noaug | 1.000 | 0.000 |" in block
+    p.seed_tags = [["O"] * len(t) for t in p.seed_tags]  # seeds without mentions: every test mention is new
+    _, out = mod.seen_report(p, ["noaug"])
+    assert out["test_mentions_new"] == 8 and out["cells"]["noaug"]["recall_new"] == 1.0 and list(out["cells"]) == ["noaug"]
 
 
 def test_pooled_bootstrap() -> None:
