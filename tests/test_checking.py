@@ -291,6 +291,19 @@ def test_atypical_head_keeps_case_so_hemophilia_a_is_not_the_article() -> None:
     assert c.ok, c.detail
 
 
+def test_an_entity_opening_with_the_type_name_is_a_placeholder() -> None:
+    """The 1.5B wrote "The discovery of new [Disease R408Q](Disease) mutations ..." (protocol200, f4b6d2f's chunk 2):
+    the type name as spelled, opening an entity, where the split's mentions never open so and the seed does not
+    write it; a split that opens mentions with it keeps them."""
+    text = "The discovery of new Disease R408Q mutations helps ."
+    c = Checker(("Disease",)).check(decode(text, ("Disease R408Q", "Disease")), SEED, [], forbid_seed_entities=True)
+    assert c.reason == "placeholder" and "opens with the type name 'Disease'" in c.detail, c.detail
+    opens = Checker(("Disease",), SplitStats(starts={"Disease": {"Disease": 3}}))
+    assert opens.check(decode(text, ("Disease R408Q", "Disease")), SEED, [], forbid_seed_entities=True).ok
+    lower = decode("The discovery of new disease R408Q mutations helps .", ("disease R408Q", "Disease"))
+    assert Checker(("Disease",)).check(lower, SEED, [], forbid_seed_entities=True).ok  # not the type name as spelled
+
+
 def test_a_type_name_the_split_tags_is_an_entity_not_a_placeholder() -> None:
     """SciERC tags "method" as Generic: with the split's statistics it is kept; "<Method>" never is."""
     check = Checker(("Generic", "Method"), SplitStats(heads={"Generic": {"method": 40}, "Method": {"CRF": 3}}))

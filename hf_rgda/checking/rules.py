@@ -73,6 +73,10 @@ def placeholder(s: Sentence) -> str | None:
         if bare.strip("<>[]{}") in names and (bare != bare.strip("<>[]{}")
                                               or not s.checker.stats.ends_mention(bare, span.label)):
             return f"entity {s.text(span)!r} is a type name"
+        first = s.tokens[span.start]  # "[Disease R408Q](Disease)": the type, as spelled, written into the entity
+        if (len(words) > 1 and first in s.checker.types and first not in s.seed.tokens
+                and not any(first in opened for opened in s.checker.stats.starts.values())):
+            return f"entity {s.text(span)!r} opens with the type name {first!r}"
     for i in sorted([i for name in names for i in where(name)]):  # "... at the RNA level Disease ." (the 1.5B, inline)
         word = s.tokens[i]
         if i and i < len(s.tags) and s.tags[i] == "O" and word in s.checker.types and word not in s.seed.tokens:
@@ -322,8 +326,9 @@ RULES: tuple[Rule, ...] = (
     Rule("garbled", garbled, "a U+FFFD character (text lost in decoding) the seed does not have",
          Example("Imbr\ufffd and colleagues traced [gout](Disease) through three generations .")),
     Rule("placeholder", placeholder, "a type name in brackets (`<Disease>`), an entity that is a bare type name "
-         "the split never tags or one numbered (`disease 1`, `Type 2`), or a type name as spelled left untagged after "
-         "the first word (`... RNA level Disease .`)",
+         "the split never tags or one numbered (`disease 1`, `Type 2`), one opening with the type name as spelled "
+         "where the split's mentions never do (`Disease R408Q`), or a type name as spelled left untagged after the "
+         "first word (`... RNA level Disease .`)",
          Example("Recent studies suggest that <Disease> may drive [gout](Disease) in adults .")),
     Rule("several_sentences", several_sentences, "two sentences in one row",
          Example("[Asthma](Disease) was studied in adults . The new design improves care ."),
@@ -349,14 +354,12 @@ RULES: tuple[Rule, ...] = (
          Example("Carriers of the allele developed [type 3 diabetes](Disease) early in life .", representation="inline")),
     Rule("no_letters", no_letters, "an entity without a letter, of a type whose mentions (in the split) almost never "
          "end in one", Example("About [93 %](Disease) of the carriers had [gout](Disease) .", stats=_CANCER_HEADS),
-         repair=Repair("untags it, unless another type does end mentions in such words", untag, letterless_elsewhere),
-         group="type evidence"),
+         repair=Repair("untags it, unless another type does end mentions in such words", untag, letterless_elsewhere), group="type evidence"),
     Rule("lowercase_name", lowercase_name, "an entity without a capital letter, of a type whose mentions almost "
          "never end in one (a name type such as PER)",
          Example("The auditor reviewed the accounts of [John Smith](PER) for [compliance](PER) .", seed=_LOAN,
                  stats=SplitStats(heads={"PER": {"Smith": 60}}), types=_PER),
-         repair=Repair("untags it, unless its last word ends mentions of another type", untag, head_ends_another_type),
-         group="type evidence"),
+         repair=Repair("untags it, unless its last word ends mentions of another type", untag, head_ends_another_type), group="type evidence"),
     Rule("atypical_head", atypical_head, "an entity whose last word the split uses outside entities and ends under "
          "`atypical_share` (5%) of this type's mentions with",
          Example("Loss of the [Rb tumor suppressor gene](Disease) causes [retinoblastoma](Disease) in children .",
@@ -383,13 +386,11 @@ RULES: tuple[Rule, ...] = (
                  stats=SplitStats(starts={"Disease": {"breast": 40}}, context_words={"with": 300})), group="boundary"),
     Rule("boundary_cut", boundary_cut, "an entity followed by an untagged word that ends mentions of its type in "
          "the split at least `edge_min_count` (5) times and twice as often as it stands outside entities: a name cut "
-         "short", Example("Mutations in PTEN cause [breast](Disease) cancer in women .",
-                                           stats=_CANCER_HEADS), group="boundary"),
+         "short", Example("Mutations in PTEN cause [breast](Disease) cancer in women .", stats=_CANCER_HEADS), group="boundary"),
     Rule("long_form_untagged", long_form_untagged, "an entity in parentheses after an untagged word that ends at "
          "least `edge_min_count` (5) mentions of its type in the split: the name it abbreviates left untagged",
          Example("Mutations in PTEN cause chronic lung disease ( [CLD](Disease) ) in adults .",
-                 stats=SplitStats(heads={"Disease": {"disease": 200}}, context_words={"disease": 150})),
-         group="boundary"),
+                 stats=SplitStats(heads={"Disease": {"disease": 200}}, context_words={"disease": 150})), group="boundary"),
     Rule("entity_too_long", entity_too_long, "an entity longer than the split's longest of its type",
          Example("Mutations in PTEN cause [a very long named disease](Disease) here .",
                  stats=SplitStats(max_entity_len={"Disease": 3})), group="length"),
