@@ -4,7 +4,8 @@
 sentence, its ``name`` the reason. A sentence rule reads the whole :class:`Sentence`; an entity rule reads one
 entity of it, and consecutive entity rules of one ``group`` run entity by entity (each entity in order, through
 every rule of the group). A rule with a ``repair`` (a :class:`Repair`: its words and its code) is fixed instead
-under ``salvage=True`` (see :meth:`Checker._salvage <hf_rgda.checking.Checker>`). Each entry's ``example`` is a seed and a sentence it fires on;
+under ``salvage=True`` (see :meth:`Checker._salvage <hf_rgda.checking.Checker>`). Each entry's ``example`` is a seed
+and a sentence it fires on;
 ``tests/test_checking.py`` runs every example, so the table (and the README's, generated from it) cannot rot.
 
 Example:
@@ -14,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections import Counter
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from ..records import Candidate
 from ..tags import Span, spans_to_tags, tags_to_spans
 from ..words import FUNCTION_WORDS
-from .echo import format_example, markup_debris, meta_text
+from .echo import format_example, markup_debris, meta_text, placeholder
 from .evidence import atypical_head, head_alone, lowercase_name, no_letters
 from .repairs import (
     head_ends_another_type,
@@ -60,43 +60,14 @@ def garbled(s: Sentence) -> str | None:
     return f"{bad!r} holds U+FFFD, the mark of a character lost in decoding"
 
 
-def placeholder(s: Sentence) -> str | None:
-    names, low, where = _lower_names(tuple(s.checker.types)), s.low, s.where
-    for i in sorted(where("<") + where("[") + where("{")):  # where an opening bracket is
-        if i < len(low) - 2 and low[i + 1] in names and low[i + 2] in (">", "]", "}"):
-            return f"{' '.join(s.tokens[i : i + 3])!r} is a placeholder, not text"
-    for span in s.spans:  # a bare type name counts unless the split ends such mentions with it (SciERC's "method")
-        words = low[span.start : span.end]
-        if len(words) == 2 and words[1].isdigit() and (words[0] in names or words[0] == "type") and not s.in_seed(span):
-            return f"entity {s.text(span)!r} is a numbered placeholder"  # "[disease 1]", the format example's "[Type 2]"
-        bare = "".join(words)
-        if bare.strip("<>[]{}") in names and (bare != bare.strip("<>[]{}")
-                                              or not s.checker.stats.ends_mention(bare, span.label)):
-            return f"entity {s.text(span)!r} is a type name"
-        first = s.tokens[span.start]  # "[Disease R408Q](Disease)": the type, as spelled, written into the entity
-        if (len(words) > 1 and first in s.checker.types and first not in s.seed.tokens
-                and not any(first in opened for opened in s.checker.stats.starts.values())):
-            return f"entity {s.text(span)!r} opens with the type name {first!r}"
-    for i in sorted([i for name in names for i in where(name)]):  # "... at the RNA level Disease ." (the 1.5B, inline)
-        word = s.tokens[i]
-        if i and i < len(s.tags) and s.tags[i] == "O" and word in s.checker.types and word not in s.seed.tokens:
-            return f"{word!r}, a type name, stands as a word"  # NCBI's train split: once in 5,432 sentences
-    return None
-
-
-@functools.lru_cache(maxsize=16)
-def _lower_names(types: tuple[str, ...]) -> frozenset[str]:
-    """The type names lower-cased (:func:`placeholder` reads them for every sentence)."""
-    return frozenset(t.lower() for t in types)
-
-
 def several_sentences(s: Sentence) -> str | None:
     cut = sentence_breaks(s.tokens)
     return f"a sentence ends at token {cut[0]} and another begins" if cut else None
 
 
 #: what a sentence cut off mid-clause stops at: articles, prepositions, conjunctions, "that", and a comma (1 of FIN's
-#: 1,164 train sentences ends so, none of NCBI-disease's or SciERC's; the 1.5B's cut-off lists do: "... sell , assign ,")
+#: 1,164 train sentences ends so, none of NCBI-disease's or SciERC's; the 1.5B's cut-off lists do:
+#: "... sell , assign ,")
 _DANGLING = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but",
                        "than", "into", "as", "nor", "that", ","])
 
@@ -351,15 +322,18 @@ RULES: tuple[Rule, ...] = (
     Rule("format_example", format_example, "an entity that is the output-format prompt's example entity, its "
          "numbers aside (`type 3 diabetes`), where neither the seed, a sentence the prompt showed nor the split has "
          "one: the prompt's example written back",
-         Example("Carriers of the allele developed [type 3 diabetes](Disease) early in life .", representation="inline")),
+         Example("Carriers of the allele developed [type 3 diabetes](Disease) early in life .",
+                 representation="inline")),
     Rule("no_letters", no_letters, "an entity without a letter, of a type whose mentions (in the split) almost never "
          "end in one", Example("About [93 %](Disease) of the carriers had [gout](Disease) .", stats=_CANCER_HEADS),
-         repair=Repair("untags it, unless another type does end mentions in such words", untag, letterless_elsewhere), group="type evidence"),
+         repair=Repair("untags it, unless another type does end mentions in such words", untag, letterless_elsewhere),
+         group="type evidence"),
     Rule("lowercase_name", lowercase_name, "an entity without a capital letter, of a type whose mentions almost "
          "never end in one (a name type such as PER)",
          Example("The auditor reviewed the accounts of [John Smith](PER) for [compliance](PER) .", seed=_LOAN,
                  stats=SplitStats(heads={"PER": {"Smith": 60}}), types=_PER),
-         repair=Repair("untags it, unless its last word ends mentions of another type", untag, head_ends_another_type), group="type evidence"),
+         repair=Repair("untags it, unless its last word ends mentions of another type", untag, head_ends_another_type),
+         group="type evidence"),
     Rule("atypical_head", atypical_head, "an entity whose last word the split uses outside entities and ends under "
          "`atypical_share` (5%) of this type's mentions with",
          Example("Loss of the [Rb tumor suppressor gene](Disease) causes [retinoblastoma](Disease) in children .",
@@ -386,11 +360,13 @@ RULES: tuple[Rule, ...] = (
                  stats=SplitStats(starts={"Disease": {"breast": 40}}, context_words={"with": 300})), group="boundary"),
     Rule("boundary_cut", boundary_cut, "an entity followed by an untagged word that ends mentions of its type in "
          "the split at least `edge_min_count` (5) times and twice as often as it stands outside entities: a name cut "
-         "short", Example("Mutations in PTEN cause [breast](Disease) cancer in women .", stats=_CANCER_HEADS), group="boundary"),
+         "short", Example("Mutations in PTEN cause [breast](Disease) cancer in women .", stats=_CANCER_HEADS),
+         group="boundary"),
     Rule("long_form_untagged", long_form_untagged, "an entity in parentheses after an untagged word that ends at "
          "least `edge_min_count` (5) mentions of its type in the split: the name it abbreviates left untagged",
          Example("Mutations in PTEN cause chronic lung disease ( [CLD](Disease) ) in adults .",
-                 stats=SplitStats(heads={"Disease": {"disease": 200}}, context_words={"disease": 150})), group="boundary"),
+                 stats=SplitStats(heads={"Disease": {"disease": 200}}, context_words={"disease": 150})),
+         group="boundary"),
     Rule("entity_too_long", entity_too_long, "an entity longer than the split's longest of its type",
          Example("Mutations in PTEN cause [a very long named disease](Disease) here .",
                  stats=SplitStats(max_entity_len={"Disease": 3})), group="length"),
@@ -411,9 +387,11 @@ RULES: tuple[Rule, ...] = (
     Rule("near_copy_of_seed", near_copy_of_seed, "a sentence `near_copy_ratio` (0.85) similar to the seed or more",
          Example("Germline mutations in BRCA1 cause [lung cancer](Disease) .")),
     Rule("near_copy_of_shown", near_copy_of_shown,
-         "a sentence `near_copy_ratio` (0.85) similar or more to another seed the prompt showed (the composer's example item)",
+         "a sentence `near_copy_ratio` (0.85) similar or more to another seed the prompt showed (the composer's "
+         "example item)",
          Example("We studied 40 families with hereditary [colon cancer](Disease) and [ovarian cancer](Disease) .",
-                 shown=("We studied 40 families with hereditary [breast cancer](Disease) and [ovarian cancer](Disease) .",))),
+                 shown=(("We studied 40 families with hereditary [breast cancer](Disease) and "
+                         "[ovarian cancer](Disease) ."),))),
     Rule("looping", looping, "a generation loop: a 4-word phrase three times, or an 8-word phrase twice",
          Example("Mutations of the gene cause [gout](Disease) and mutations of the gene cause [gout](Disease) and the "
                  "gene cause [gout](Disease) .")),
