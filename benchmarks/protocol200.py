@@ -86,7 +86,8 @@ def recheck_of(cell: str) -> tuple[str, ...]:
     augmenter had: the seeds', each row read beside its own seed): what a new gate would have done to the same rows,
     without generating them again. Its results record the rules, how many rows were dropped and the code that
     dropped them. Only rules that read the row, its seed and the statistics mean anything here: one reading the
-    seed's other rows, the prompt's examples or the run's ledger sees none of them and never fires."""
+    seed's other rows, the prompt's examples or the run's ledger sees none of them and never fires. Beside the rules,
+    ``seed_tagger`` reads the rows with a tagger trained on the seeds (``benchmarks.row_taggers``)."""
     generator = cell.partition(":")[2]
     return tuple(r for r in generator.partition("/")[2].split("+") if r)
 
@@ -256,9 +257,7 @@ class Protocol:
                 raise SystemExit(f"{cell}: its rows are not all generated yet (run generate {cell})")
             rows = self.generate(method, generator)
             if rules := recheck_of(cell):
-                rows, dropped = self.recheck(rows, rules)
-                info["recheck"] = {"rules": list(rules), "rows_before": len(rows) + len(dropped),
-                                   "dropped": len(dropped), "code": header("protocol200")["commit"]}
+                rows, info["recheck"] = self.treat(rows, rules)
             parts.append({"tokens": [r["tokens"] for r in rows], "ner_tags": [r["tags"] for r in rows],
                           "rgda_source": [self.keys[r["seed"]] for r in rows]})
             info["generator"] = full_commit(generator)
@@ -271,6 +270,30 @@ class Protocol:
                           "rgda_source": aug["rgda_source"] if "rgda_source" in aug.column_names else [""] * len(aug)})
         merged = {k: [v for p in parts for v in p[k]] for k in ("tokens", "ner_tags", "rgda_source")}
         return Dataset.from_dict(merged), info
+
+    def treat(self, rows: list[dict], names: tuple[str, ...]) -> tuple[list[dict], dict[str, Any]]:
+        """``rows`` after the checker rules among ``names`` (:meth:`recheck`), then the tagger treatments among them
+        (``benchmarks.row_taggers``); with what each did."""
+        from benchmarks import row_taggers as rt
+        from hf_rgda.train import predict_tags
+
+        rules = tuple(n for n in names if n not in rt.TREATMENTS)
+        before, log = len(rows), {"rules": list(names), "rows_before": len(rows), "code": header("protocol200")["commit"]}
+        if rules:
+            rows, _ = self.recheck(rows, rules)
+        for name in (n for n in names if n in rt.TREATMENTS):
+            model, tokenizer, info = self.tagger(name)
+            rows, dropped = rt.drop_missed(rows, predict_tags(model, tokenizer, [r["tokens"] for r in rows]))
+            log[name] = {**info, "dropped": len(dropped)}
+        log["dropped"] = before - len(rows)
+        return rows, log
+
+    def tagger(self, name: str) -> tuple[Any, Any, dict]:
+        """The trained tagger of treatment ``name`` (``benchmarks.row_taggers``), trained once per machine."""
+        from benchmarks import row_taggers as rt
+
+        return rt.seed_tagger(self.training_set({"tokens": [], "ner_tags": []}), self.labels, self.steps,
+                              self.args, CACHE / "seed_tagger")
 
     def recheck(self, rows: list[dict], names: tuple[str, ...]) -> tuple[list[dict], list[dict]]:
         """``rows`` split into those the checker's rules ``names`` pass and those one fires on (no repair), read with
@@ -480,7 +503,7 @@ def rows_report(proto: Protocol, cells: list[str], silver: bool = True) -> tuple
             continue
         rows = proto.generate(method, generator)
         if rules := recheck_of(cell):
-            rows, _ = proto.recheck(rows, rules)
+            rows, _ = proto.treat(rows, rules)
         d = describe(rows, list(range(len(proto.seeds))), seed_ents)
         d["silver"] = agreement([(r["tokens"], r["tags"]) for r in rows],
                                 predict_tags(model, tokenizer, [r["tokens"] for r in rows])) if silver and rows else None

@@ -150,6 +150,29 @@ def test_a_recheck_cell_drops_the_rows_todays_rule_fires_on(proto) -> None:
     assert p.predictions_path(f"rgda@seeds:{COMMIT}/too_short").name == f"rgda@seeds@{COMMIT}-too_short.json.gz"
 
 
+def test_the_seed_tagger_treatment_drops_rows_leaving_a_mention_untagged(proto, monkeypatch: pytest.MonkeyPatch) -> None:
+    mod, p, _ = proto
+    rt = importlib.import_module("benchmarks.row_taggers")
+    assert rt.missed_mentions(["B-Disease", "O", "O"], ["B-Disease", "I-Disease", "B-Disease"]) == [(2, 3, "Disease")]
+    assert rt.missed_mentions(["O", "B-Disease", "O"], ["B-Disease", "I-Disease", "O"]) == []  # overlaps the row's
+    p.generate("rgda", COMMIT)
+    asked: list[str] = []
+    monkeypatch.setattr(mod.Protocol, "tagger", lambda self, name: (asked.append(name) or "model", "tok", {"n": name}))
+    train = importlib.import_module("hf_rgda.train")
+
+    def predict(model, tok, rows):  # a tagger that also tags "New" in the rows of seed 0
+        return [["B-Disease" if t == "New" and r[1].startswith("s0r") else ("B-Disease" if i else "O")
+                 for i, t in enumerate(r)] for r in rows]
+
+    monkeypatch.setattr(train, "predict_tags", predict)
+    aug, info = p.cell_rows(f"rgda@seeds:{COMMIT}/seed_tagger")
+    assert len(aug) == 8 and info["recheck"]["dropped"] == 2 and info["recheck"]["seed_tagger"]["dropped"] == 2
+    assert all(not w[1].startswith("s0r") for w in aug["tokens"])
+    aug, info = p.cell_rows(f"rgda@seeds:{COMMIT}/too_short+seed_tagger")  # the rules first: nothing left to read
+    assert len(aug) == 0 and info["recheck"]["dropped"] == 10
+    assert asked == ["seed_tagger", "seed_tagger"]
+
+
 def test_the_rows_report_reads_each_generated_cell(proto) -> None:
     mod, p, _ = proto
     p.generate("rgda", COMMIT)
