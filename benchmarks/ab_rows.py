@@ -17,7 +17,7 @@ Usage:
     python -m benchmarks.ab_rows --dataset ncbi_disease \\
         --arms benchmarks/results/local_speed/ab57_ncbi_seeds0-19.json:base \\
                benchmarks/results/local_speed/ab57b_ncbi_seeds0-19.json:spare_mentions \\
-        --silver benchmarks/results/silver/silver_ab57b.json --readme ab57-ncbi
+        --silver benchmarks/results/silver/silver_ab57b.json --into docs/decisions/top-up.md --readme ab57-ncbi
 """
 
 from __future__ import annotations
@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quote", type=int, default=10)
     p.add_argument("--sample-seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
-    p.add_argument("--readme", default=None, metavar="BLOCK", help="write the table into benchmarks/README.md's BLOCK")
+    p.add_argument("--readme", default=None, metavar="BLOCK", help="write the table into the BLOCK of --into")
+    p.add_argument("--into", type=Path, default=README, help="the file whose BLOCK --readme writes (default: "
+                                                             "benchmarks/README.md; the #57 A/B's: docs/decisions/top-up.md)")
     args = p.parse_args(argv)
     text, figures = report(args)
     print(text)
@@ -169,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                                              else argv), **figures},
                                        indent=1, ensure_ascii=False) + "\n")
     if args.readme:
-        write_readme(args.readme, text)
+        write_readme(args.readme, text, args.into)
     return 0
 
 
