@@ -113,9 +113,11 @@ def silver_tagger(data_dir: Path, name: str, encoder: str, epochs: float, cache:
     return model, AutoTokenizer.from_pretrained(str(out)), json.loads(info_path.read_text())
 
 
-def row_sets(paths: Sequence[Path], name: str) -> dict[str, list[dict[str, Any]]]:
+def row_sets(paths: Sequence[Path], name: str, seeds_below: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """``{cell: accepted rows}`` of dataset ``name`` from local_pipeline results files, or from ``protocol.py``'s
-    results (its LLM cells that stored their rows, keyed ``<file>:<cell>``); rows with tokens and tags."""
+    results (its LLM cells that stored their rows, keyed ``<file>:<cell>``); rows with tokens and tags.
+    ``seeds_below``: of a protocol200 cell's folder only the rows of seeds below that index (two cells compared on
+    the seeds both have generated)."""
     sets: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
         if path.is_dir():  # a protocol200 cell's chunks: <dataset>/<method>@seeds/<commit>/chunk-NNN.jsonl.gz
@@ -123,9 +125,11 @@ def row_sets(paths: Sequence[Path], name: str) -> dict[str, list[dict[str, Any]]
             for chunk in sorted(path.glob("chunk-*.jsonl.gz")):
                 with gzip.open(chunk, "rt") as fh:
                     head, *lines = (json.loads(line) for line in fh)
-                rows += [r for r in lines if r["status"] == "accepted"] if head.get("dataset") == name else []
+                rows += [r for r in lines if r["status"] == "accepted" and (seeds_below is None or r["seed"] < seeds_below)
+                         ] if head.get("dataset") == name else []
             if rows:
-                sets[f"protocol200:{path.parent.name}:{path.name[:7]} ({len(list(path.glob('chunk-*')))} chunks)"] = rows
+                part = f", seeds below {seeds_below}" if seeds_below is not None else ""
+                sets[f"protocol200:{path.parent.name}:{path.name[:7]} ({len(list(path.glob('chunk-*')))} chunks{part})"] = rows
             continue
         results = json.loads(path.read_text())
         for key, cell in results.get("cells", {}).items():
@@ -188,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--datasets", nargs="+", default=["ncbi_disease", "scierc", "fin"])
     p.add_argument("--rows", type=Path, nargs="*", default=[], help="local_pipeline.py or protocol.py results files")
+    p.add_argument("--seeds-below", type=int, default=None, metavar="N",
+                   help="of protocol200 cell folders, only the rows of seeds 0..N-1")
     p.add_argument("--recheck", nargs="*", default=[], metavar="RULE",
                    help="also score each row set after these sentence rules of today's checker (see above)")
     p.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
@@ -209,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         res = {"silver_tagger": info, "gold_test": agreement(gold, predict_tags(model, tokenizer, test["tokens"])),
                "row_sets": {}}
         types = sorted({g[2:] for _, tags in gold for g in tags if g != "O"})
-        for key, rows in row_sets(args.rows, name).items():
+        for key, rows in row_sets(args.rows, name, args.seeds_below).items():
             sets = [(key, rows, None)]
             if args.recheck:
                 kept, log = recheck(rows, args.recheck, types, split_stats(args.data_dir, name))

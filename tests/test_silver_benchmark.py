@@ -73,6 +73,9 @@ def test_row_sets_read_a_protocol200_cells_committed_chunks(silver, tmp_path: Pa
     assert list(sets) == ["protocol200:rgda@seeds:2096b68 (2 chunks)"]
     assert len(sets["protocol200:rgda@seeds:2096b68 (2 chunks)"]) == 2  # the accepted rows only
     assert silver.row_sets([cell], "fin") == {}
+    assert silver.row_sets([cell], "ncbi_disease", seeds_below=0) == {}  # every toy row is seed 0's
+    below = silver.row_sets([cell], "ncbi_disease", seeds_below=1)
+    assert list(below) == ["protocol200:rgda@seeds:2096b68 (2 chunks, seeds below 1)"] and len(*below.values()) == 2
 
 
 def test_recheck_repairs_or_drops_the_rows_a_rule_fires_on(silver) -> None:
