@@ -19,26 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_rgda.tagger_gate import missed_mentions
+
 #: the treatments ``protocol200`` knows beside the checker's rules
 TREATMENTS = ("seed_tagger",)
-
-
-def entity_spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
-    """A tag row's entities as (start, end, type), read leniently (a stray ``I-`` opens one)."""
-    from hf_rgda.tags import tags_to_spans
-
-    return [(s.start, s.end, s.label) for s in tags_to_spans(list(tags), strict=False)]
-
-
-def missed_mentions(tags: Sequence[str], predicted: Sequence[str]) -> list[tuple[int, int, str]]:
-    """The predicted entities that overlap none of ``tags``' entities: mentions the row leaves untagged.
-
-    Example:
-        >>> missed_mentions(["O", "B-Disease", "O", "O"], ["O", "B-Disease", "O", "B-Disease"])
-        [(3, 4, 'Disease')]
-    """
-    taken = {i for a, b, _ in entity_spans(tags) for i in range(a, b)}
-    return [(a, b, t) for a, b, t in entity_spans(predicted) if not any(i in taken for i in range(a, b))]
 
 
 def seed_tagger(seeds: Any, labels: Sequence[str], steps: int, args: argparse.Namespace, cache: Path) -> tuple[Any, Any, dict]:

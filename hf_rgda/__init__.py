@@ -32,6 +32,7 @@ from .columns import META_COLUMNS
 from .config import DEFAULT_LLM, METHODS, AugmentConfig
 from .llm import LLM, Completion, ScriptedLLM, Usage, load_llm
 from .summary import RunSummary
+from .tagger_gate import TaggerGate
 
 __all__ = [
     "DEFAULT_LLM",
@@ -58,6 +59,7 @@ __all__ = [
     "SchemaError",
     "ScriptedLLM",
     "ServerError",
+    "TaggerGate",
     "TimeoutError",
     "Usage",
     "__version__",

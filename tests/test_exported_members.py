@@ -6,7 +6,7 @@ EXPECTED = [
     "DEFAULT_LLM", "LLM", "META_COLUMNS", "METHODS", "AugmentConfig", "AuthenticationError", "BackendError",
     "Calibration", "Completion", "ConfigError", "ConnectionError", "HubError", "InputError", "ParseError", "ProvisionError", "RGDAAugmenter",
     "RGDAError", "RateLimitError", "RefusalError", "ResponseCache", "RunSummary", "SchemaError", "ScriptedLLM",
-    "ServerError", "TimeoutError", "Usage", "__version__", "calibrate", "entity_length_limits", "load_calibration", "load_llm",
+    "ServerError", "TaggerGate", "TimeoutError", "Usage", "__version__", "calibrate", "entity_length_limits", "load_calibration", "load_llm",
 ]
 
 

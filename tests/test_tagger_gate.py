@@ -1,0 +1,110 @@
+"""TaggerGate: a tagger trained on the seeds rejects augmented rows that leave one of its mentions untagged.
+
+A real MiniLM-L6 is fine-tuned for a few steps on a toy split (the module's fixture, shared); where a test needs
+exact predictions, ``predict_tags`` is replaced by a recording fake and the gate's own bookkeeping is what is tested.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from datasets import ClassLabel, Dataset, Features, Sequence, Value
+
+from hf_rgda import ConfigError, InputError, TaggerGate
+from hf_rgda.provision import MODELS, snapshot_dir
+from hf_rgda.tagger_gate import missed_mentions
+
+pytest.importorskip("transformers")
+MINILM = snapshot_dir(MODELS["minilm"])
+LABELS = ["O", "B-Disease", "I-Disease"]
+DISEASES = ["gout", "lupus", "asthma", "anemia"]
+
+
+def _split(n: int = 24) -> Dataset:
+    rows = {"tokens": [], "ner_tags": []}
+    for i in range(n):
+        d = DISEASES[i % len(DISEASES)]
+        rows["tokens"].append(["Patients", "with", d, "were", "seen", "in", "clinic", str(i), "."])
+        rows["ner_tags"].append([0, 0, 1, 0, 0, 0, 0, 0, 0])
+    features = Features({"tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=LABELS))})
+    return Dataset.from_dict(rows, features=features)
+
+
+@pytest.fixture(scope="module")
+def gate_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (MINILM / "config.json").is_file():
+        pytest.skip("MiniLM not provisioned")
+    out = tmp_path_factory.mktemp("gate")
+    TaggerGate.fit(_split(), output_dir=out, max_steps=40, learning_rate=5e-4, batch_size=8)
+    return out
+
+
+def _rows(status: list[str], tags: list[list[str]]) -> dict[str, list]:
+    tokens = [["Patients", "with", "gout", "were", "seen", "."] for _ in status]
+    return {"tokens": tokens, "ner_tags": tags, "rgda_status": status, "rgda_reason": [""] * len(status),
+            "rgda_trace": [""] * len(status)}
+
+
+def test_missed_mentions_are_predicted_entities_overlapping_none_of_the_rows() -> None:
+    assert missed_mentions(["O", "B-Disease", "O"], ["O", "B-Disease", "B-Disease"]) == [(2, 3, "Disease")]
+    assert missed_mentions(["B-Disease", "I-Disease", "O"], ["O", "B-Disease", "O"]) == []  # overlaps: not missed
+    assert missed_mentions(["O", "I-Disease"], ["O", "O"]) == []  # a stray I- read leniently
+
+
+def test_the_fitted_tagger_flags_an_untagged_mention_and_passes_a_tagged_one(gate_dir: Path) -> None:
+    gate = TaggerGate.load(gate_dir, keep_rejected=True)
+    tagged, untagged = ["O", "O", "B-Disease", "O", "O", "O"], ["O"] * 6
+    out = gate(_rows(["original", "accepted", "accepted"], [untagged, tagged, untagged]))
+    assert out["rgda_status"] == ["original", "accepted", "rejected"]  # an original row is never read
+    assert out["rgda_reason"][2].startswith("tagger_gate/untagged_mention: 'gout' (Disease)")
+    assert json.loads(out["rgda_trace"][2]) == {"tokens": ["Patients", "with", "gout", "were", "seen", "."],
+                                                "tags": untagged, "missed": [[2, 3, "Disease"]]}
+    assert out["tokens"][2] == [] and out["ner_tags"][2] == [] and out["tokens"][1] != []
+    assert gate.counts == {"read": 2, "rejected": 1}
+
+
+def test_flagged_rows_are_dropped_by_default_and_ids_read_by_the_gates_labels(gate_dir: Path, monkeypatch) -> None:
+    from hf_rgda import train
+
+    asked: list[list[list[str]]] = []
+
+    def predict(model, tokenizer, rows, **kw):  # every row's third word a mention
+        asked.append([list(r) for r in rows])
+        return [["O", "O", "B-Disease"] + ["O"] * (len(r) - 3) for r in rows]
+
+    monkeypatch.setattr(train, "predict_tags", predict)
+    gate = TaggerGate.load(gate_dir)
+    batch = {"tokens": [["a", "b", "gout", "c"], ["a", "b", "gout", "c"]], "ner_tags": [[0, 0, 1, 0], [0, 0, 0, 0]],
+             "extra": [1, 2]}  # no rgda_status: every row read
+    out = gate(batch)
+    assert out == {"tokens": [["a", "b", "gout", "c"]], "ner_tags": [[0, 0, 1, 0]], "extra": [1]}
+    assert len(asked[0]) == 2
+    with pytest.raises(InputError, match="row 1: tags"):
+        gate({"tokens": [["a", "b", "c"], ["a", "b", "c"]], "ner_tags": [[0, 0, 0], [0, 7, 0]]})
+    with pytest.raises(InputError, match="row 0: 3 tokens but 2 tags"):
+        gate({"tokens": [["a", "b", "c"]], "ner_tags": [[0, 0]]})
+    with pytest.raises(InputError, match="no 'ner_tags' column"):
+        gate({"tokens": [["a"]]})
+    with pytest.raises(InputError, match="rgda_status"):
+        TaggerGate.load(gate_dir, keep_rejected=True)({"tokens": [["a", "b", "c"]], "ner_tags": [[0, 0, 0]]})
+
+
+def test_it_maps_over_a_dataset_pickles_as_its_folder_and_refuses_a_folder_without_a_model(gate_dir: Path,
+                                                                                              tmp_path: Path) -> None:
+    from datasets.fingerprint import Hasher
+
+    gate = TaggerGate.load(gate_dir, keep_rejected=True)
+    ds = Dataset.from_dict(_rows(["accepted", "accepted"], [["O", "O", "B-Disease", "O", "O", "O"], ["O"] * 6]))
+    out = ds.map(gate, batched=True, load_from_cache_file=False)
+    assert out["rgda_status"] == ["accepted", "rejected"]
+    again = pickle.loads(pickle.dumps(gate))
+    assert again._model is None and again.counts == {"read": 0, "rejected": 0} and again.digest == gate.digest
+    assert Hasher.hash(again) == Hasher.hash(TaggerGate.load(gate_dir, keep_rejected=True))
+    assert Hasher.hash(gate) != Hasher.hash(TaggerGate.load(gate_dir))  # keep_rejected changes the rows
+    with pytest.raises(ConfigError, match="no token-classification model"):
+        TaggerGate(tmp_path)
+    with pytest.raises(InputError, match="no rows"):
+        TaggerGate.fit(_split().select([]), output_dir=tmp_path / "x")
