@@ -55,11 +55,14 @@ LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
 #: gates, the top-up asked twice, the split tagger's rule: 6fd8f81's A/B, plus the comma rule and the checker's
 #: speed-ups, whose verdicts are the same), beside 2096b68's (it replaces 08e3407, 794e120 and 6fd8f81, whose cells
 #: had not started); FIN's LLM cells come from it alone. Its chunks' variety pass is given the cell's earlier rows
-#: (as one map of the 200 seeds would count them: ``protocol200_worker``)
+#: (as one map of the 200 seeds would count them: ``protocol200_worker``). ``/seed_tagger``: the rows less those in
+#: which a tagger trained on the seeds finds a mention left untagged (``benchmarks.row_taggers``; the product's
+#: ``TaggerGate``), the lever read after ``/likely_mention``
 NEW = "f4b6d2f"
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
-                         "rgda@seeds+mr:2096b68", "eda", "mr-train", f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}",
-                         "naive@seeds:2096b68", "gda@seeds:2096b68"],
+                         "rgda@seeds+mr:2096b68", "eda", "mr-train", "rgda@seeds:2096b68/seed_tagger",
+                         f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"rgda@seeds:{NEW}/seed_tagger",
+                         "naive@seeds:2096b68", "gda@seeds:2096b68", f"rgda@seeds+mr:{NEW}/seed_tagger"],
         "fin": ["noaug", "mr", "eda", "mr-train", f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"naive@seeds:{NEW}",
                 f"gda@seeds:{NEW}"]}
 
