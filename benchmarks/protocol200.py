@@ -278,21 +278,20 @@ class Protocol:
         """``rows`` after the checker rules among ``names`` (:meth:`recheck`), then the tagger treatments among them
         (``benchmarks.row_taggers``); with what each did."""
         from benchmarks import row_taggers as rt
-        from hf_rgda.train import predict_tags
 
         rules = tuple(n for n in names if n not in rt.TREATMENTS)
         before, log = len(rows), {"rules": list(names), "rows_before": len(rows), "code": header("protocol200")["commit"]}
         if rules:
             rows, _ = self.recheck(rows, rules)
         for name in (n for n in names if n in rt.TREATMENTS):
-            model, tokenizer, info = self.tagger(name)
-            rows, dropped = rt.drop_missed(rows, predict_tags(model, tokenizer, [r["tokens"] for r in rows]))
+            gate, info = self.tagger(name)
+            rows, dropped = rt.drop_missed(gate, rows)
             log[name] = {**info, "dropped": len(dropped)}
         log["dropped"] = before - len(rows)
         return rows, log
 
-    def tagger(self, name: str) -> tuple[Any, Any, dict]:
-        """The trained tagger of treatment ``name`` (``benchmarks.row_taggers``), trained once per machine."""
+    def tagger(self, name: str) -> tuple[Any, dict]:
+        """The gate of treatment ``name`` (``benchmarks.row_taggers``), trained once per machine, and its record."""
         from benchmarks import row_taggers as rt
 
         return rt.seed_tagger(self.training_set({"tokens": [], "ner_tags": []}), self.labels, self.steps,

@@ -23,16 +23,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import ConfigError, InputError
-from .tags import tags_to_spans
+from ._exceptions import ConfigError, InputError, SchemaError
+from ._source import hash_extras
+from .records import SeedTrace
+from .tags import SCHEMES, convert_tags, tags_to_spans
 
 __all__ = ["TaggerGate", "missed_mentions"]
 
 #: the gate's reason prefix in ``rgda_reason`` (beside the pipeline's ``<stage>/<reason>``)
 STAGE = "tagger_gate"
 
-#: optimizer steps of :meth:`TaggerGate.fit` unless the config says otherwise: the protocol's recipe (500 steps of
-#: 16 sentences, the steps every cell of the 200-seed protocol trains for)
+#: optimizer steps of :meth:`TaggerGate.fit` without a ``config``: the protocol's recipe (500 steps of 16 sentences,
+#: what every cell of the 200-seed protocol trains for)
 FIT_STEPS = 500
 
 
@@ -49,27 +51,51 @@ def missed_mentions(tags: Sequence[str], predicted: Sequence[str]) -> list[tuple
             if not any(i in taken for i in range(s.start, s.end))]
 
 
+def _inline(tokens: Sequence[str], tags: Sequence[str]) -> str:
+    """The row as ``[words](Type)`` marks (IOB2 tags)."""
+    spans = {s.start: s for s in tags_to_spans(list(tags), strict=False)}
+    out, i = [], 0
+    while i < len(tokens):
+        s = spans.get(i)
+        out.append(f"[{' '.join(tokens[i:s.end])}]({s.label})" if s else tokens[i])
+        i = s.end if s else i + 1
+    return " ".join(out)
+
+
 class TaggerGate:
     """A ``datasets.map(batched=True)`` function over augmented rows: each row whose ``rgda_status`` is ``accepted``
     (every row, where the dataset has no such column) is tagged by the gate's tagger, and a row in which the tagger
-    tags a mention overlapping none of the row's entities is rejected: dropped, or with ``keep_rejected`` kept with
-    ``rgda_status`` ``rejected``, its tokens and tags emptied as the augmenter's rejected rows are, and its reason
-    and its row (tokens, tags, the mentions found) in ``rgda_reason`` and ``rgda_trace``. Other rows pass unchanged.
+    tags a mention overlapping none of the row's entities is rejected. By default it is dropped; with
+    ``keep_rejected`` it stays with ``rgda_status`` ``rejected``, its tokens and tags emptied as the augmenter's
+    rejected rows are, the reason in ``rgda_reason`` and the row (``raw``, ``[words](Type)`` marks) with the reason's
+    ``detail`` in ``rgda_trace``. Other rows pass unchanged.
+
+    A seed's record (the ``rgda_trace`` :class:`~hf_rgda.RunSummary` reads) is never lost: where it rides on a
+    rejected row (``keep_originals=False``), it moves to the next kept row of the same seed in the batch, or, with
+    none, the row stays, marked rejected, its tokens emptied, the record kept (the gate's finding under its
+    ``tagger_gate`` key). The gate's rejections are not in the records: :attr:`counts` holds this process's rows read
+    and rejected (zero where ``datasets`` served the map from its cache; per worker under ``num_proc``).
 
     Build it with :meth:`fit` (trains the tagger on the seeds) or :meth:`load` (a folder :meth:`fit` wrote). It
-    pickles as its folder and the weights' digest (``datasets`` fingerprints it so; each ``num_proc`` worker loads
-    the model once). :attr:`counts` holds this process's rows read and rejected.
+    pickles as its folder, the weights' digest and the library's code (``datasets`` fingerprints it so; each
+    ``num_proc`` worker loads the model once).
 
     Args:
         path: the folder of a token-classification model with its tokenizer (as :func:`~hf_rgda.train.train_ner`
             writes it).
         keep_rejected: keep the rejected rows, marked (needs an ``rgda_status`` column).
-        tokens_column, tags_column: the rows' columns; tags as IOB2 names, or ids of the tagger's label list.
+        tokens_column, tags_column: the rows' columns.
+        label_names: the label list the rows' tag ids index (``ClassLabel`` names); default the tagger's own.
+        scheme: the rows' tag scheme (the tagger's labels are read in the scheme they were trained in).
         batch_size: sentences per forward pass.
+        device: where the tagger runs (default: ``cuda`` where there is one, else the CPU).
     """
 
     def __init__(self, path: str | Path, *, keep_rejected: bool = False, tokens_column: str = "tokens",
-                 tags_column: str = "ner_tags", batch_size: int = 32) -> None:
+                 tags_column: str = "ner_tags", label_names: Sequence[str] | None = None, scheme: str = "IOB2",
+                 batch_size: int = 32, device: str | None = None) -> None:
+        if scheme not in SCHEMES:
+            raise ConfigError(f"scheme={scheme!r}: one of {', '.join(SCHEMES)}")
         self.path = Path(path)
         weights = sorted(self.path.glob("*.safetensors")) or sorted(self.path.glob("*.bin"))
         if not (self.path / "config.json").is_file() or not weights:
@@ -77,35 +103,45 @@ class TaggerGate:
                               "train one with TaggerGate.fit")
         config = json.loads((self.path / "config.json").read_text())
         labels = config.get("id2label") or {}
-        self.label_names = [labels[str(i)] for i in range(len(labels))]
-        if not any(n.startswith("B-") for n in self.label_names):
-            raise ConfigError(f"{self.path}: its labels {self.label_names} are not IOB2 tags")
+        self.tagger_labels = [labels[str(i)] for i in range(len(labels))]
+        if not any(n.startswith(("B-", "S-", "U-")) for n in self.tagger_labels):
+            raise ConfigError(f"{self.path}: its labels {self.tagger_labels} are no entity tags")
+        prefixes = {n[:2] for n in self.tagger_labels}  # the scheme the tagger was trained in, read from its labels
+        self.tagger_scheme = "BILOU" if prefixes & {"U-", "L-"} else "BIOES" if prefixes & {"S-", "E-"} else "IOB2"
+        self.label_names = list(label_names) if label_names is not None else list(self.tagger_labels)
         digest = hashlib.sha256()
         for w in weights:
             with w.open("rb") as fh:
                 for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
                     digest.update(block)
         self.digest = digest.hexdigest()[:16]
-        self.keep_rejected, self.batch_size = keep_rejected, batch_size
+        self.metrics = json.loads((self.path / "metrics.json").read_text()) if (self.path / "metrics.json").is_file() \
+            else None
+        self.keep_rejected, self.batch_size, self.scheme, self.device = keep_rejected, batch_size, scheme, device
         self.tokens_column, self.tags_column = tokens_column, tags_column
         self.counts = {"read": 0, "rejected": 0}
         self._model: Any = None
         self._lock = threading.Lock()
 
     @classmethod
-    def fit(cls, seeds: Any, *, output_dir: str | Path, config: Any = None, tokens_column: str = "tokens",
-            tags_column: str = "ner_tags", keep_rejected: bool = False, **overrides: Any) -> TaggerGate:
-        """Train the gate's tagger on ``seeds`` (a split with tokens and IOB2 tags: names or ``ClassLabel`` ids) with
-        :func:`~hf_rgda.train.train_ner` (its :class:`~hf_rgda.train.TrainConfig`, ``max_steps`` :data:`FIT_STEPS`
-        unless ``config`` or ``overrides`` say otherwise) into ``output_dir``, and return the gate."""
+    def fit(cls, seeds: Any, *, output_dir: str | Path, config: Any = None, eval_ds: Any = None,
+            label_names: Sequence[str] | None = None, tokens_column: str = "tokens", tags_column: str = "ner_tags",
+            **overrides: Any) -> TaggerGate:
+        """Train the gate's tagger on ``seeds`` (a split with tokens and tags: names or ``ClassLabel`` ids) with
+        :func:`~hf_rgda.train.train_ner` into ``output_dir``, and return the gate (its :attr:`metrics`: the training's,
+        with ``eval`` where ``eval_ds`` is given: how well the tagger tags, hence how often it misreads a row).
+
+        ``config``: a :class:`~hf_rgda.train.TrainConfig`, whole (default: ``TrainConfig(max_steps=FIT_STEPS)``);
+        ``overrides``: fields of it (``max_steps=200``, ``batch_size=8``: the training batch); ``label_names``: the
+        label list (default: the seeds' ``ClassLabel`` names, else their tags). The gate's own options
+        (``keep_rejected``, ...) are the constructor's: ``TaggerGate.load(output_dir, ...)``."""
         from .train import TrainConfig, train_ner
 
         if len(seeds) == 0:
             raise InputError("TaggerGate.fit: the seed split has no rows")
-        cfg = config or TrainConfig(max_steps=FIT_STEPS)
-        train_ner(seeds, output_dir=output_dir, config=cfg, tokens_column=tokens_column, tags_column=tags_column,
-                  **overrides)
-        return cls(output_dir, keep_rejected=keep_rejected, tokens_column=tokens_column, tags_column=tags_column)
+        train_ner(seeds, eval_ds, output_dir=output_dir, config=config or TrainConfig(max_steps=FIT_STEPS),
+                  label_names=label_names, tokens_column=tokens_column, tags_column=tags_column, **overrides)
+        return cls(output_dir, tokens_column=tokens_column, tags_column=tags_column)
 
     @classmethod
     def load(cls, path: str | Path, **kwargs: Any) -> TaggerGate:
@@ -113,32 +149,40 @@ class TaggerGate:
         return cls(path, **kwargs)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items() if k not in ("_model", "_lock", "counts")}
+        # hashed by datasets with the package's code: an edited gate never reuses an older one's cached rows
+        return {**{k: v for k, v in vars(self).items() if k not in ("_model", "_lock", "counts")},
+                "_hash_extras": hash_extras()}
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
-        vars(self).update(state)
+        vars(self).update({k: v for k, v in state.items() if k != "_hash_extras"})
         self.counts, self._model, self._lock = {"read": 0, "rejected": 0}, None, threading.Lock()
 
     def __repr__(self) -> str:
-        return f"TaggerGate({str(self.path)!r}, labels={self.label_names}, keep_rejected={self.keep_rejected})"
+        return f"TaggerGate({str(self.path)!r}, labels={self.tagger_labels}, keep_rejected={self.keep_rejected})"
 
     def _tagger(self) -> tuple[Any, Any]:
         with self._lock:
             if self._model is None:
+                import torch
                 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-                self._model = (AutoModelForTokenClassification.from_pretrained(str(self.path)),
-                               AutoTokenizer.from_pretrained(str(self.path)))
+                model = AutoModelForTokenClassification.from_pretrained(str(self.path))
+                model.to(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+                self._model = model, AutoTokenizer.from_pretrained(str(self.path))
             return self._model
 
-    def _names(self, k: int, tags: Sequence[Any]) -> list[str]:
-        if all(isinstance(t, str) for t in tags):
-            return list(tags)
+    def _iob2(self, k: int, tags: Sequence[Any]) -> list[str]:
+        """Row ``k``'s tags as IOB2 names."""
+        if not all(isinstance(t, str) for t in tags):
+            bad = [t for t in tags if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < len(self.label_names)]
+            if bad:
+                raise InputError(f"row {k} of this batch: tag {bad[0]!r} is neither a tag name nor an id of the labels "
+                                 f"{self.label_names} (map with with_indices=True to find it)")
+            tags = [self.label_names[t] for t in tags]
         try:
-            return [self.label_names[int(t)] for t in tags]
-        except (IndexError, ValueError, TypeError):
-            raise InputError(f"row {k}: tags {list(tags)[:8]} are neither IOB2 names nor ids of the gate's labels "
-                             f"{self.label_names}") from None
+            return list(tags) if self.scheme == "IOB2" else convert_tags(tags, self.scheme, "IOB2")
+        except SchemaError as err:
+            raise InputError(f"row {k} of this batch: {err}") from None
 
     def __call__(self, batch: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
         """The batch with the rows the tagger finds a mention missing in rejected (see the class)."""
@@ -150,33 +194,47 @@ class TaggerGate:
         status = batch.get("rgda_status")
         if self.keep_rejected and status is None:
             raise InputError("keep_rejected=True marks rejected rows in rgda_status, which these rows do not have")
-        n = len(batch[self.tokens_column])
-        read = [k for k in range(n) if status is None or status[k] == "accepted"]
-        for k in read:
-            if len(batch[self.tokens_column][k]) != len(batch[self.tags_column][k]):
-                raise InputError(f"row {k}: {len(batch[self.tokens_column][k])} tokens but "
-                                 f"{len(batch[self.tags_column][k])} tags")
-        model, tokenizer = self._tagger()
-        predicted = predict_tags(model, tokenizer, [batch[self.tokens_column][k] for k in read],
-                                 batch_size=self.batch_size)
-        found: dict[int, list[tuple[int, int, str]]] = {}
-        for k, pred in zip(read, predicted):
-            if missed := missed_mentions(self._names(k, batch[self.tags_column][k]), pred):
-                found[k] = missed
-        self.counts["read"] += len(read)
-        self.counts["rejected"] += len(found)
-        if not self.keep_rejected:
-            return {c: [v for k, v in enumerate(vals) if k not in found] for c, vals in batch.items()}
         out = {c: list(vals) for c, vals in batch.items()}
+        tokens, tags = out[self.tokens_column], out[self.tags_column]
+        read = [k for k in range(len(tokens)) if status is None or status[k] == "accepted"]
+        iob2 = {}
+        for k in read:
+            if len(tokens[k]) != len(tags[k]):
+                raise InputError(f"row {k} of this batch: {len(tokens[k])} tokens but {len(tags[k])} tags")
+            iob2[k] = self._iob2(k, tags[k])
+        if not read:
+            return out
+        model, tokenizer = self._tagger()
+        predicted = predict_tags(model, tokenizer, [tokens[k] for k in read], batch_size=self.batch_size)
+        found = {}
+        for k, pred in zip(read, predicted):
+            pred = pred if self.tagger_scheme == "IOB2" else convert_tags(pred, self.tagger_scheme, "IOB2")
+            if missed := missed_mentions(iob2[k], pred):
+                found[k] = missed
+        with self._lock:
+            self.counts["read"] += len(read)
+            self.counts["rejected"] += len(found)
+        drop = set()
+        traces = out.get("rgda_trace")
         for k, missed in found.items():
-            tokens = list(batch[self.tokens_column][k])
-            texts = [f"{' '.join(tokens[a:b])!r} ({label})" for a, b, label in missed]
-            out["rgda_status"][k] = "rejected"
+            texts = ", ".join(f"{' '.join(tokens[k][a:b])!r} ({label})" for a, b, label in missed)
+            detail = f"{texts} left untagged; the tagger trained on the seeds tags it"
+            finding = {"raw": _inline(tokens[k], iob2[k]), "detail": detail}
+            record = traces[k] if traces is not None and SeedTrace.read(traces[k]) is not None else None
+            if record is not None:  # the seed's record: onto its next kept row here, else it keeps this one
+                source = out.get("rgda_source")
+                heir = next((j for j in range(k + 1, len(tokens)) if j not in found and not traces[j]
+                             and (source is None or source[j] == source[k])), None)
+                if heir is not None:
+                    traces[heir], record = traces[k], None
+            if not self.keep_rejected and record is None:
+                drop.add(k)
+                continue
+            if status is not None:
+                out["rgda_status"][k] = "rejected"
             if "rgda_reason" in out:
-                out["rgda_reason"][k] = (f"{STAGE}/untagged_mention: {', '.join(texts)} left untagged; the tagger "
-                                         "trained on the seeds tags it")
-            if "rgda_trace" in out:
-                out["rgda_trace"][k] = json.dumps({"tokens": tokens, "tags": self._names(k, batch[self.tags_column][k]),
-                                                   "missed": [list(m) for m in missed]}, ensure_ascii=False)
-            out[self.tokens_column][k], out[self.tags_column][k] = [], []
-        return out
+                out["rgda_reason"][k] = f"{STAGE}/untagged_mention: {detail}"
+            if traces is not None:
+                traces[k] = json.dumps({**json.loads(record), STAGE: finding} if record else finding, ensure_ascii=False)
+            tokens[k], tags[k] = [], []
+        return {c: [v for k, v in enumerate(vals) if k not in drop] for c, vals in out.items()}

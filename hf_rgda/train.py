@@ -181,6 +181,8 @@ def train_ner(train_ds: Any, eval_ds: Any | None = None, *, output_dir: str | Pa
 def predict_tags(model: Any, tokenizer: Any, token_rows: Sequence[Sequence[str]], *, max_length: int = 256,
                  batch_size: int = 32) -> list[list[str]]:
     """Word-level tag names for each sentence (first sub-word's prediction; windows merged back)."""
+    if not token_rows:
+        return []
     import torch
     from datasets import Dataset
     from transformers import DataCollatorForTokenClassification

@@ -152,22 +152,17 @@ def test_a_recheck_cell_drops_the_rows_todays_rule_fires_on(proto) -> None:
 
 def test_the_seed_tagger_treatment_drops_rows_leaving_a_mention_untagged(proto, monkeypatch: pytest.MonkeyPatch) -> None:
     mod, p, _ = proto
-    rt = importlib.import_module("benchmarks.row_taggers")
-    assert rt.missed_mentions(["B-Disease", "O", "O"], ["B-Disease", "I-Disease", "B-Disease"]) == [(2, 3, "Disease")]
-    assert rt.missed_mentions(["O", "B-Disease", "O"], ["B-Disease", "I-Disease", "O"]) == []  # overlaps the row's
     p.generate("rgda", COMMIT)
     asked: list[str] = []
-    monkeypatch.setattr(mod.Protocol, "tagger", lambda self, name: (asked.append(name) or "model", "tok", {"n": name}))
-    train = importlib.import_module("hf_rgda.train")
 
-    def predict(model, tok, rows):  # a tagger that also tags "New" in the rows of seed 0
-        return [["B-Disease" if t == "New" and r[1].startswith("s0r") else ("B-Disease" if i else "O")
-                 for i, t in enumerate(r)] for r in rows]
+    def gate(batch):  # a TaggerGate as the treatment calls it: rows in, the kept rows (every column) out
+        keep = [k for k, t in enumerate(batch["tokens"]) if not t[1].startswith("s0r")]  # seed 0's rows miss one
+        return {c: [v[k] for k in keep] for c, v in batch.items()}
 
-    monkeypatch.setattr(train, "predict_tags", predict)
+    monkeypatch.setattr(mod.Protocol, "tagger", lambda self, name: (asked.append(name) or gate, {"n": name}))
     aug, info = p.cell_rows(f"rgda@seeds:{COMMIT}/seed_tagger")
     assert len(aug) == 8 and info["recheck"]["dropped"] == 2 and info["recheck"]["seed_tagger"]["dropped"] == 2
-    assert all(not w[1].startswith("s0r") for w in aug["tokens"])
+    assert all(not w[1].startswith("s0r") for w in aug["tokens"]) and info["recheck"]["seed_tagger"]["n"] == "seed_tagger"
     aug, info = p.cell_rows(f"rgda@seeds:{COMMIT}/too_short+seed_tagger")  # the rules first: nothing left to read
     assert len(aug) == 0 and info["recheck"]["dropped"] == 10
     assert asked == ["seed_tagger", "seed_tagger"]

@@ -60,8 +60,8 @@ def test_the_fitted_tagger_flags_an_untagged_mention_and_passes_a_tagged_one(gat
     out = gate(_rows(["original", "accepted", "accepted"], [untagged, tagged, untagged]))
     assert out["rgda_status"] == ["original", "accepted", "rejected"]  # an original row is never read
     assert out["rgda_reason"][2].startswith("tagger_gate/untagged_mention: 'gout' (Disease)")
-    assert json.loads(out["rgda_trace"][2]) == {"tokens": ["Patients", "with", "gout", "were", "seen", "."],
-                                                "tags": untagged, "missed": [[2, 3, "Disease"]]}
+    assert json.loads(out["rgda_trace"][2]) == {"raw": "Patients with gout were seen .",
+                                                "detail": out["rgda_reason"][2].split(": ", 1)[1]}
     assert out["tokens"][2] == [] and out["ner_tags"][2] == [] and out["tokens"][1] != []
     assert gate.counts == {"read": 2, "rejected": 1}
 
@@ -82,9 +82,9 @@ def test_flagged_rows_are_dropped_by_default_and_ids_read_by_the_gates_labels(ga
     out = gate(batch)
     assert out == {"tokens": [["a", "b", "gout", "c"]], "ner_tags": [[0, 0, 1, 0]], "extra": [1]}
     assert len(asked[0]) == 2
-    with pytest.raises(InputError, match="row 1: tags"):
+    with pytest.raises(InputError, match="row 1 of this batch: tag 7"):
         gate({"tokens": [["a", "b", "c"], ["a", "b", "c"]], "ner_tags": [[0, 0, 0], [0, 7, 0]]})
-    with pytest.raises(InputError, match="row 0: 3 tokens but 2 tags"):
+    with pytest.raises(InputError, match="row 0 of this batch: 3 tokens but 2 tags"):
         gate({"tokens": [["a", "b", "c"]], "ner_tags": [[0, 0]]})
     with pytest.raises(InputError, match="no 'ner_tags' column"):
         gate({"tokens": [["a"]]})
@@ -108,3 +108,82 @@ def test_it_maps_over_a_dataset_pickles_as_its_folder_and_refuses_a_folder_witho
         TaggerGate(tmp_path)
     with pytest.raises(InputError, match="no rows"):
         TaggerGate.fit(_split().select([]), output_dir=tmp_path / "x")
+
+
+def test_a_batch_with_nothing_to_read_passes_without_loading_the_tagger(gate_dir: Path) -> None:
+    from hf_rgda.train import predict_tags
+
+    assert predict_tags(None, None, []) == []
+    gate = TaggerGate.load(gate_dir)
+    originals = _rows(["original", "rejected"], [["O", "O", "B-Disease", "O", "O", "O"], []])
+    originals["tokens"][1] = []
+    assert gate(originals) == originals and gate._model is None
+    empty = {"tokens": [], "ner_tags": [], "rgda_status": []}
+    assert gate(empty) == empty and gate.counts == {"read": 0, "rejected": 0}
+
+
+def test_a_seeds_record_is_never_lost(gate_dir: Path, monkeypatch) -> None:
+    """keep_originals=False: a seed's record rides on its first accepted row; the gate moves it to the seed's next
+    kept row, or keeps the row (rejected, emptied) where there is none."""
+    from hf_rgda import RGDAAugmenter, RunSummary, ScriptedLLM, train
+
+    from .conftest import SEED_ROWS, stateless_handler
+
+    seeds = Dataset.from_dict({"tokens": SEED_ROWS["tokens"], "ner_tags": SEED_ROWS["ner_tags"]})
+    aug = RGDAAugmenter.from_dataset(seeds, llm=ScriptedLLM(stateless_handler, name="s"), method="gda",
+                                     keep_originals=False, cache=False)
+    out = seeds.map(aug, batched=True, remove_columns=seeds.column_names)
+    before = RunSummary.from_dataset(out).to_dict()
+    assert before["seeds"] == len(seeds) and out["rgda_status"].count("accepted") >= 2 * len(seeds)
+    first = {}
+    for k, s in enumerate(out["rgda_source"]):
+        first.setdefault(s, k)
+    flag = {tuple(out["tokens"][k]) for k in first.values()}  # every seed's first row, the one with its record
+    monkeypatch.setattr(train, "predict_tags", lambda m, t, rows, **kw: [
+        ["B-Disease"] * len(r) if tuple(r) in flag else ["O"] * len(r) for r in rows])
+    monkeypatch.setattr(TaggerGate, "_tagger", lambda self: (None, None))
+    gated = out.map(TaggerGate.load(gate_dir), batched=True, batch_size=1000)
+    assert len(gated) == len(out) - len(first)  # the flagged rows dropped, their records moved on
+    assert RunSummary.from_dataset(gated).to_dict() == before
+    alone = out.map(TaggerGate.load(gate_dir), batched=True, batch_size=1)  # no later row of the seed in a batch
+    kept = [k for k, s in enumerate(alone["rgda_status"]) if s == "rejected"]
+    assert len(kept) == len(first) and all(alone["tokens"][k] == [] for k in kept)
+    assert all(alone["rgda_reason"][k].startswith("tagger_gate/untagged_mention: ") for k in kept)
+    assert all("tagger_gate" in json.loads(alone["rgda_trace"][k]) for k in kept)
+    assert RunSummary.from_dataset(alone).to_dict() == before
+
+
+def test_classlabel_ids_and_other_schemes_are_read_as_iob2(gate_dir: Path, monkeypatch) -> None:
+    from hf_rgda import train
+
+    monkeypatch.setattr(train, "predict_tags", lambda m, t, rows, **kw: [
+        ["O", "O", "B-Disease"] + ["O"] * (len(r) - 3) for r in rows])
+    monkeypatch.setattr(TaggerGate, "_tagger", lambda self: (None, None))
+    features = Features({"tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=LABELS))})
+    ds = Dataset.from_dict({"tokens": [["a", "b", "gout", "c"]] * 2, "ner_tags": [[0, 0, 1, 0], [0, 0, 0, 0]]},
+                           features=features)
+    out = ds.map(TaggerGate.load(gate_dir), batched=True)
+    assert out["ner_tags"] == [[0, 0, 1, 0]] and out.features["ner_tags"] == features["ner_tags"]
+    bioes = TaggerGate.load(gate_dir, scheme="BIOES")
+    assert bioes({"tokens": [["a", "b", "gout", "c"]], "ner_tags": [["O", "O", "S-Disease", "O"]]})["tokens"] == [
+        ["a", "b", "gout", "c"]]
+    with pytest.raises(InputError, match="row 0 of this batch"):
+        bioes({"tokens": [["a", "b", "gout", "c"]], "ner_tags": [["O", "O", "B-Disease", "O"]]})  # B- never closed
+    with pytest.raises(InputError, match="tag -1 is neither"):
+        TaggerGate.load(gate_dir)({"tokens": [["a", "b", "c"]], "ner_tags": [[0, -1, 0]]})
+    with pytest.raises(ConfigError, match="scheme='BIO'"):
+        TaggerGate.load(gate_dir, scheme="BIO")
+
+
+def test_the_protocols_seed_tagger_treatment_reads_rows_through_the_gate(gate_dir: Path, monkeypatch) -> None:
+    from benchmarks.row_taggers import drop_missed
+    from hf_rgda import train
+
+    monkeypatch.setattr(train, "predict_tags", lambda m, t, rows, **kw: [["B-Disease"] + ["O"] * (len(r) - 1)
+                                                                         for r in rows])
+    monkeypatch.setattr(TaggerGate, "_tagger", lambda self: (None, None))
+    rows = [{"tokens": ["Gout", "hurts"], "tags": t, "seed": i} for i, t in enumerate([["B-Disease", "O"], ["O", "O"],
+                                                                                       ["B-Disease", "O"]])]
+    kept, dropped = drop_missed(TaggerGate.load(gate_dir), rows)
+    assert kept == [rows[0], rows[2]] and dropped == [rows[1]]
+    assert drop_missed(TaggerGate.load(gate_dir), []) == ([], [])
