@@ -16,8 +16,8 @@ A row's seed is read from its chunk: a local_speed chunk lists its seeds and how
 Usage:
     python -m benchmarks.ab_rows --dataset ncbi_disease \\
         --arms benchmarks/results/local_speed/ab57_ncbi_seeds0-19.json:base \\
-               benchmarks/results/local_speed/ab57b_ncbi_seeds0-19.json:spare_mentions \\
-        --silver benchmarks/results/silver/silver_ab57b.json --into docs/decisions/top-up.md --readme ab57-ncbi
+               benchmarks/results/local_speed/ab57h_ncbi_seeds0-19.json:topup2 \\
+        --silver benchmarks/results/silver/silver_ab57h.json --into docs/decisions/top-up.md --readme ab57-ncbi
 """
 
 from __future__ import annotations

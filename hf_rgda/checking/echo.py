@@ -1,6 +1,6 @@
 """Rules for the prompt written back as content: words for the text itself (:func:`meta_text`), an entity the
 output-format prompt marks in its example (:func:`format_example`), and the type names themselves as text
-(:func:`placeholder`). Both are rows of
+(:func:`placeholder`). Each is a row of
 :data:`~hf_rgda.checking.rules.RULES`.
 """
 
