@@ -15,7 +15,7 @@ from datasets import ClassLabel, Dataset, Features, Sequence, Value
 
 from hf_rgda import ConfigError, InputError, TaggerGate
 from hf_rgda.provision import MODELS, snapshot_dir
-from hf_rgda.tagger_gate import missed_mentions
+from hf_rgda.tagger_gate import _inline, missed_mentions
 
 pytest.importorskip("transformers")
 MINILM = snapshot_dir(MODELS["minilm"])
@@ -187,3 +187,42 @@ def test_the_protocols_seed_tagger_treatment_reads_rows_through_the_gate(gate_di
     kept, dropped = drop_missed(TaggerGate.load(gate_dir), rows)
     assert kept == [rows[0], rows[2]] and dropped == [rows[1]]
     assert drop_missed(TaggerGate.load(gate_dir), []) == ([], [])
+
+
+def test_the_gate_command_writes_the_gated_folder_and_every_rejected_row(gate_dir: Path, tmp_path: Path, monkeypatch,
+                                                                         capsys) -> None:
+    from hf_rgda import ScriptedLLM, train
+    from hf_rgda.cli import main
+    from hf_rgda.recipe import load_source
+
+    from .conftest import SEED_ROWS, stateless_handler
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"tokens": t, "ner_tags": g} for t, g in zip(SEED_ROWS["tokens"], SEED_ROWS["ner_tags"])]
+    (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["augment", str(data), "--method", "gda", "--out", str(tmp_path / "aug"), "--cache",
+                 str(tmp_path / "r.sqlite3")], llm=ScriptedLLM(stateless_handler, name="s")) == 0
+    before = load_source(str(tmp_path / "aug"))
+    flagged = before["augmented"]["tokens"][::2]  # every other augmented row misses a mention, says the fake tagger
+    monkeypatch.setattr(train, "predict_tags", lambda m, t, rs, **kw: [
+        (["B-Disease"] if list(r) in flagged else ["O"]) + ["O"] * (len(r) - 1) for r in rs])
+    monkeypatch.setattr(TaggerGate, "_tagger", lambda self: (None, None))
+    out = tmp_path / "gated"
+    assert main(["gate", str(tmp_path / "aug"), "--out", str(out), "--tagger", str(gate_dir)]) == 0
+    after = load_source(str(out))
+    assert after["seed"]["tokens"] == before["seed"]["tokens"]
+    assert after["augmented"]["tokens"] == [t for t in before["augmented"]["tokens"] if t not in flagged]
+    summary = json.loads((out / "tagger_gate.json").read_text())
+    assert summary["rejected"] == len(flagged) and summary["read"] == len(before["augmented"])
+    rejected = [json.loads(line) for line in (out / "tagger_gate_rejections.jsonl").read_text().splitlines()]
+    assert [r["row"] for r in rejected] == [_inline(t, g) for t, g in
+                                            zip(before["augmented"]["tokens"][::2], before["augmented"]["ner_tags"][::2])]
+    assert all(r["reason"].startswith("tagger_gate/untagged_mention: ") and r["source"] for r in rejected)
+    assert main(["gate", str(data), "--out", str(tmp_path / "x"), "--tagger", str(gate_dir)]) == 2
+    assert "no seed and augmented splits" in capsys.readouterr().err
+    monkeypatch.undo()  # the fit path, for real: a few steps on the seed split
+    assert main(["gate", str(tmp_path / "aug"), "--out", str(tmp_path / "fit"), "--max-steps", "2",
+                 "--batch-size", "2"]) == 0
+    assert (tmp_path / "fit" / "tagger" / "config.json").is_file() and (tmp_path / "fit" / "dataset").is_dir()
+
