@@ -11,12 +11,14 @@ from .config import is_flag
 __all__ = ["add_columns", "add_config_options", "config_from"]
 
 
-def add_config_options(parser: argparse.ArgumentParser, config: type) -> None:
+def add_config_options(parser: argparse.ArgumentParser, config: type, defaults: dict[str, Any] | None = None) -> None:
     """One ``--field-name`` option per field of the dataclass ``config`` (help from the field's ``help`` metadata,
-    ``choices`` from its ``choices`` metadata, ``--x/--no-x`` for booleans)."""
+    ``choices`` from its ``choices`` metadata, ``--x/--no-x`` for booleans); ``defaults``: a command's own defaults
+    for some fields (in the help too)."""
     groups: dict[str, Any] = {}
     for f in dataclasses.fields(config):
-        kw: dict[str, Any] = {"dest": f.name, "default": f.default, "help": f"{f.metadata['help']} (default: {f.default})"}
+        default = (defaults or {}).get(f.name, f.default)
+        kw: dict[str, Any] = {"dest": f.name, "default": default, "help": f"{f.metadata['help']} (default: {default})"}
         if is_flag(f):  # ``bool | None``: unset, --x or --no-x
             kw["action"] = argparse.BooleanOptionalAction
         else:

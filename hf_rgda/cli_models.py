@@ -89,49 +89,74 @@ def gate_parser(g: argparse.ArgumentParser) -> None:
     from .tagger_gate import FIT_STEPS
     from .train import TrainConfig
 
-    g.add_argument("data", help="`hf-rgda augment --out` folder (or a saved DatasetDict with seed and augmented splits)")
+    g.add_argument("data", help="`hf-rgda augment --out` folder (or a saved DatasetDict of its seed and augmented splits "
+                                "with their rgda_* columns)")
     g.add_argument("--out", required=True, type=Path,
                    help="output folder: dataset/ (seed, augmented gated), tagger_gate.json, tagger_gate_rejections.jsonl, "
-                        "and tagger/ where the gate was fit here")
+                        "and tagger/ where the gate is fit here")
     g.add_argument("--tagger", type=Path, default=None,
-                   help="a gate's folder (an earlier --out's tagger/) instead of fine-tuning one on the seed split")
+                   help="a gate's folder (an earlier --out's tagger/) instead of fine-tuning one on the seed split; "
+                        "the training options below then do nothing")
+    g.add_argument("--scheme", default="IOB2", help="tag scheme of the data (default: IOB2)")
     add_columns(g)
-    add_config_options(g, TrainConfig)
-    g.set_defaults(max_steps=FIT_STEPS)
+    add_config_options(g, TrainConfig, defaults={"max_steps": FIT_STEPS})  # --max-steps -1 trains by --epochs
 
 
 def gate(args: argparse.Namespace) -> int:
     """``hf-rgda gate``: fit (or load) the gate, run it over the augmented split, write the gated DatasetDict (its
     rejected rows out of the augmented split, as ``augment`` writes its own into rejections.jsonl), the counts and
-    every row it rejected (text, reason, seed), all or nothing (:func:`~hf_rgda.outputs.write_outputs`)."""
+    every row it rejected (text, reason, seed). The three are written all or nothing
+    (:func:`~hf_rgda.outputs.write_outputs`); a tagger fit here goes to ``OUT/tagger`` first."""
     from datasets import DatasetDict
 
     from .outputs import check_out, write_outputs
     from .recipe import load_source
-    from .records import SeedTrace
     from .tagger_gate import STAGE, TaggerGate
+    from .tags import _class_label_names
     from .train import TrainConfig
 
     check_out(args.out, [str(args.data)])
+    data, out_dir = Path(args.data).resolve(), args.out.resolve()
+    if data.exists() and (out_dir in data.parents or data in out_dir.parents):
+        raise RGDAError(f"--out {args.out}: the data {args.data} is inside it (or it inside the data); give another")
     dsd = load_source(str(args.data))
     if not {"seed", "augmented"} <= set(dsd):
         raise RGDAError(f"{args.data}: no seed and augmented splits (splits: {list(dsd)}): give an augment --out folder")
+    rows_need = {args.tokens_column, args.tags_column}
+    for split, need in (("seed", rows_need), ("augmented", rows_need | {"rgda_status", "rgda_reason", "rgda_trace",
+                                                                        "rgda_source"})):
+        missing = sorted(need - set(dsd[split].column_names))
+        if missing:
+            raise RGDAError(f"{args.data}: the {split} split has no {', '.join(missing)} column(s) (columns: "
+                            f"{dsd[split].column_names}): give an augment --out folder")
+    augmented = dsd["augmented"]
     cols = {"tokens_column": args.tokens_column, "tags_column": args.tags_column}
     tagger = args.tagger
-    if tagger is None:
+    if tagger is None and augmented["rgda_status"].count("accepted"):
         tagger = args.out / "tagger"
+        if tagger.exists():
+            raise RGDAError(f"{tagger} holds a tagger from an earlier run: reuse it with --tagger {tagger}, or remove it")
         print(f"fine-tuning the gate's tagger on {len(dsd['seed'])} seed sentences into {tagger}")
         TaggerGate.fit(dsd["seed"], output_dir=tagger, config=config_from(args, TrainConfig), **cols)
-    marked = dsd["augmented"].map(TaggerGate.load(tagger, keep_rejected=True, **cols), batched=True,
-                                  load_from_cache_file=False, desc="tagger gate")
-    found = [k for k, reason in enumerate(marked["rgda_reason"]) if reason.startswith(f"{STAGE}/")]
+    found: list[int] = []
+    marked = augmented
+    if tagger is not None:
+        gate_fn = TaggerGate.load(tagger, keep_rejected=True, scheme=args.scheme,
+                                  label_names=_class_label_names(augmented, args.tags_column), **cols)
+        marked = augmented.map(gate_fn, batched=True, load_from_cache_file=False, keep_in_memory=True,
+                               desc="tagger gate")
+        found = [k for k, reason in enumerate(marked["rgda_reason"]) if reason.startswith(f"{STAGE}/")]
     traces = marked["rgda_trace"]
-    records = {k for k in found if SeedTrace.read(traces[k]) is not None}  # rows the gate kept for their seed's record
-    rejected = [{"source": marked["rgda_source"][k], "reason": marked["rgda_reason"][k],
-                 "row": json.loads(traces[k]).get(STAGE, json.loads(traces[k]))["raw"]} for k in found]
-    gated = marked.select(sorted(set(range(len(marked))) - set(found) | records))  # as augment's: accepted rows
-    summary = {"data": str(args.data), "tagger": str(tagger), "read": dsd["augmented"]["rgda_status"].count("accepted"),
-               "rejected": len(found), "augmented_rows_before": len(dsd["augmented"]), "augmented_rows_after": len(gated)}
+    rejected = []
+    for k in found:
+        trace = json.loads(traces[k])
+        rejected.append({"source": marked["rgda_source"][k], "reason": marked["rgda_reason"][k],
+                         "row": trace.get(STAGE, trace)["raw"]})
+    kept = sorted(set(range(len(marked))) - {k for k in found if not isinstance(json.loads(traces[k]).get(STAGE), dict)})
+    gated = marked.select(kept, keep_in_memory=True)  # a row kept for its seed's record stays, marked (keep_originals off)
+    summary = {"data": str(args.data), "tagger": str(tagger) if tagger else None,
+               "read": augmented["rgda_status"].count("accepted"), "rejected": len(found),
+               "augmented_rows_before": len(augmented), "augmented_rows_after": len(gated)}
     out = DatasetDict({**dsd, "augmented": gated})
 
     def rows(path: Path) -> None:

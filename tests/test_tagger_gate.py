@@ -221,8 +221,17 @@ def test_the_gate_command_writes_the_gated_folder_and_every_rejected_row(gate_di
     assert all(r["reason"].startswith("tagger_gate/untagged_mention: ") and r["source"] for r in rejected)
     assert main(["gate", str(data), "--out", str(tmp_path / "x"), "--tagger", str(gate_dir)]) == 2
     assert "no seed and augmented splits" in capsys.readouterr().err
+    assert main(["gate", str(tmp_path / "aug" / "dataset"), "--out", str(tmp_path / "aug"), "--tagger",
+                 str(gate_dir)]) == 2  # would write over its own input
+    assert "inside it" in capsys.readouterr().err
     monkeypatch.undo()  # the fit path, for real: a few steps on the seed split
-    assert main(["gate", str(tmp_path / "aug"), "--out", str(tmp_path / "fit"), "--max-steps", "2",
-                 "--batch-size", "2"]) == 0
+    fit = ["gate", str(tmp_path / "aug"), "--out", str(tmp_path / "fit"), "--model", str(MINILM), "--max-steps", "2",
+           "--batch-size", "2"]
+    from hf_rgda.cli import _parser
+
+    assert _parser().parse_args(["gate", "x", "--out", "y"]).max_steps == 500  # the fit's own default (train's: -1)
+    assert main(fit) == 0
     assert (tmp_path / "fit" / "tagger" / "config.json").is_file() and (tmp_path / "fit" / "dataset").is_dir()
+    assert json.loads((tmp_path / "fit" / "tagger" / "train_config.json").read_text())["max_steps"] == 2
+    assert main(fit) == 2 and "reuse it with --tagger" in capsys.readouterr().err  # never fit over an earlier tagger
 
