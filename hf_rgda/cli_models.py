@@ -112,7 +112,7 @@ def gate(args: argparse.Namespace) -> int:
     from .outputs import check_out, write_outputs
     from .recipe import load_source
     from .tagger_gate import STAGE, TaggerGate
-    from .tags import _class_label_names
+    from .tags import label_names_of
     from .train import TrainConfig
 
     check_out(args.out, [str(args.data)])
@@ -142,7 +142,7 @@ def gate(args: argparse.Namespace) -> int:
     marked = augmented
     if tagger is not None:
         gate_fn = TaggerGate.load(tagger, keep_rejected=True, scheme=args.scheme,
-                                  label_names=_class_label_names(augmented, args.tags_column), **cols)
+                                  label_names=label_names_of(augmented, tags_column=args.tags_column), **cols)
         marked = augmented.map(gate_fn, batched=True, load_from_cache_file=False, keep_in_memory=True,
                                desc="tagger gate")
         found = [k for k, reason in enumerate(marked["rgda_reason"]) if reason.startswith(f"{STAGE}/")]
