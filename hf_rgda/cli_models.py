@@ -146,13 +146,10 @@ def gate(args: argparse.Namespace) -> int:
         marked = augmented.map(gate_fn, batched=True, load_from_cache_file=False, keep_in_memory=True,
                                desc="tagger gate")
         found = [k for k, reason in enumerate(marked["rgda_reason"]) if reason.startswith(f"{STAGE}/")]
-    traces = marked["rgda_trace"]
-    rejected = []
-    for k in found:
-        trace = json.loads(traces[k])
-        rejected.append({"source": marked["rgda_source"][k], "reason": marked["rgda_reason"][k],
-                         "row": trace.get(STAGE, trace)["raw"]})
-    kept = sorted(set(range(len(marked))) - {k for k in found if not isinstance(json.loads(traces[k]).get(STAGE), dict)})
+    traces = {k: json.loads(marked["rgda_trace"][k]) for k in found}
+    rejected = [{"source": marked["rgda_source"][k], "reason": marked["rgda_reason"][k],
+                 "row": traces[k].get(STAGE, traces[k])["raw"]} for k in found]
+    kept = sorted(set(range(len(marked))) - {k for k in found if STAGE not in traces[k]})
     gated = marked.select(kept, keep_in_memory=True)  # a row kept for its seed's record stays, marked (keep_originals off)
     summary = {"data": str(args.data), "tagger": str(tagger) if tagger else None,
                "read": augmented["rgda_status"].count("accepted"), "rejected": len(found),

@@ -26,7 +26,7 @@ from typing import Any
 from ._exceptions import ConfigError, InputError, SchemaError
 from ._source import hash_extras
 from .records import SeedTrace
-from .tags import SCHEMES, convert_tags, tags_to_spans
+from .tags import SCHEMES, convert_tags, format_inline, tags_to_spans
 
 __all__ = ["TaggerGate", "missed_mentions"]
 
@@ -49,17 +49,6 @@ def missed_mentions(tags: Sequence[str], predicted: Sequence[str]) -> list[tuple
     taken = {i for s in tags_to_spans(list(tags), strict=False) for i in range(s.start, s.end)}
     return [(s.start, s.end, s.label) for s in tags_to_spans(list(predicted), strict=False)
             if not any(i in taken for i in range(s.start, s.end))]
-
-
-def _inline(tokens: Sequence[str], tags: Sequence[str]) -> str:
-    """The row as ``[words](Type)`` marks (IOB2 tags)."""
-    spans = {s.start: s for s in tags_to_spans(list(tags), strict=False)}
-    out, i = [], 0
-    while i < len(tokens):
-        s = spans.get(i)
-        out.append(f"[{' '.join(tokens[i:s.end])}]({s.label})" if s else tokens[i])
-        i = s.end if s else i + 1
-    return " ".join(out)
 
 
 class TaggerGate:
@@ -219,7 +208,7 @@ class TaggerGate:
         for k, missed in found.items():
             texts = ", ".join(f"{' '.join(tokens[k][a:b])!r} ({label})" for a, b, label in missed)
             detail = f"{texts} left untagged; the tagger trained on the seeds tags it"
-            finding = {"raw": _inline(tokens[k], iob2[k]), "detail": detail}
+            finding = {"raw": format_inline(tokens[k], iob2[k]), "detail": detail}
             record = traces[k] if traces is not None and SeedTrace.read(traces[k]) is not None else None
             if record is not None:  # the seed's record: onto its next kept row here, else it keeps this one
                 source = out.get("rgda_source")

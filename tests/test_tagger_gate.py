@@ -15,7 +15,8 @@ from datasets import ClassLabel, Dataset, Features, Sequence, Value
 
 from hf_rgda import ConfigError, InputError, TaggerGate
 from hf_rgda.provision import MODELS, snapshot_dir
-from hf_rgda.tagger_gate import _inline, missed_mentions
+from hf_rgda.tagger_gate import missed_mentions
+from hf_rgda.tags import format_inline
 
 pytest.importorskip("transformers")
 MINILM = snapshot_dir(MODELS["minilm"])
@@ -216,7 +217,7 @@ def test_the_gate_command_writes_the_gated_folder_and_every_rejected_row(gate_di
     summary = json.loads((out / "tagger_gate.json").read_text())
     assert summary["rejected"] == len(flagged) and summary["read"] == len(before["augmented"])
     rejected = [json.loads(line) for line in (out / "tagger_gate_rejections.jsonl").read_text().splitlines()]
-    assert [r["row"] for r in rejected] == [_inline(t, g) for t, g in
+    assert [r["row"] for r in rejected] == [format_inline(t, g) for t, g in
                                             zip(before["augmented"]["tokens"][::2], before["augmented"]["ner_tags"][::2])]
     assert all(r["reason"].startswith("tagger_gate/untagged_mention: ") and r["source"] for r in rejected)
     assert main(["gate", str(data), "--out", str(tmp_path / "x"), "--tagger", str(gate_dir)]) == 2
