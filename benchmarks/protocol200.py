@@ -48,7 +48,12 @@ OUT = ROOT / "benchmarks" / "results" / "protocol200"
 GEN = ROOT / "benchmarks" / ".gen"
 CACHE = ROOT / "benchmarks" / ".cache"
 RULES = ("noaug", "eda", "mr", "mr-train")
-LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac")
+LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "rgda-gated")
+#: a method named ``<method>-gated`` is ``<method>`` generated with the seed tagger (the ``/seed_tagger`` treatment's,
+#: trained once per machine) as the augmenter's ``tagger_gate``: the gate inside the pipeline, before the top-up,
+#: from the first generator commit that has it. Each chunk records the tagger's weights digest (a tagger trained
+#: again on another machine may differ in its last bits: recorded, not refused)
+GATED = "-gated"
 #: the order the background job works in, dataset by dataset (``protocol200.sh``: NCBI-disease, then FIN): the rule
 #: cells first (minutes each), then each LLM cell's rows and runs; ``/likely_mention``: 2096b68's rows less those the
 #: split tagger's rule (session 39) fires on, the lever read first; f4b6d2f is the row-quality issue's generator (the
@@ -193,12 +198,13 @@ class Protocol:
         variety = "cell" if (tree / "hf_rgda" / "checking" / "variety.py").exists() else None
         accepted: list[dict] = []
         chunks = self.chunks()
+        options, gated = self.gate_options(method)
         for k, span in enumerate(chunks):
             path = self.chunk_path(method, commit, k)
             found = self.read_chunk(path, method, commit, span, variety, len(accepted))
             if found is None:
                 start = time.perf_counter()
-                out = self.run_worker(tree, method, commit, k, span, accepted if variety else [])
+                out = self.run_worker(tree, method, commit, k, span, accepted if variety else [], options)
                 if out.get("prior_rows") != (len(accepted) if variety else None):
                     raise SystemExit(f"chunk {k}: the worker entered {out.get('prior_rows')} earlier rows, not "
                                      f"{len(accepted) if variety else None}")
@@ -207,7 +213,8 @@ class Protocol:
                 head = {"commit": commit, "method": method, "dataset": self.name, "chunk": k, "of": len(chunks),
                         "seeds": list(span), "keys": self.keys[span.start:span.stop], "llm": self.args.llm,
                         "seconds": round(time.perf_counter() - start, 1), "machine": header("protocol200")["machine"],
-                        "summary": out["summary"], **({"variety": variety, "prior_rows": len(accepted)} if variety else {})}
+                        "summary": out["summary"], **({"variety": variety, "prior_rows": len(accepted)} if variety else {}),
+                        **gated}
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp_path = path.with_suffix(".tmp")
                 with gzip.open(tmp_path, "wt") as fh:
@@ -223,16 +230,26 @@ class Protocol:
             accepted += [r for r in found[1] if r["status"] == "accepted"]
         return accepted
 
+    def gate_options(self, method: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A ``-gated`` method's augmenter options (its ``tagger_gate``: the seed tagger's folder) and what a chunk
+        records of the tagger; none for another method."""
+        if not method.endswith(GATED):
+            return {}, {}
+        gate, info = self.tagger("seed_tagger")
+        return {"tagger_gate": str(gate.path)}, {"tagger_gate": {**info, "digest": gate.digest}}
+
     def run_worker(self, tree: Path, method: str, commit: str, k: int, span: range,
-                   prior: Sequence[dict] = ()) -> dict[str, Any]:
+                   prior: Sequence[dict] = (), options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Chunk ``k``'s rows from the worker process, which imports ``hf_rgda`` from the generator's worktree;
-        ``prior``: the rows the cell's earlier chunks accepted (for its variety pass)."""
+        ``prior``: the rows the cell's earlier chunks accepted (for its variety pass); ``options``: the augmenter's
+        (a ``-gated`` method's gate, :meth:`gate_options`)."""
         with tempfile.TemporaryDirectory() as tmp:
             self.seeds.select(span).save_to_disk(f"{tmp}/seeds")
             self.seeds.save_to_disk(f"{tmp}/source")  # @seeds: the augmenter's statistics from the seeds alone
-            job = {"worktree": str(tree), "seeds": f"{tmp}/seeds", "source": f"{tmp}/source", "method": method,
+            job = {"worktree": str(tree), "seeds": f"{tmp}/seeds", "source": f"{tmp}/source",
+                   "method": method.removesuffix(GATED),
                    "llm": self.args.llm, "ratio": self.args.ratio, "domain": DOMAINS.get(self.name, ""),
-                   "cache": str(CACHE / f"protocol200-{commit[:12]}.sqlite3"), "options": {},
+                   "cache": str(CACHE / f"protocol200-{commit[:12]}.sqlite3"), "options": options or {},
                    "batch_size": self.args.batch_size, "desc": f"{self.name}/{method}@seeds chunk {k}",
                    "prior": [{"seed": r["seed"], "tokens": r["tokens"], "tags": r["tags"]} for r in prior]}
             Path(f"{tmp}/job.json").write_text(json.dumps(job))

@@ -70,6 +70,10 @@ class RGDAAugmenter:
         debate_llms: backends of the debate agents (agent k uses ``debate_llms[k % len]``); default: ``llm``.
         calibration: a ``calibration.json`` path or its content (:func:`hf_rgda.calibrate`): its thresholds replace
             ``config``'s; options given as keywords here win over both.
+        tagger_gate: a :class:`~hf_rgda.TaggerGate` (or its folder): a token tagger fine-tuned on the seeds; a
+            generated sentence in which it tags a mention the sentence leaves untagged is rejected
+            (``seed_tagger_mention``) as the checker reads it, so the composer's top-up asks again for the seed.
+            :meth:`TaggerGate.fit <hf_rgda.TaggerGate.fit>` trains one (minutes on a CPU). None: off.
         stats: the seed split's statistics (:class:`~hf_rgda.checking.SplitStats`: the checker's evidence, entity
             length limits, lexicon and hyphen style, and the pool of the composer's entity hints);
             :meth:`from_dataset` computes them. None: no statistics (the rules that need them do nothing, and the
@@ -90,7 +94,7 @@ class RGDAAugmenter:
                  llm_options: Mapping[str, Any] | None = None,
                  attribution_model: str | None = None, debate_llms: Sequence[str | LLM] = (),
                  config: AugmentConfig | None = None, calibration: str | Path | Mapping[str, Any] | None = None,
-                 **config_fields: Any) -> None:
+                 tagger_gate: Any = None, **config_fields: Any) -> None:
         if scheme not in SCHEMES:
             raise ConfigError(f"scheme={scheme!r}; choose one of {', '.join(SCHEMES)}")
         if not label_names:
@@ -123,6 +127,7 @@ class RGDAAugmenter:
         self.attribution_model = str(attribution_model) if attribution_model else None
         self.config.check_attribution(self.attribution_model)
         self.debate_llms = [load_llm(x) for x in debate_llms]
+        self.tagger_gate = _tagger_gate(tagger_gate, self.types)
         self._selector: Any = None
         self._stores: tuple[ResponseCache | None, FailureLedger] | None = None
         self.summary = RunSummary()
@@ -238,7 +243,7 @@ class RGDAAugmenter:
         return Checker(tuple(self.types), self.stats or SplitStats(), self.config.near_copy_ratio,
                        salvage=self.config.salvage if salvage is None else salvage,
                        representation=self.config.representation, tokens=self.config.token_style,
-                       likely_mention_quantile=self.config.likely_mention_quantile)
+                       likely_mention_quantile=self.config.likely_mention_quantile, tagger_gate=self.tagger_gate)
 
     def _identity(self) -> str:
         """What the failure ledger (:mod:`hf_rgda.failures`) keys this augmenter's failures on."""
@@ -246,7 +251,9 @@ class RGDAAugmenter:
                          "debate": [x.identity() for x in self.debate_llms], "labels": self.label_names,
                          "scheme": self.scheme, "columns": [self.tokens_column, self.tags_column],
                          "cache": self.cache_path, "descriptions": self.type_descriptions,
-                         "confusers": self.confusers, "attribution": self.attribution_model})
+                         "confusers": self.confusers, "attribution": self.attribution_model,
+                         **({"tagger_gate": getattr(self.tagger_gate, "digest", repr(self.tagger_gate))}
+                            if self.tagger_gate is not None else {})})
 
     def _ledger(self) -> FailureLedger:
         """The failure ledger beside the response cache (the default cache's place with ``cache=False``)."""
@@ -395,3 +402,21 @@ def _passthrough(values: list[Any], source: list[Any]) -> pa.Array:
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return pa.array(values)
 
+
+
+def _tagger_gate(gate: Any, types: Sequence[str]) -> Any:
+    """The ``tagger_gate`` argument: a folder is loaded as a :class:`~hf_rgda.TaggerGate`; a tagger of other entity
+    types than the data's is refused (every sentence would miss its mentions)."""
+    if gate is None:
+        return None
+    if isinstance(gate, (str, Path)):
+        from .tagger_gate import TaggerGate
+
+        gate = TaggerGate.load(gate)
+    if not callable(getattr(gate, "predict", None)):
+        raise ConfigError(f"tagger_gate={gate!r}: give a TaggerGate, its folder, or an object with predict(tokens)")
+    labels = getattr(gate, "tagger_labels", None)
+    if labels is not None and not set(entity_types(labels)) <= set(types):
+        raise ConfigError(f"tagger_gate {gate!r} tags {sorted(entity_types(labels))}, the data's types are "
+                          f"{sorted(types)}: train it on these seeds (TaggerGate.fit)")
+    return gate

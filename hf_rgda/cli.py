@@ -109,6 +109,10 @@ def _augment_parser(a: argparse.ArgumentParser) -> None:
     backend.add_argument("--attribution-model", default=None,
                          help="WHERE model for biorda / --where: a token-classification folder or Hub id, or 'seeds' "
                               "to fine-tune MiniLM on the sampled seeds first (into OUT/where_model)")
+    backend.add_argument("--tagger-gate", default=None, metavar="DIR|seeds",
+                         help="reject rows in which a token tagger fine-tuned on the seeds tags a mention left untagged "
+                              "(the seed_tagger_mention rule, before the top-up): a TaggerGate folder, or 'seeds' to "
+                              "fine-tune MiniLM on the sampled seeds first (500 steps, into OUT/tagger_gate)")
     backend.add_argument("--cache", default=None,
                          help="response cache file (default: $HF_RGDA_CACHE or ~/.cache/hf_rgda/responses.sqlite3)")
     backend.add_argument("--prices", default=None,
@@ -198,9 +202,9 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
     prices = PriceTable.default().updated(load_prices(args.prices)) if args.prices else PriceTable.default()
     if not args.dry_run:
         check_out(args.out, args.source)  # before anything is paid: a file, an unwritable folder, the input's own
-    elif args.attribution_model == "seeds":
-        raise RGDAError("--dry-run writes nothing, so it fine-tunes no WHERE model: give --attribution-model a "
-                        "trained one (its calls are the same)")
+    elif "seeds" in (args.attribution_model, args.tagger_gate):
+        raise RGDAError("--dry-run writes nothing, so it fine-tunes no model on the seeds: give --attribution-model "
+                        "and --tagger-gate a trained one (the calls are the same)")
     split = load_split(args.source, args.split, config=args.data_config)
     # every row checked once, before sampling (an error names the file's own row); the augmenter is built from that
     # check as RGDAAugmenter.from_dataset builds it: the label set, the split's statistics
@@ -213,7 +217,8 @@ def _augment(args: argparse.Namespace, llm: LLM | None) -> int:
                         tags_column=args.tags_column, scheme=args.scheme, config=cfg,
                         cache=False if args.dry_run else args.cache or True,  # a dry run: read
                         llm_options=_llm_options(args), attribution_model=_attribution_model(args, seeds),
-                        debate_llms=args.debate_llm or (), calibration=args.calibration)
+                        debate_llms=args.debate_llm or (), calibration=args.calibration,
+                        tagger_gate=_tagger_gate(args, seeds, names))
     if args.dry_run:
         from .estimate import rehearse_run
         from .hub import llm_name
@@ -283,6 +288,19 @@ def _attribution_model(args: argparse.Namespace, seeds: Any) -> str | None:
     rows = seeds.select_columns([args.tokens_column, args.tags_column]).rename_columns(
         {args.tokens_column: "tokens", args.tags_column: "ner_tags"})
     return fit_seed_model(rows, str(args.out / "where_model"))
+
+
+def _tagger_gate(args: argparse.Namespace, seeds: Any, names: list[str]) -> Any:
+    """``--tagger-gate``: a TaggerGate folder, or with ``seeds`` one fine-tuned on the sampled seeds into
+    OUT/tagger_gate (kept by a rerun on the same seeds: a resumed run does not train it again)."""
+    if args.tagger_gate is None:
+        return None
+    from .tagger_gate import TaggerGate
+
+    if args.tagger_gate != "seeds":
+        return TaggerGate.load(args.tagger_gate)
+    return TaggerGate.for_seeds(seeds, args.out / "tagger_gate", label_names=names, tokens_column=args.tokens_column,
+                                tags_column=args.tags_column)
 
 
 def _llm_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -250,8 +250,11 @@ class Run:
         figures = (self.summary or RunSummary()).to_dict()
         identity = self.augmenter.llm.identity()
         calibration = getattr(self.augmenter, "calibration", None)  # the thresholds a calibration file set
+        gate = getattr(self.augmenter, "tagger_gate", None)  # its folder and weights' digest
+        gated = {"tagger_gate": {"path": str(getattr(gate, "path", "")), "digest": getattr(gate, "digest", repr(gate))}}
         return {"config": self.augmenter.config.to_dict(), "llm": identity, "source": source, "split": split,
-                **({"calibration": calibration} if calibration else {}), "num_seeds": self.seeds, "summary": figures,
+                **({"calibration": calibration} if calibration else {}), **(gated if gate is not None else {}),
+                "num_seeds": self.seeds, "summary": figures,
                 "cost": cost_report(figures["stage_usage"], identity, prices)}
 
     def save(self, out: str | Path, *, source: Any, split: str, prices: PriceTable | None = None) -> tuple[Any, dict]:
@@ -277,7 +280,8 @@ class Run:
         write_outputs(out, {"dataset": lambda path: splits.save_to_disk(str(path)), "rejections.jsonl": rejections,
                             "summary.json": lambda path: path.write_text(json.dumps(report, indent=2)),
                             "config.json": lambda path: path.write_text(json.dumps(
-                                {k: report[k] for k in ("config", "llm", "source", "split", "calibration")
+                                {k: report[k] for k in ("config", "llm", "source", "split", "calibration",
+                                                        "tagger_gate")
                                  if k in report}, indent=2)),
                             "prompts": _write_prompts})
         return splits, report

@@ -8,10 +8,16 @@ on the rows, fine-tuned on the seeds first (minutes on a CPU: MiniLM-L6 for 500 
 cores), then run over the finished rows once, in batches, as a ``datasets.map`` function. Measured on the 200-seed
 protocol (NCBI-disease, 2096b68's rows): docs/decisions/tagger-gate.md.
 
+Run over finished rows, the gate can only drop them; given to the augmenter (``tagger_gate``), the checker's
+``seed_tagger_mention`` rule asks it of each sentence as it is written (:meth:`TaggerGate.predict`), so the composer's
+top-up asks again for a seed it left short.
+
 Example:
-    >>> # out = seeds.map(RGDAAugmenter.from_dataset(seeds), batched=True, remove_columns=seeds.column_names)
     >>> # gate = TaggerGate.fit(seeds, output_dir="seed-tagger")     # or TaggerGate.load("seed-tagger")
+    >>> # out = seeds.map(RGDAAugmenter.from_dataset(seeds), batched=True, remove_columns=seeds.column_names)
     >>> # out = out.map(gate, batched=True)    # flagged rows dropped (keep_rejected=True: kept, marked rejected)
+    >>> # or inside the pipeline, replaced by the top-up:
+    >>> # out = seeds.map(RGDAAugmenter.from_dataset(seeds, tagger_gate=gate), batched=True, ...)
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ STAGE = "tagger_gate"
 #: optimizer steps of :meth:`TaggerGate.fit` without a ``config``: the protocol's recipe (500 steps of 16 sentences,
 #: what every cell of the 200-seed protocol trains for)
 FIT_STEPS = 500
+
+#: sentences whose tags :meth:`TaggerGate.predict` remembers (the oldest forgotten first)
+MEMO_SIZE = 4096
 
 
 def missed_mentions(tags: Sequence[str], predicted: Sequence[str]) -> list[tuple[int, int, str]]:
@@ -110,6 +119,7 @@ class TaggerGate:
         self.tokens_column, self.tags_column = tokens_column, tags_column
         self.counts = {"read": 0, "rejected": 0}
         self._model: Any = None
+        self._memo: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -133,18 +143,35 @@ class TaggerGate:
         return cls(output_dir, tokens_column=tokens_column, tags_column=tags_column)
 
     @classmethod
+    def for_seeds(cls, seeds: Any, output_dir: str | Path, *, label_names: Sequence[str] | None = None,
+                  tokens_column: str = "tokens", tags_column: str = "ner_tags") -> TaggerGate:
+        """:meth:`fit` (its default recipe) on ``seeds`` into ``output_dir``, unless the folder holds a gate this
+        method fitted on the very same rows (its ``fitted_on.json``): a run resumed does not train it again."""
+        folder = Path(output_dir)
+        rows = [seeds[tokens_column][:], seeds[tags_column][:], list(label_names or []), FIT_STEPS]
+        digest = hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()[:16]
+        mark = folder / "fitted_on.json"
+        if mark.is_file() and json.loads(mark.read_text()).get("seeds") == digest:
+            return cls(folder, tokens_column=tokens_column, tags_column=tags_column)
+        gate = cls.fit(seeds, output_dir=folder, label_names=label_names, tokens_column=tokens_column,
+                       tags_column=tags_column)
+        mark.write_text(json.dumps({"seeds": digest, "rows": len(seeds), "steps": FIT_STEPS}))
+        return gate
+
+    @classmethod
     def load(cls, path: str | Path, **kwargs: Any) -> TaggerGate:
         """The gate of a folder :meth:`fit` wrote (``kwargs``: as the constructor's)."""
         return cls(path, **kwargs)
 
     def __getstate__(self) -> dict[str, Any]:
         # hashed by datasets with the package's code: an edited gate never reuses an older one's cached rows
-        return {**{k: v for k, v in vars(self).items() if k not in ("_model", "_lock", "counts")},
+        return {**{k: v for k, v in vars(self).items() if k not in ("_model", "_lock", "counts", "_memo")},
                 "_hash_extras": hash_extras()}
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
         vars(self).update({k: v for k, v in state.items() if k != "_hash_extras"})
-        self.counts, self._model, self._lock = {"read": 0, "rejected": 0}, None, threading.Lock()
+        self.counts, self._model, self._memo = {"read": 0, "rejected": 0}, None, {}
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"TaggerGate({str(self.path)!r}, labels={self.tagger_labels}, keep_rejected={self.keep_rejected})"
@@ -159,6 +186,31 @@ class TaggerGate:
                 model.to(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
                 self._model = model, AutoTokenizer.from_pretrained(str(self.path))
             return self._model
+
+    def predict_rows(self, token_rows: Sequence[Sequence[str]]) -> list[list[str]]:
+        """The tagger's tags of each sentence, as IOB2 names (in batches of :attr:`batch_size`)."""
+        from .train import predict_tags
+
+        if not token_rows:
+            return []
+        model, tokenizer = self._tagger()
+        rows = predict_tags(model, tokenizer, token_rows, batch_size=self.batch_size)
+        return rows if self.tagger_scheme == "IOB2" else [convert_tags(r, self.tagger_scheme, "IOB2") for r in rows]
+
+    def predict(self, tokens: Sequence[str]) -> tuple[str, ...]:
+        """The tagger's IOB2 tags of one sentence, remembered (the checker reads a sentence again after a repair or
+        in the variety pass): what the ``seed_tagger_mention`` rule asks (:class:`~hf_rgda.RGDAAugmenter`'s
+        ``tagger_gate``)."""
+        key = tuple(tokens)
+        with self._lock:
+            hit = self._memo.get(key)
+        if hit is None:
+            hit = tuple(self.predict_rows([key])[0])
+            with self._lock:
+                if len(self._memo) >= MEMO_SIZE:
+                    self._memo.pop(next(iter(self._memo)))
+                self._memo[key] = hit
+        return hit
 
     def _iob2(self, k: int, tags: Sequence[Any]) -> list[str]:
         """Row ``k``'s tags as IOB2 names."""
@@ -175,8 +227,6 @@ class TaggerGate:
 
     def __call__(self, batch: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
         """The batch with the rows the tagger finds a mention missing in rejected (see the class)."""
-        from .train import predict_tags
-
         for col in (self.tokens_column, self.tags_column):
             if col not in batch:
                 raise InputError(f"the rows have no {col!r} column (columns: {sorted(batch)})")
@@ -193,11 +243,8 @@ class TaggerGate:
             iob2[k] = self._iob2(k, tags[k])
         if not read:
             return out
-        model, tokenizer = self._tagger()
-        predicted = predict_tags(model, tokenizer, [tokens[k] for k in read], batch_size=self.batch_size)
         found = {}
-        for k, pred in zip(read, predicted):
-            pred = pred if self.tagger_scheme == "IOB2" else convert_tags(pred, self.tagger_scheme, "IOB2")
+        for k, pred in zip(read, self.predict_rows([tokens[k] for k in read])):
             if missed := missed_mentions(iob2[k], pred):
                 found[k] = missed
         with self._lock:

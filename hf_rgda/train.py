@@ -184,31 +184,30 @@ def predict_tags(model: Any, tokenizer: Any, token_rows: Sequence[Sequence[str]]
     if not token_rows:
         return []
     import torch
-    from datasets import Dataset
     from transformers import DataCollatorForTokenClassification
 
     names = [model.config.id2label[i] for i in range(len(model.config.id2label))]
-    ds = Dataset.from_dict({"tokens": [list(t) for t in token_rows], "ner_tags": [["O"] * len(t) for t in token_rows]})
-    enc = _encode(ds, tokenizer, {n: i for i, n in enumerate(names)}, TrainConfig(max_length=max_length), names)
+    # aligned in memory (no Dataset, no progress bar): the tagger gate asks of one sentence at a time
+    enc = align_labels({"tokens": [list(t) for t in token_rows], "ner_tags": [["O"] * len(t) for t in token_rows]},
+                       tokenizer, {n: i for i, n in enumerate(names)}, max_length=max_length, id2name=names)
     out = [["O"] * len(t) for t in token_rows]
     model.eval()
     collate = DataCollatorForTokenClassification(tokenizer)
     # shortest first: a batch pads to its longest row, so sorting spares most of the padding on a real test split
-    lengths = [len(ids) for ids in enc["input_ids"]]
-    order = sorted(range(len(enc)), key=lengths.__getitem__)
+    order = sorted(range(len(enc["input_ids"])), key=lambda i: len(enc["input_ids"][i]))
     with torch.no_grad():
-        for lo in range(0, len(enc), batch_size):
-            rows = enc.select(order[lo:lo + batch_size])
-            batch = collate([{k: r[k] for k in ("input_ids", "attention_mask", "labels")} for r in rows])
+        for lo in range(0, len(order), batch_size):
+            rows = order[lo:lo + batch_size]
+            batch = collate([{k: enc[k][i] for k in ("input_ids", "attention_mask", "labels")} for i in rows])
             # on the model's device (a GPU after Trainer moved it there); labels stay where they are, read below
             logits = model(input_ids=batch["input_ids"].to(model.device),
                            attention_mask=batch["attention_mask"].to(model.device)).logits
             pred = logits.argmax(-1).tolist()
-            for k, r in enumerate(rows):
-                word = r["word_offset"]
+            for k, i in enumerate(rows):
+                word = enc["word_offset"][i]
                 for pos, lab in enumerate(batch["labels"][k].tolist()):
                     if lab != -100:
-                        out[r["sentence_id"]][word] = names[pred[k][pos]]
+                        out[enc["sentence_id"][i]][word] = names[pred[k][pos]]
                         word += 1
     return out
 

@@ -653,13 +653,13 @@ def test_every_rule_fires_on_its_example(rule: Rule) -> None:
     finding)."""
     ex = rule.example
     cand, accepted = ex.candidates()
-    Checker(ex.types, ex.stats, representation=ex.representation).check(
+    Checker(ex.types, ex.stats, representation=ex.representation, tagger_gate=ex.tagger_gate).check(
         cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records(),
         ledger=ex.ledger())
     assert cand.reason == rule.name, cand.detail
     plain = cand.detail
     cand, accepted = ex.candidates()
-    Checker(ex.types, ex.stats, salvage=True, representation=ex.representation).check(
+    Checker(ex.types, ex.stats, salvage=True, representation=ex.representation, tagger_gate=ex.tagger_gate).check(
         cand, ex.seed_record(), accepted, forbid_seed_entities=ex.forbid_seed_entities, shown=ex.shown_records(),
         ledger=ex.ledger())
     if rule.repair:

@@ -36,9 +36,13 @@ def proto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     calls: list[int] = []
     priors: list[list[dict]] = []
 
-    def run_worker(self, tree, method, commit, k, span, prior=()):  # two accepted rows and one rejected per seed
+    options: list[dict] = []
+    real_run_worker = mod.Protocol.run_worker
+
+    def run_worker(self, tree, method, commit, k, span, prior=(), opts=None):  # two accepted rows, one rejected a seed
         calls.append(k)
         priors.append(list(prior))
+        options.append(opts)
         out = []
         for i in span:
             key = self.keys[i]
@@ -50,7 +54,7 @@ def proto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
     monkeypatch.setattr(mod.Protocol, "run_worker", run_worker)
     p = mod.Protocol(_args(tmp_path))
-    p.priors = priors
+    p.priors, p.options, p.real_run_worker = priors, options, real_run_worker
     return mod, p, calls
 
 
@@ -258,3 +262,33 @@ def test_a_committed_run_rewrites_the_readme_table(proto, tmp_path: Path, monkey
         "f1": 0.5, "precision": 0.5, "recall": 0.5, "steps": steps, "seconds": 1.0, "predictions": [[]] * len(test)})
     p.train("noaug")
     assert committed and all(also == ("benchmarks/README.md",) for _, also in committed)
+
+
+def test_a_gated_cell_is_generated_with_the_seed_tagger_as_the_augmenters_gate(proto, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rgda-gated``: the method ``rgda`` run with the seed tagger (the ``/seed_tagger`` treatment's) as the
+    augmenter's ``tagger_gate``; each chunk records the tagger's digest."""
+    import subprocess
+    from types import SimpleNamespace
+
+    mod, p, _ = proto
+    assert mod.parse_cell("rgda-gated@seeds:abc") == ("rgda-gated", "abc", False)
+    gate = SimpleNamespace(path=tmp_path / "tagger", digest="d1")
+    monkeypatch.setattr(mod.Protocol, "tagger", lambda self, name: (gate, {"steps": 500, "name": name}))
+    p.generate("rgda-gated", COMMIT)
+    assert p.options == [{"tagger_gate": str(tmp_path / "tagger")}] * 3
+    with gzip.open(p.chunk_path("rgda-gated", COMMIT, 0), "rt") as fh:
+        head = json.loads(fh.readline())
+    assert head["method"] == "rgda-gated" and head["tagger_gate"] == {"steps": 500, "name": "seed_tagger", "digest": "d1"}
+    p.options.clear()
+    p.generate("rgda", COMMIT)
+    assert p.options == [{}] * 3
+    jobs: list[dict] = []
+
+    def run(cmd, **kw):  # the worker process: its job file read, an empty answer written
+        jobs.append(json.loads(Path(cmd[-2]).read_text()))
+        Path(cmd[-1]).write_text(json.dumps({"rows": [], "summary": {}, "prior_rows": None}))
+
+    monkeypatch.setattr(subprocess, "run", run)
+    p.real_run_worker(p, tmp_path, "rgda-gated", COMMIT, 0, range(2), (), {"tagger_gate": "x"})
+    assert jobs[0]["method"] == "rgda" and jobs[0]["options"] == {"tagger_gate": "x"}  # the worker's method: rgda

@@ -236,3 +236,108 @@ def test_the_gate_command_writes_the_gated_folder_and_every_rejected_row(gate_di
     assert json.loads((tmp_path / "fit" / "tagger" / "train_config.json").read_text())["max_steps"] == 2
     assert main(fit) == 2 and "reuse it with --tagger" in capsys.readouterr().err  # never fit over an earlier tagger
 
+
+
+def test_inside_the_pipeline_a_flagged_sentence_is_rejected_and_the_top_up_asks_again() -> None:
+    """``tagger_gate`` on the augmenter: the checker's ``seed_tagger_mention`` rule asks the gate of each sentence as
+    it is written, so a rejected one is replaced by the composer's top-up (the gate over finished rows only drops)."""
+    import asyncio
+
+    from hf_rgda import AugmentConfig, ScriptedLLM
+    from hf_rgda.checking import Checker
+    from hf_rgda.checking.seed_tagger import ListedWords
+    from hf_rgda.pipeline import Pipeline
+    from hf_rgda.records import Seed
+
+    from .conftest import SEED_ROWS, FakeWorld, stage_of
+
+    asks: list[int] = []
+    first = [("Inherited PTEN variants raise the risk of glioma and asthma in adults .", "glioma"),
+             ("Carriers of MLH1 variants developed gout early .", "gout"),
+             ("Lupus was diagnosed in three siblings of the cohort .", "Lupus")]
+    again = [("Two brothers with anemia were treated at the clinic .", "anemia")]
+
+    def handler(messages, schema, params):
+        if stage_of(list(messages)) in ("composer", "composer_top_up"):
+            asks.append(schema["properties"]["sentences"]["minItems"])
+            rows = first if len(asks) == 1 else again
+            return {"sentences": [{"text": t, "entities": [{"text": e, "type": "Disease"}]} for t, e in rows]}
+        return FakeWorld()(messages, schema, params)
+
+    seed = Seed("s0", tuple(SEED_ROWS["tokens"][0]), tuple(SEED_ROWS["ner_tags"][0]))
+    gate = ListedWords({"asthma": "Disease"})  # the tagger reads "asthma" as a mention the first row leaves untagged
+    llm = ScriptedLLM(handler)
+    llm.top_up, llm.max_repairs = 1, 0
+    [r] = asyncio.run(Pipeline(AugmentConfig(method="gda"), llm, Checker(("Disease",), tagger_gate=gate)).run([seed]))
+    flagged = [c for _, c in r.rejected if c.reason == "seed_tagger_mention"]
+    assert len(flagged) == 1 and "'asthma' (Disease) left untagged" in flagged[0].detail
+    assert asks == [3, 1]  # the top-up asked for the one sentence the gate took
+    assert sorted(" ".join(c.tokens) for c in r.accepted) == sorted(t for t, _ in first[1:] + again)
+    [r] = asyncio.run(Pipeline(AugmentConfig(method="gda"), ScriptedLLM(handler), Checker(("Disease",))).run([seed]))
+    assert not [c for _, c in r.rejected if c.reason == "seed_tagger_mention"]  # no gate: the rule says nothing
+
+
+def test_the_augmenter_takes_a_gate_or_its_folder_and_refuses_one_of_other_types(gate_dir: Path, monkeypatch) -> None:
+    from datasets.fingerprint import Hasher
+
+    from hf_rgda import RGDAAugmenter, ScriptedLLM
+
+    llm = ScriptedLLM([], name="s")
+    aug = RGDAAugmenter(llm, label_names=LABELS, tagger_gate=gate_dir, cache=False)
+    assert isinstance(aug.tagger_gate, TaggerGate) and aug.checker().tagger_gate is aug.tagger_gate
+    asked: list[int] = []
+    real = TaggerGate.predict_rows
+    monkeypatch.setattr(TaggerGate, "predict_rows", lambda self, rows: asked.append(len(rows)) or real(self, rows))
+    sentence = ["Patients", "with", "gout", "were", "seen", "."]
+    assert aug.tagger_gate.predict(sentence) == ("O", "O", "B-Disease", "O", "O", "O")  # as the fitted test reads it
+    assert aug.tagger_gate.predict(tuple(sentence)) == aug.tagger_gate.predict(sentence) and asked == [1]  # remembered
+    plain = RGDAAugmenter(llm, label_names=LABELS, cache=False)
+    assert Hasher.hash(aug) != Hasher.hash(plain) and aug._identity() != plain._identity()
+    assert Hasher.hash(aug) == Hasher.hash(RGDAAugmenter(llm, label_names=LABELS, cache=False,
+                                                         tagger_gate=TaggerGate.load(gate_dir)))
+    with pytest.raises(ConfigError, match=r"tags \['Disease'\], the data's types are \['Gene'\]"):
+        RGDAAugmenter(llm, label_names=["O", "B-Gene", "I-Gene"], tagger_gate=gate_dir)
+    with pytest.raises(ConfigError, match="predict"):
+        RGDAAugmenter(llm, label_names=LABELS, tagger_gate=42)
+
+
+def test_for_seeds_fits_once_and_a_rerun_on_the_same_seeds_reuses_the_fit(tmp_path: Path, monkeypatch) -> None:
+    from hf_rgda import tagger_gate
+
+    if not (MINILM / "config.json").is_file():
+        pytest.skip("MiniLM not provisioned")
+    fits: list[int] = []
+    real = TaggerGate.fit.__func__
+    monkeypatch.setattr(tagger_gate, "FIT_STEPS", 2)  # the recipe's 500 steps, cut for the test
+    monkeypatch.setattr(TaggerGate, "fit", classmethod(lambda cls, seeds, **kw: fits.append(len(seeds))
+                                                       or real(cls, seeds, model=str(MINILM), batch_size=4, **kw)))
+    seeds = _split(8)
+    gate = TaggerGate.for_seeds(seeds, tmp_path / "g", label_names=LABELS)
+    assert fits == [8] and json.loads((tmp_path / "g" / "fitted_on.json").read_text())["rows"] == 8
+    assert TaggerGate.for_seeds(seeds, tmp_path / "g", label_names=LABELS).digest == gate.digest and fits == [8]
+    TaggerGate.for_seeds(seeds.select(range(6)), tmp_path / "g", label_names=LABELS)  # other seeds: fitted again
+    assert fits == [8, 6]
+
+
+def test_augment_with_a_tagger_gate_counts_its_rejections_in_the_summary(gate_dir: Path, tmp_path: Path, monkeypatch,
+                                                                         capsys) -> None:
+    from hf_rgda import ScriptedLLM
+    from hf_rgda.cli import main
+
+    from .conftest import SEED_ROWS, stateless_handler
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"tokens": t, "ner_tags": g} for t, g in zip(SEED_ROWS["tokens"], SEED_ROWS["ner_tags"])]
+    (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(TaggerGate, "predict", lambda self, tokens: ("B-Disease",) + ("O",) * (len(tokens) - 1))
+    args = ["augment", str(data), "--method", "gda", "--cache", str(tmp_path / "r.sqlite3")]
+    assert main([*args, "--out", str(tmp_path / "aug"), "--tagger-gate", str(gate_dir)],
+                llm=ScriptedLLM(stateless_handler, name="s")) == 0
+    summary = json.loads((tmp_path / "aug" / "summary.json").read_text())
+    flagged = summary["summary"]["rejected_by_reason"].get("seed_tagger_mention", 0)
+    assert flagged > 0  # every sentence whose first word is untagged: the fake tagger tags it
+    assert summary["tagger_gate"] == {"path": str(gate_dir), "digest": TaggerGate.load(gate_dir).digest}
+    assert main([*args, "--out", str(tmp_path / "dry"), "--dry-run", "--tagger-gate", "seeds"],
+                llm=ScriptedLLM(stateless_handler, name="s")) == 2
+    assert "fine-tunes no model on the seeds" in capsys.readouterr().err

@@ -14,6 +14,7 @@ import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..records import Candidate, Seed, SeedResult
 from ..tags import TokenStyle
@@ -52,6 +53,8 @@ class Checker:
             None: as the split writes its tokens (:attr:`SplitStats.token_style`).
         likely_mention_quantile: the share of the split's own sentences the ``likely_mention`` rule would reject
             (its threshold: the split tagger's :meth:`~hf_rgda.checking.tagger.MentionTagger.cutoff`); 0: off.
+        tagger_gate: a tagger fine-tuned on the seeds (:class:`~hf_rgda.TaggerGate`, or any
+            :class:`~hf_rgda.checking.seed_tagger.MentionModel`) the ``seed_tagger_mention`` rule asks; None: off.
     """
 
     types: tuple[str, ...]
@@ -66,6 +69,7 @@ class Checker:
     representation: str = ""
     tokens: TokenStyle | None = None
     likely_mention_quantile: float = 0.1
+    tagger_gate: Any = None
 
     @property
     def split_hyphens(self) -> bool:

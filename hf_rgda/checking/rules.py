@@ -34,6 +34,7 @@ from .repairs import (
     swap_entities,
     untag,
 )
+from .seed_tagger import ListedWords, seed_tagger_mention
 from .sentence import SeedFacts, Sentence, seed_facts
 from .stats import SplitStats, is_letterless
 from .stutter import keep_one_copy, stutter
@@ -382,6 +383,10 @@ RULES: tuple[Rule, ...] = (
          "sentences (read out of fold; the seed's untagged words aside): a mention new to the split, left untagged",
          Example("[Aniridia](Disease) is often seen with nephrosis in young adults .",
                  stats=SplitStats(tagger=MentionTagger.from_weights({"s3=sis": 6.0, "bias": -3.0}, [0.5] * 101)))),
+    Rule("seed_tagger_mention", seed_tagger_mention, "a mention the tagger gate (a token tagger fine-tuned on the seeds: "
+         "the augmenter's `tagger_gate`) tags where the sentence leaves it untagged",
+         Example("[Aniridia](Disease) is often seen with nephrosis in young adults .",
+                 tagger_gate=ListedWords({"aniridia": "Disease", "nephrosis": "Disease"}))),
     Rule("seed_entity_reused", seed_entity_reused, "an entity of the seed, where the stage asks for new ones",
          Example("Variants in PTEN can lead to [breast cancer](Disease) in women .")),
     Rule("near_copy_of_seed", near_copy_of_seed, "a sentence `near_copy_ratio` (0.85) similar to the seed or more",

@@ -31,6 +31,7 @@ class Settings(Protocol):
     edge_min_count: int
     representation: str
     likely_mention_quantile: float
+    tagger_gate: Any  # a seed_tagger.MentionModel, or None
 
 
 class SeedFacts(NamedTuple):

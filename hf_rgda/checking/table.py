@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..records import Candidate, Seed
 from ..tags import Span, parse_inline
@@ -38,6 +38,7 @@ class Example:
     representation: str = ""  # the output format the prompts showed (the checker's ``representation``)
     others: tuple[str, ...] = ()  # rows the run accepted from other seeds (the variety pass's ledger)
     max_entity_repeats: int = 0  # the ledger's cap on one new entity
+    tagger_gate: Any = None  # the checker's tagger gate (a MentionModel: seed_tagger_mention)
 
     def ledger(self) -> Ledger | None:
         """The variety pass's ledger holding :attr:`others` (None without them: a seed's own checks)."""
