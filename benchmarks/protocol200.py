@@ -64,10 +64,14 @@ GATED = "-gated"
 #: which a tagger trained on the seeds finds a mention left untagged (``benchmarks.row_taggers``; the product's
 #: ``TaggerGate``), the lever read after ``/likely_mention``
 NEW = "f4b6d2f"
+#: the first generator commit with the tagger gate inside the pipeline (``rgda-gated``: f4b6d2f's library plus the
+#: gate, the ``placeholder`` rule's two type-name cases and the option checks of sessions 41-42)
+GATED_GEN = "f004868"
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
                          "rgda@seeds+mr:2096b68", "eda", "mr-train", "rgda@seeds:2096b68/seed_tagger",
                          f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"rgda@seeds:{NEW}/seed_tagger",
-                         "naive@seeds:2096b68", "gda@seeds:2096b68", f"rgda@seeds+mr:{NEW}/seed_tagger"],
+                         "naive@seeds:2096b68", "gda@seeds:2096b68", f"rgda@seeds+mr:{NEW}/seed_tagger",
+                         f"rgda-gated@seeds:{GATED_GEN}", f"rgda-gated@seeds+mr:{GATED_GEN}"],
         "fin": ["noaug", "mr", "eda", "mr-train", f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"naive@seeds:{NEW}",
                 f"gda@seeds:{NEW}"]}
 

@@ -403,7 +403,6 @@ def _passthrough(values: list[Any], source: list[Any]) -> pa.Array:
         return pa.array(values)
 
 
-
 def _tagger_gate(gate: Any, types: Sequence[str]) -> Any:
     """The ``tagger_gate`` argument: a folder is loaded as a :class:`~hf_rgda.TaggerGate`; a tagger of other entity
     types than the data's is refused (every sentence would miss its mentions)."""
