@@ -202,11 +202,14 @@ class Protocol:
         variety = "cell" if (tree / "hf_rgda" / "checking" / "variety.py").exists() else None
         accepted: list[dict] = []
         chunks = self.chunks()
-        options, gated = self.gate_options(method)
+        options: dict[str, Any] | None = None  # a -gated method's: its tagger loaded (or trained) for a chunk to make
+        gated: dict[str, Any] = {}
         for k, span in enumerate(chunks):
             path = self.chunk_path(method, commit, k)
             found = self.read_chunk(path, method, commit, span, variety, len(accepted))
             if found is None:
+                if options is None:
+                    options, gated = self.gate_options(method)
                 start = time.perf_counter()
                 out = self.run_worker(tree, method, commit, k, span, accepted if variety else [], options)
                 if out.get("prior_rows") != (len(accepted) if variety else None):

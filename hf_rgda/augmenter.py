@@ -355,6 +355,8 @@ class RGDAAugmenter:
     async def acall(self, batch: Mapping[str, list[Any]], indices: Sequence[int] | None = None) -> pa.Table:
         """Async form of :meth:`__call__`, for ``ds.map(aug.acall, batched=True, with_indices=True)``."""
         seeds = self._seeds(batch, indices)
+        if hasattr(self.tagger_gate, "ready"):  # loaded before any call is paid (a folder this worker cannot read)
+            self.tagger_gate.ready()
         start = time.perf_counter()
         try:
             results = await self._pipeline().run(seeds)

@@ -170,7 +170,7 @@ def reproduce_command(report: Mapping[str, Any], repo_id: str) -> str:
             line.append(flag if value else "--no-" + flag[2:])
         else:  # a value, or on/off of an option that now counts (top_up, from an older summary.json: on is once)
             line += [flag, str(int(value) if isinstance(value, bool) else value)]
-    line += ["--tagger-gate", "seeds"] * bool(report.get("tagger_gate"))  # no local folder: fitted on the seed split
+    line += ["--tagger-gate", "seeds"] * bool((report.get("tagger_gate") or {}).get("fitted_on_seeds"))  # --tagger-gate seeds
     return shlex.join([*line, "--out", repo_id.split("/")[-1]])
 
 

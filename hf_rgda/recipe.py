@@ -250,8 +250,9 @@ class Run:
         figures = (self.summary or RunSummary()).to_dict()
         identity = self.augmenter.llm.identity()
         calibration = getattr(self.augmenter, "calibration", None)  # the thresholds a calibration file set
-        gate = getattr(self.augmenter, "tagger_gate", None)  # its folder and weights' digest
-        gated = {"tagger_gate": {"path": str(getattr(gate, "path", "")), "digest": getattr(gate, "digest", repr(gate))}}
+        gate = getattr(self.augmenter, "tagger_gate", None)  # its folder's name (no path: cards publish this), digest
+        gated = {"tagger_gate": {"folder": Path(getattr(gate, "path", "")).name, "digest": getattr(gate, "digest", repr(gate)),
+                                 "fitted_on_seeds": bool(getattr(gate, "fitted_on_seeds", False))}}
         return {"config": self.augmenter.config.to_dict(), "llm": identity, "source": source, "split": split,
                 **({"calibration": calibration} if calibration else {}), **(gated if gate is not None else {}),
                 "num_seeds": self.seeds, "summary": figures,

@@ -32,7 +32,7 @@ from typing import Any
 from ._exceptions import ConfigError, InputError, SchemaError
 from ._source import hash_extras
 from .records import SeedTrace
-from .tags import SCHEMES, convert_tags, format_inline, tags_to_spans
+from .tags import SCHEMES, convert_tags, format_inline, spans_to_tags, tags_to_spans
 
 __all__ = ["TaggerGate", "missed_mentions"]
 
@@ -102,9 +102,10 @@ class TaggerGate:
         config = json.loads((self.path / "config.json").read_text())
         labels = config.get("id2label") or {}
         self.tagger_labels = [labels[str(i)] for i in range(len(labels))]
-        if not any(n.startswith(("B-", "S-", "U-")) for n in self.tagger_labels):
+        if not any(n.startswith(("B-", "I-", "S-", "U-")) for n in self.tagger_labels):
             raise ConfigError(f"{self.path}: its labels {self.tagger_labels} are no entity tags")
-        prefixes = {n[:2] for n in self.tagger_labels}  # the scheme the tagger was trained in, read from its labels
+        # the scheme the tagger was trained in, read from its labels (IOB1 and IO read as IOB2: an I- opens a mention)
+        prefixes = {n[:2] for n in self.tagger_labels}
         self.tagger_scheme = "BILOU" if prefixes & {"U-", "L-"} else "BIOES" if prefixes & {"S-", "E-"} else "IOB2"
         self.label_names = list(label_names) if label_names is not None else list(self.tagger_labels)
         digest = hashlib.sha256()
@@ -147,15 +148,19 @@ class TaggerGate:
                   tokens_column: str = "tokens", tags_column: str = "ner_tags") -> TaggerGate:
         """:meth:`fit` (its default recipe) on ``seeds`` into ``output_dir``, unless the folder holds a gate this
         method fitted on the very same rows (its ``fitted_on.json``): a run resumed does not train it again."""
+        from .train import TrainConfig
+
         folder = Path(output_dir)
-        rows = [seeds[tokens_column][:], seeds[tags_column][:], list(label_names or []), FIT_STEPS]
+        rows = [seeds[tokens_column][:], seeds[tags_column][:], list(label_names or []), FIT_STEPS, TrainConfig().model]
         digest = hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()[:16]
         mark = folder / "fitted_on.json"
         if mark.is_file() and json.loads(mark.read_text()).get("seeds") == digest:
             return cls(folder, tokens_column=tokens_column, tags_column=tags_column)
+        mark.unlink(missing_ok=True)  # a fit that dies halfway leaves no mark over its weights
         gate = cls.fit(seeds, output_dir=folder, label_names=label_names, tokens_column=tokens_column,
                        tags_column=tags_column)
-        mark.write_text(json.dumps({"seeds": digest, "rows": len(seeds), "steps": FIT_STEPS}))
+        mark.write_text(json.dumps({"seeds": digest, "rows": len(seeds), "steps": FIT_STEPS,
+                                    "model": TrainConfig().model}))
         return gate
 
     @classmethod
@@ -176,16 +181,36 @@ class TaggerGate:
     def __repr__(self) -> str:
         return f"TaggerGate({str(self.path)!r}, labels={self.tagger_labels}, keep_rejected={self.keep_rejected})"
 
+    def ready(self) -> TaggerGate:
+        """Load the tagger now (it loads on first use otherwise): the augmenter does so before a batch's first call,
+        so that a gate whose folder a worker cannot read fails before anything is paid.
+
+        Raises:
+            ConfigError: the folder is not here (a Ray worker on another node: put it where every node reads it).
+        """
+        self._tagger()
+        return self
+
     def _tagger(self) -> tuple[Any, Any]:
         with self._lock:
             if self._model is None:
                 import torch
                 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
+                if not (self.path / "config.json").is_file():
+                    raise ConfigError(f"the tagger gate's folder {self.path} is not on this machine (a worker on "
+                                      "another node reads it there: put it on storage every node reads)")
+                # a process forked after its parent used CUDA cannot use it (datasets' num_proc after a GPU fit)
+                bad_fork = getattr(torch.cuda, "_is_in_bad_fork", lambda: False)()
                 model = AutoModelForTokenClassification.from_pretrained(str(self.path))
-                model.to(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+                model.to(self.device or ("cuda" if torch.cuda.is_available() and not bad_fork else "cpu"))
                 self._model = model, AutoTokenizer.from_pretrained(str(self.path))
             return self._model
+
+    @property
+    def fitted_on_seeds(self) -> bool:
+        """Whether :meth:`for_seeds` fitted it (a run's card can then say how to fit it again)."""
+        return (self.path / "fitted_on.json").is_file()
 
     def predict_rows(self, token_rows: Sequence[Sequence[str]]) -> list[list[str]]:
         """The tagger's tags of each sentence, as IOB2 names (in batches of :attr:`batch_size`)."""
@@ -195,7 +220,10 @@ class TaggerGate:
             return []
         model, tokenizer = self._tagger()
         rows = predict_tags(model, tokenizer, token_rows, batch_size=self.batch_size)
-        return rows if self.tagger_scheme == "IOB2" else [convert_tags(r, self.tagger_scheme, "IOB2") for r in rows]
+        if self.tagger_scheme == "IOB2":
+            return rows
+        # read leniently: a tagger choosing each word's tag alone writes what its scheme forbids ("B-X O" in BIOES)
+        return [spans_to_tags(tags_to_spans(r, self.tagger_scheme, strict=False), len(r)) for r in rows]
 
     def predict(self, tokens: Sequence[str]) -> tuple[str, ...]:
         """The tagger's IOB2 tags of one sentence, remembered (the checker reads a sentence again after a repair or

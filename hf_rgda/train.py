@@ -183,6 +183,8 @@ def predict_tags(model: Any, tokenizer: Any, token_rows: Sequence[Sequence[str]]
     """Word-level tag names for each sentence (first sub-word's prediction; windows merged back)."""
     if not token_rows:
         return []
+    if max_length < 8:
+        raise ConfigError(f"max_length={max_length} must be at least 8")
     import torch
     from transformers import DataCollatorForTokenClassification
 

@@ -171,8 +171,11 @@ def test_the_reproduce_command_parses_and_reads_an_old_on_off_top_up_as_a_count(
     args = _parser().parse_args(shlex.split(line)[1:])
     assert (args.top_up, args.check_mentions, args.num_augmented) == (1, False, 5)
     assert "--top-up 0" in reproduce_command({"config": {"top_up": False}}, "me/rows")
-    gated = reproduce_command({"config": {}, "tagger_gate": {"path": "/home/me/gate", "digest": "ab"}}, "me/rows")
-    assert _parser().parse_args(shlex.split(gated)[1:]).tagger_gate == "seeds" and "/home" not in gated
+    gated = reproduce_command({"config": {}, "tagger_gate": {"folder": "gate", "digest": "ab", "fitted_on_seeds": True}},
+                              "me/rows")
+    assert _parser().parse_args(shlex.split(gated)[1:]).tagger_gate == "seeds"
+    brought = {"config": {}, "tagger_gate": {"folder": "gate", "digest": "ab", "fitted_on_seeds": False}}
+    assert "--tagger-gate" not in reproduce_command(brought, "me/rows")  # a gate trained elsewhere: no recipe to name
     assert "--tagger-gate" not in line
 
 

@@ -314,6 +314,7 @@ def test_for_seeds_fits_once_and_a_rerun_on_the_same_seeds_reuses_the_fit(tmp_pa
     seeds = _split(8)
     gate = TaggerGate.for_seeds(seeds, tmp_path / "g", label_names=LABELS)
     assert fits == [8] and json.loads((tmp_path / "g" / "fitted_on.json").read_text())["rows"] == 8
+    assert gate.fitted_on_seeds
     assert TaggerGate.for_seeds(seeds, tmp_path / "g", label_names=LABELS).digest == gate.digest and fits == [8]
     TaggerGate.for_seeds(seeds.select(range(6)), tmp_path / "g", label_names=LABELS)  # other seeds: fitted again
     assert fits == [8, 6]
@@ -337,7 +338,39 @@ def test_augment_with_a_tagger_gate_counts_its_rejections_in_the_summary(gate_di
     summary = json.loads((tmp_path / "aug" / "summary.json").read_text())
     flagged = summary["summary"]["rejected_by_reason"].get("seed_tagger_mention", 0)
     assert flagged > 0  # every sentence whose first word is untagged: the fake tagger tags it
-    assert summary["tagger_gate"] == {"path": str(gate_dir), "digest": TaggerGate.load(gate_dir).digest}
+    assert summary["tagger_gate"] == {"folder": gate_dir.name, "digest": TaggerGate.load(gate_dir).digest,
+                                      "fitted_on_seeds": False}
     assert main([*args, "--out", str(tmp_path / "dry"), "--dry-run", "--tagger-gate", "seeds"],
                 llm=ScriptedLLM(stateless_handler, name="s")) == 2
     assert "fine-tunes no model on the seeds" in capsys.readouterr().err
+
+
+def test_a_tagger_of_another_scheme_is_read_leniently_and_a_missing_folder_fails_before_any_call(
+        gate_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """A tagger picks each word's tag alone, so a BIOES one writes what BIOES forbids ("B-X O"): read leniently, not
+    failing the seed; an IO tagger (no B- label) is a tagger too; a gate whose folder a worker lacks fails at once."""
+    import shutil
+
+    from hf_rgda import train
+
+    for name, labels in (("bioes", ["O", "B-Disease", "I-Disease", "E-Disease", "S-Disease"]), ("io", ["O", "I-Disease"])):
+        folder = tmp_path / name
+        shutil.copytree(gate_dir, folder)
+        config = json.loads((folder / "config.json").read_text())
+        config["id2label"] = {str(i): n for i, n in enumerate(labels)}
+        config["label2id"] = {n: i for i, n in enumerate(labels)}
+        (folder / "config.json").write_text(json.dumps(config))
+    monkeypatch.setattr(train, "predict_tags", lambda m, t, rows, **kw: [["B-Disease", "O"] + ["O"] * (len(r) - 2)
+                                                                         for r in rows])
+    monkeypatch.setattr(TaggerGate, "_tagger", lambda self: (None, None))
+    bioes = TaggerGate.load(tmp_path / "bioes")
+    assert bioes.tagger_scheme == "BIOES" and bioes.predict(["Gout", "hurts", "."]) == ("B-Disease", "O", "O")
+    monkeypatch.setattr(train, "predict_tags", lambda m, t, rows, **kw: [["I-Disease", "I-Disease", "O"] for _ in rows])
+    io = TaggerGate.load(tmp_path / "io")
+    assert io.tagger_scheme == "IOB2" and missed_mentions(["O"] * 3, list(io.predict(["Wilson", "disease", "."]))) == [
+        (0, 2, "Disease")]
+    monkeypatch.undo()
+    moved = pickle.loads(pickle.dumps(TaggerGate.load(tmp_path / "io")))
+    shutil.rmtree(tmp_path / "io")
+    with pytest.raises(ConfigError, match="is not on this machine"):
+        moved.ready()
