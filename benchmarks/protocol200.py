@@ -64,9 +64,9 @@ GATED = "-gated"
 #: which a tagger trained on the seeds finds a mention left untagged (``benchmarks.row_taggers``; the product's
 #: ``TaggerGate``), the lever read after ``/likely_mention``
 NEW = "f4b6d2f"
-#: the first generator commit with the tagger gate inside the pipeline (``rgda-gated``: f4b6d2f's library plus the
-#: gate, the ``placeholder`` rule's two type-name cases and the option checks of sessions 41-42)
-GATED_GEN = "f004868"
+#: the generator of the tagger gate inside the pipeline (``rgda-gated``: f4b6d2f's library plus the gate (f004868, as
+#: reviewed in e9da44b), the ``placeholder`` rule's two type-name cases and the option checks of sessions 41-42)
+GATED_GEN = "e9da44b"
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
                          "rgda@seeds+mr:2096b68", "eda", "mr-train", "rgda@seeds:2096b68/seed_tagger",
                          f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"rgda@seeds:{NEW}/seed_tagger",
