@@ -73,6 +73,26 @@ def test_readme_results_come_from_the_benchmarks_summary() -> None:
         assert figure in summary or figure in protocol, figure
 
 
+def test_readme_results_table_rows_and_p_values_are_their_cells() -> None:
+    """Each row of the README's 200-seed table names a cell by its F1: its rows added are that cell's, and its
+    difference and p against the seeds alone are the results file's bootstrap (p as rounded in the table)."""
+    results = json.loads((ROOT / "benchmarks" / "results" / "protocol200" / "ncbi_disease.json").read_text())
+    by_f1 = {f"{c['f1_mean']:.4f} ± {c['f1_sd']:.4f}": c for c in results["cells"].values()}
+    text = (ROOT / "README.md").read_text().split("## Results", 1)[1]
+    rows = re.findall(r"^\| [^|]+ \| (\d+) \| (\d\.\d{4} ± \d\.\d{4}) \| ([^|]*)\|$", text, re.MULTILINE)
+    assert len(rows) >= 3
+    for added, f1, versus in rows:
+        cell = by_f1[f1]
+        assert cell["augmented"] == int(added), cell["cell"]
+        if cell["cell"] == "noaug":
+            assert not versus.strip()
+            continue
+        delta, p = re.fullmatch(r"\s*([+-]\d\.\d{4}) \((\d\.\d+)\)\s*", versus).groups()
+        boot = results["bootstrap"][f"{cell['cell']} vs noaug"]
+        assert f"{boot['delta']:+.4f}" == delta, cell["cell"]
+        assert abs(boot["p_value"] - float(p)) <= 0.5 * 10 ** -len(p.split(".")[1]), (cell["cell"], p)
+
+
 def test_benchmarks_readme_is_short_and_every_decision_is_indexed() -> None:
     """benchmarks/README.md stays a reader's page (its story lives in docs/decisions/), links resolve, and the
     decisions' index names every record."""
