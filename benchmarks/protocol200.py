@@ -12,7 +12,8 @@ committed.
   method emitted for those seeds (tokens, tag names, source seed index, status, reason; no traces). A chunk whose
   header names another commit or other seeds is refused, never mixed in.
 - **Cells**: ``noaug``, ``eda``, ``mr``, ``mr-train`` (rules, rebuilt by the current code: deterministic), an LLM
-  method with its generator (``rgda@seeds:2096b68``), and ``rgda@seeds+mr:2096b68`` (its rows and MR's together). Every
+  method with its generator (``rgda@seeds:2096b68``), and ``rgda@seeds+mr:2096b68`` (its rows and MR's together);
+  ``mr@1``: a rule's rows at 1 a seed instead of ``--ratio`` (what MR's rows are worth in an LLM cell's number). Every
   LLM method's augmenter sees only the 200 seeds (``@seeds``). Training: the encoder for the same number of optimizer
   steps in every cell (the steps a full 1:ratio set takes at ``--epochs``), seeds 1000, 1001, ...; F1 (seqeval, strict
   IOB2) on the whole test split. Each run's test predictions are kept (gzipped) for the paired bootstrap, which pools
@@ -62,14 +63,15 @@ GATED = "-gated"
 #: had not started); FIN's LLM cells come from it alone. Its chunks' variety pass is given the cell's earlier rows
 #: (as one map of the 200 seeds would count them: ``protocol200_worker``). ``/seed_tagger``: the rows less those in
 #: which a tagger trained on the seeds finds a mention left untagged (``benchmarks.row_taggers``; the product's
-#: ``TaggerGate``), the lever read after ``/likely_mention``
+#: ``TaggerGate``), the lever read after ``/likely_mention``; ``mr@1``, ``mr@2``: MR at 1 and 2 rows a seed, bracketing
+#: the LLM cells' 1-2 (is MR's lead its rows' number?)
 NEW = "f4b6d2f"
 #: the generator of the tagger gate inside the pipeline (``rgda-gated``: f4b6d2f's library plus the gate (f004868, as
 #: reviewed in e9da44b), the ``placeholder`` rule's two type-name cases and the option checks of sessions 41-42)
 GATED_GEN = "e9da44b"
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
                          "rgda@seeds+mr:2096b68", "eda", "mr-train", "rgda@seeds:2096b68/seed_tagger",
-                         f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"rgda@seeds:{NEW}/seed_tagger",
+                         f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"rgda@seeds:{NEW}/seed_tagger", "mr@1", "mr@2",
                          "naive@seeds:2096b68", "gda@seeds:2096b68", f"rgda@seeds+mr:{NEW}/seed_tagger",
                          f"rgda-gated@seeds:{GATED_GEN}", f"rgda-gated@seeds+mr:{GATED_GEN}"],
         "fin": ["noaug", "mr", "eda", "mr-train", f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"naive@seeds:{NEW}",
@@ -81,7 +83,8 @@ def parse_cell(cell: str) -> tuple[str, str | None, bool]:
     A ``/RULE[+RULE]`` after the commit (:func:`recheck_of`) does not change what is generated."""
     name, _, generator = cell.partition(":")
     generator = generator.partition("/")[0]
-    if name in RULES:
+    rule, at, per_seed = name.partition("@")  # "mr@1": MR's rows, 1 a seed instead of --ratio (the same steps)
+    if name in RULES or (rule in RULES and rule != "noaug" and per_seed.isdigit() and int(per_seed) > 0):
         if generator:
             raise SystemExit(f"{cell}: a rule method has no generator commit")
         return name, None, False
@@ -289,7 +292,9 @@ class Protocol:
                           "rgda_source": [self.keys[r["seed"]] for r in rows]})
             info["generator"] = full_commit(generator)
         if generator is None or plus_mr:
-            rule = "mr" if plus_mr else method
+            rule, _, per_seed = ("mr" if plus_mr else method).partition("@")
+            if per_seed:  # fewer (or more) rows a seed, trained for the cells' common steps
+                args.ratio = int(per_seed)
             aug, _ = rule_rows(rule, self.name, self.train_split, self.seeds, args)
             from hf_rgda.tags import to_tag_names
 

@@ -292,3 +292,24 @@ def test_a_gated_cell_is_generated_with_the_seed_tagger_as_the_augmenters_gate(p
     monkeypatch.setattr(subprocess, "run", run)
     p.real_run_worker(p, tmp_path, "rgda-gated", COMMIT, 0, range(2), (), {"tagger_gate": "x"})
     assert jobs[0]["method"] == "rgda" and jobs[0]["options"] == {"tagger_gate": "x"}  # the worker's method: rgda
+
+
+def test_a_rule_cell_with_fewer_rows_a_seed_is_made_at_that_ratio(proto, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mr@1``: MR's rows, one a seed (the per-row worth of MR's rows beside an LLM cell's fewer rows), trained for
+    the cells' common steps."""
+    import benchmarks.protocol as rules
+
+    mod, p, _ = proto
+    asked: list[tuple[str, int]] = []
+    real = rules.augment
+    monkeypatch.setattr(rules, "augment", lambda method, name, train, seeds, args: asked.append((method, args.ratio))
+                        or real(method, name, train, seeds, args))
+    assert mod.parse_cell("mr@1") == ("mr@1", None, False) and mod.parse_cell("eda@2") == ("eda@2", None, False)
+    for bad in ("mr@0", "mr@x", "noaug@1", "mr@1:abc"):
+        with pytest.raises(SystemExit):
+            mod.parse_cell(bad)
+    p.cell_rows("mr@1")
+    p.cell_rows("eda")
+    assert asked == [("mr", 1), ("eda", 3)]
+    steps = p.steps
+    assert p.scale.endswith(f"/steps={steps}")  # one scale: every cell's steps the same
