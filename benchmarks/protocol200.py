@@ -83,7 +83,7 @@ def parse_cell(cell: str) -> tuple[str, str | None, bool]:
     A ``/RULE[+RULE]`` after the commit (:func:`recheck_of`) does not change what is generated."""
     name, _, generator = cell.partition(":")
     generator = generator.partition("/")[0]
-    rule, at, per_seed = name.partition("@")  # "mr@1": MR's rows, 1 a seed instead of --ratio (the same steps)
+    rule, _, per_seed = name.partition("@")  # "mr@1": MR's rows, 1 a seed instead of --ratio (the same steps)
     if name in RULES or (rule in RULES and rule != "noaug" and per_seed.isdigit() and int(per_seed) > 0):
         if generator:
             raise SystemExit(f"{cell}: a rule method has no generator commit")
