@@ -43,6 +43,17 @@ def gate_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _seed_folder(tmp_path: Path) -> Path:
+    """The conftest's seed rows as a data folder's train.jsonl (what augment reads)."""
+    from .conftest import SEED_ROWS
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"tokens": t, "ner_tags": g} for t, g in zip(SEED_ROWS["tokens"], SEED_ROWS["ner_tags"])]
+    (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
 def _rows(status: list[str], tags: list[list[str]]) -> dict[str, list]:
     tokens = [["Patients", "with", "gout", "were", "seen", "."] for _ in status]
     return {"tokens": tokens, "ner_tags": tags, "rgda_status": status, "rgda_reason": [""] * len(status),
@@ -196,12 +207,9 @@ def test_the_gate_command_writes_the_gated_folder_and_every_rejected_row(gate_di
     from hf_rgda.cli import main
     from hf_rgda.recipe import load_source
 
-    from .conftest import SEED_ROWS, stateless_handler
+    from .conftest import stateless_handler
 
-    data = tmp_path / "data"
-    data.mkdir()
-    rows = [{"tokens": t, "ner_tags": g} for t, g in zip(SEED_ROWS["tokens"], SEED_ROWS["ner_tags"])]
-    (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = _seed_folder(tmp_path)
     assert main(["augment", str(data), "--method", "gda", "--out", str(tmp_path / "aug"), "--cache",
                  str(tmp_path / "r.sqlite3")], llm=ScriptedLLM(stateless_handler, name="s")) == 0
     before = load_source(str(tmp_path / "aug"))
@@ -325,12 +333,9 @@ def test_augment_with_a_tagger_gate_counts_its_rejections_in_the_summary(gate_di
     from hf_rgda import ScriptedLLM
     from hf_rgda.cli import main
 
-    from .conftest import SEED_ROWS, stateless_handler
+    from .conftest import stateless_handler
 
-    data = tmp_path / "data"
-    data.mkdir()
-    rows = [{"tokens": t, "ner_tags": g} for t, g in zip(SEED_ROWS["tokens"], SEED_ROWS["ner_tags"])]
-    (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = _seed_folder(tmp_path)
     monkeypatch.setattr(TaggerGate, "predict", lambda self, tokens: ("B-Disease",) + ("O",) * (len(tokens) - 1))
     args = ["augment", str(data), "--method", "gda", "--cache", str(tmp_path / "r.sqlite3")]
     assert main([*args, "--out", str(tmp_path / "aug"), "--tagger-gate", str(gate_dir)],
