@@ -180,7 +180,8 @@ class AugmentConfig:
     max_entity_repeats: int = _f(3, """
         how often the run accepts one new entity (its text and type, not the seed's own): a later row carrying it is
         rejected (repeated_entity), so one entity string does not fill a run; counted over what the augmenter accepted
-        in this process, batch after batch (not across num_proc workers); 0: no cap""", group="checks")
+        in this process, batch after batch (not across num_proc workers), and the composer draws no entity hint among
+        those used up; 0: no cap""", group="checks")
     salvage: bool = _f(True, """
         repair a generated sentence deterministically instead of rejecting it when one part is wrong: untag an entity
         the split's statistics or the seed's own annotation say is not of its type, tag a text the split always tags,

@@ -27,6 +27,7 @@ from .config import AugmentConfig
 from .llm.base import LLM
 from .records import Seed, SeedResult
 from .stages import PLANS, STAGES, Run, Stages, Step, system_prompts
+from .stages.base import squeeze
 from .stages.composer import EntityPool
 
 __all__ = ["STOPS_THE_RUN", "Pipeline"]
@@ -108,7 +109,9 @@ class Pipeline:
         # entity-hint pool: the dataset's inventory, or else the mentions of this batch's own seeds
         pool = self.pool or EntityPool(entity_mentions([s.tokens for s in shown], [s.tags for s in shown]))
         run = Run(self.cfg, Caller(self.cfg, self.llm, self.cache), self.checker, self.systems, self.memo)
-        return Stages(run, shown, pool, self.attribution, self.debate_llms, self.descriptions, self.confusers)
+        # the entities earlier batches used up: the composer's hints leave them out (their rows would be rejected)
+        spent = {t: {squeeze(x) for x in texts} for t, texts in self.ledger.spent().items()}
+        return Stages(run, shown, pool, self.attribution, self.debate_llms, self.descriptions, self.confusers, spent)
 
     async def _run_group(self, rs: list[SeedResult], s: Stages) -> None:
         """The method's plan (:data:`~hf_rgda.stages.PLANS`) over one group of seeds (the batch, or one seed with

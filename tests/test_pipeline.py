@@ -503,6 +503,37 @@ def test_composer_sees_substituted_entities_and_dataset_hints() -> None:
     assert "original entity texts (never reuse)" in compose(2).lower()
 
 
+def test_the_composer_draws_no_entity_the_run_has_used_up() -> None:
+    """A new entity the run's ledger holds ``max_entity_repeats`` times would get its row rejected by the variety
+    pass (``repeated_entity``): the composer's substitutes and hints leave it out, and use it again only where the
+    cap is off."""
+    from hf_rgda.checking.sentence import Sentence
+    from hf_rgda.checking.variety import Ledger
+
+    seen: list[str] = []
+
+    def handler(messages, schema, params):
+        if stage_of(list(messages)) == "composer":
+            seen.append(messages[1]["content"])
+        return FakeWorld()(messages, schema, params)
+
+    mentions = {"Disease": ["asthma", "gout", "lupus", "glioma"]}
+    other = Seed("other", ("Gout", "flares", "."), ("B-Disease", "O", "O"))
+
+    def drawn(cap: int) -> set[str]:
+        ledger = Ledger(cap)
+        for _ in range(2):  # another seed's rows used "asthma" and "glioma" twice each
+            for text in ("asthma", "glioma"):
+                ledger.add(other.key, Sentence(["Some", text, "here", "."], ["O", "B-Disease", "O", "O"], other, None))
+        seen.clear()
+        asyncio.run(Pipeline(AugmentConfig(method="gda", entity_hints=3), ScriptedLLM(handler), Checker(("Disease",)),
+                             mentions=mentions, ledger=ledger).run(SEEDS[:1]))
+        return {m for m in mentions["Disease"] if m in seen[0]}
+
+    assert drawn(2) == {"gout", "lupus"}  # used up at a cap of 2
+    assert drawn(3) == drawn(0) == set(mentions["Disease"])  # under the cap, or none: every one may be drawn
+
+
 def test_the_composer_view_skips_the_entity_pattern_only_where_it_cannot_match() -> None:
     """``_may_name`` rules a text out only when no seed entity's first word occurs in it in any case (ASCII text):
     the pattern is then not compiled; where it says no, the pattern would not have matched either."""

@@ -313,3 +313,22 @@ def test_a_rule_cell_with_fewer_rows_a_seed_is_made_at_that_ratio(proto, monkeyp
     assert asked == [("mr", 1), ("eda", 3)]
     steps = p.steps
     assert p.scale.endswith(f"/steps={steps}")  # one scale: every cell's steps the same
+
+
+def test_spent_entities_counts_the_caps_rejections_and_where_capped_entities_came_from(tmp_path: Path) -> None:
+    from benchmarks.spent_entities import spent
+
+    seeds = [(["Gout", "hurts", "."], ["B-Disease", "O", "O"]), (["Lupus", "flares", "."], ["B-Disease", "O", "O"])]
+    head = {"seeds": [0, 1]}
+    rows = ([{"seed": 0, "tokens": ["Lupus", "and", "gout"], "tags": ["B-Disease", "O", "B-Disease"],
+              "status": "accepted", "reason": None}] * 3  # lupus: another seed's mention, new to seed 0, three rows
+            + [{"seed": 0, "tokens": ["Asthma", "!"], "tags": ["B-Disease", "O"], "status": "accepted", "reason": None}]
+            + [{"seed": 1, "tokens": [], "tags": [], "status": "rejected", "reason": "variety/repeated_entity"}] * 2)
+    path = tmp_path / "chunk-000.jsonl.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("\n".join(json.dumps(x) for x in [head, *rows]) + "\n")
+    out = spent([path], seeds, cap=3)
+    assert (out["rows"], out["rejected_repeated_entity"], out["seeds_without_rows"]) == (4, 2, 1)
+    assert (out["of_them_lost_rows_to_the_cap"], out["rows_they_lost_to_the_cap"]) == (1, 2)
+    assert out["at_cap"] == [{"type": "Disease", "text": "lupus", "rows": 3}] and out["of_them_seed_mentions"] == 1
+    assert out["distinct_new_entities"] == 2  # lupus and asthma; seed 0's own gout not counted

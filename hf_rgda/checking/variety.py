@@ -82,6 +82,15 @@ class Ledger:
         self.uses.setdefault(key, Counter()).update(new)
         self._total.update(new)
 
+    def spent(self) -> dict[str, set[str]]:
+        """The new entities the run has accepted ``max_repeats`` times, by type (texts lower-cased): a row with one
+        more is rejected (``repeated_entity``), so the composer's entity hints leave them out."""
+        out: dict[str, set[str]] = {}
+        for (label, text), n in self._total.items():
+            if self.max_repeats and n >= self.max_repeats:
+                out.setdefault(label, set()).add(text)
+        return out
+
     def count(self, entity: tuple[str, str]) -> int:
         """How many accepted rows carry ``entity`` (``(type, text lower-cased)``)."""
         return self._total[entity]

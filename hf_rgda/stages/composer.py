@@ -131,10 +131,12 @@ class Composer:
         run: what the run's stages share.
         examples: in-domain seeds, one of which the composer sees as a format example.
         pool: where substitutes and hints come from.
+        spent: per type, the squeezed texts no substitute or hint is drawn from (:class:`~.registry.Stages`).
     """
 
-    def __init__(self, run: Run, examples: Sequence[Seed], pool: EntityPool) -> None:
-        self.run, self.examples, self.pool = run, examples, pool
+    def __init__(self, run: Run, examples: Sequence[Seed], pool: EntityPool,
+                 spent: Mapping[str, Collection[str]] | None = None) -> None:
+        self.run, self.examples, self.pool, self.spent = run, examples, pool, spent or {}
         self.asked: dict[SeedResult, tuple[Messages, str]] = {}
         self.plans: dict[SeedResult, EntityPlan] = {}
         # the repair reads the examples, not the composer: a bound method here would make the composer a reference
@@ -251,13 +253,14 @@ class Composer:
             key = squeeze(e["text"])
             if key in subs:
                 continue
-            pool = self.pool.first(e["type"], DRAW_FROM, unless=own, taken=set(subs.values()))
+            pool = self.pool.first(e["type"], DRAW_FROM, unless=own | set(self.spent.get(e["type"], ())),
+                                   taken=set(subs.values()))
             if pool:
                 subs[key] = rng.choice(pool)
         used = own | {squeeze(v) for v in subs.values()}
         rng = random.Random(derive_seed(cfg.seed, seed.key, "hints"))
         for t in dict.fromkeys(e["type"] for e in seed.entities):
-            pool = self.pool.head(t, DRAW_FROM, unless=used)
+            pool = self.pool.head(t, DRAW_FROM, unless=used | set(self.spent.get(t, ())))
             if pool:
                 hints[t] = rng.sample(pool, min(cfg.entity_hints, len(pool)))
         return subs, hints
@@ -323,7 +326,8 @@ def judge_messages(run: Run, r: SeedResult) -> Messages:
                         new_sentences=[c.raw for c in valid(r)])
 
 
-STAGE = register(Stage("composer", "compose", system=writer_system, state=lambda s: Composer(s.run, s.shown, s.pool),
+STAGE = register(Stage("composer", "compose", system=writer_system,
+                       state=lambda s: Composer(s.run, s.shown, s.pool, s.spent),
                        scripted=scripted_sentences))
 register(Stage("composer_repair", "repair (composer)", step=lambda s: s["composer"].repair))
 register(Stage("composer_top_up", "top up (composer)", step=lambda s: s["composer"].top_up,

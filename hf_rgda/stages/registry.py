@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,6 +256,9 @@ class Stages:
         attribution: WHERE's selector.
         debate_llms: the debate agents' backends.
         descriptions, confusers: the entity types' descriptions and the entity verifier's contrast categories.
+        spent: per type, the squeezed texts of the new entities the run has accepted as often as
+            ``max_entity_repeats`` allows (:meth:`Ledger.spent <hf_rgda.checking.variety.Ledger.spent>`): the
+            composer draws no substitute or hint among them, as the variety pass would reject its row.
     """
 
     run: Any
@@ -265,6 +268,7 @@ class Stages:
     debate_llms: Sequence[Any] = ()
     descriptions: Mapping[str, str] = field(default_factory=dict)
     confusers: Sequence[str] | None = None
+    spent: Mapping[str, Collection[str]] = field(default_factory=dict)
     _states: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, name: str) -> Any:
