@@ -67,8 +67,9 @@ GATED = "-gated"
 #: the LLM cells' 1-2 (is MR's lead its rows' number?)
 NEW = "f4b6d2f"
 #: the generator of the tagger gate inside the pipeline (``rgda-gated``: f4b6d2f's library plus the gate (f004868, as
-#: reviewed in e9da44b), the ``placeholder`` rule's two type-name cases and the option checks of sessions 41-42)
-GATED_GEN = "e9da44b"
+#: reviewed in e9da44b), the composer's hints skipping used-up entities (f98157c), the ``placeholder`` rule's two
+#: type-name cases and the option checks of sessions 41-42)
+GATED_GEN = "f98157c"
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
                          "rgda@seeds+mr:2096b68", "eda", "mr-train", "rgda@seeds:2096b68/seed_tagger",
                          f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"rgda@seeds:{NEW}/seed_tagger", "mr@1", "mr@2",
