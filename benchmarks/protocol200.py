@@ -25,6 +25,7 @@ Usage (what the background job runs, niced; a rerun resumes):
     python -m benchmarks.protocol200 generate rgda@seeds:2096b68 --commit     # one cell's rows
     python -m benchmarks.protocol200 train noaug mr --commit                  # cells' training runs
     python -m benchmarks.protocol200 report --readme                          # the table, also into benchmarks/README.md
+    python -m benchmarks.protocol200 compare rgda@seeds:f4b6d2f rgda@seeds:2096b68   # one cell against others
 """
 
 from __future__ import annotations
@@ -469,8 +470,9 @@ def pooled_bootstrap(refs: list[list[str]], runs_a: list[list[list[str]]], runs_
             "ci_high": round(float(np.percentile(d, 97.5)), 4), "resamples": resamples}
 
 
-def report(proto: Protocol) -> str:
-    """The markdown table of every cell of the dataset (mean ± sd, rows added, ΔF1 and p against MR and noaug)."""
+def report(proto: Protocol, pairs: Sequence[tuple[str, str]] = ()) -> str:
+    """The markdown table of every cell of the dataset (mean ± sd, rows added, ΔF1 and p against MR and noaug); each
+    of ``pairs`` (``A``, ``B``) compared too and printed (``A vs B`` in the results' bootstrap)."""
     from hf_rgda.tags import to_tag_names
 
     results = proto.load_results()
@@ -485,18 +487,30 @@ def report(proto: Protocol) -> str:
     lines = ["| cell | F1 (mean ± sd, runs) | rows added | BERTScore vs seed | ΔF1 vs MR (p) | ΔF1 vs noaug (p) |",
              "|---|---|---|---|---|---|"]
     boot, fresh = results.get("bootstrap", {}), {}
+
+    def versus(cell: str, other: str) -> dict[str, Any]:  # the pooled bootstrap, kept while both cells' runs stay
+        c, o = cells[cell], cells[other]
+        pair = hashlib.sha256(json.dumps([c["rows_sha256"], len(c["runs"]), o["rows_sha256"],
+                                          len(o["runs"])]).encode()).hexdigest()[:16]
+        b = boot.get(f"{cell} vs {other}")
+        if not b or b.get("pair") != pair:
+            b = {**pooled_bootstrap(refs, preds(cell), preds(other), resamples=proto.args.resamples), "pair": pair}
+            fresh[f"{cell} vs {other}"] = b
+        return b
+
+    for a, b in pairs:  # the pairs asked for besides the table's (``compare A B``)
+        if a not in cells or b not in cells or not cells[a]["runs"] or not cells[b]["runs"]:
+            raise SystemExit(f"compare {a} {b}: both need training runs in {proto.results_path}")
+        got = versus(a, b)
+        print(f"{a} vs {b}: {got['delta']:+.4f} (p {_p(got['p_value'], got['resamples'])}, 95% "
+              f"{got['ci_low']:+.4f} to {got['ci_high']:+.4f})")
     for cell, c in sorted(cells.items(), key=lambda kv: kv[1]["f1_mean"]):
         cmp = []
         for other in ("mr", "noaug"):
             if cell == other or other not in cells or not c["runs"]:
                 cmp.append("—")
                 continue
-            pair = hashlib.sha256(json.dumps([c["rows_sha256"], len(c["runs"]), cells[other]["rows_sha256"],
-                                              len(cells[other]["runs"])]).encode()).hexdigest()[:16]
-            b = boot.get(f"{cell} vs {other}")
-            if not b or b.get("pair") != pair:
-                b = {**pooled_bootstrap(refs, preds(cell), preds(other), resamples=proto.args.resamples), "pair": pair}
-                fresh[f"{cell} vs {other}"] = b
+            b = versus(cell, other)
             cmp.append(f"{b['delta']:+.4f} ({_p(b['p_value'], b['resamples'])})")
         bs = f"{c['bertscore_vs_seed']:.3f}" if c.get("bertscore_vs_seed") is not None else "—"
         lines.append(f"| {cell} | {c['f1_mean']:.4f} ± {c['f1_sd']:.4f} ({len(c['runs'])}) | {c['augmented']} | {bs} | "
@@ -511,8 +525,8 @@ def report(proto: Protocol) -> str:
 def rows_report(proto: Protocol, cells: list[str], silver: bool = True) -> tuple[str, dict[str, Any]]:
     """The LLM cells' rows read without training (those whose rows are all generated): rows, rows per seed, seeds
     whose rows share an entity set, entity novelty against the 200 seeds, distinct bigrams, and silver tag precision
-    and recall (``benchmarks.silver``'s tagger, trained on the whole train split); then ten rows of the first cell
-    drawn at random (``random.Random(0)``)."""
+    and recall (``benchmarks.silver``'s tagger, trained on the whole train split); then ten rows drawn at random
+    (``random.Random(0)``) of the last ``rgda`` cell read as generated (the newest generator in PLAN's order)."""
     import random
 
     from benchmarks.ab_rows import describe, entities, inline
@@ -545,7 +559,8 @@ def rows_report(proto: Protocol, cells: list[str], silver: bool = True) -> tuple
         sr = f"{d['silver']['recall']:.3f}" if d["silver"] else "—"
         lines.append(f"| {cell} | {d['rows']} ({d['rows_per_seed']}) | {len(d['seeds_with_rows_sharing_an_entity_set'])}"
                      f" | {d['entity_novelty']:.2f} | {d['distinct_bigrams']:.2f} | {sp} | {sr} |")
-    first = next(iter(out["cells"]), None)
+    plain = [c for c in out["cells"] if c.startswith("rgda@seeds:") and not recheck_of(c)]
+    first = plain[-1] if plain else next(iter(out["cells"]), None)
     if first:
         picked = random.Random(0).sample(quoted[first], min(10, len(quoted[first])))
         lines += ["", f"Ten rows of `{first}` drawn at random (`random.Random(0)`), as accepted:", ""]
@@ -602,9 +617,10 @@ def _p(p: float, resamples: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("action", choices=["run", "generate", "train", "report", "rows", "seen"],
+    p.add_argument("action", choices=["run", "generate", "train", "report", "rows", "seen", "compare"],
                    help="rows: the LLM cells' rows read without training (silver precision and recall, ten quoted); "
-                        "seen: each trained cell's recall of the test mentions the seeds hold and of new ones")
+                        "seen: each trained cell's recall of the test mentions the seeds hold and of new ones; "
+                        "compare: the first cell against each other one (ΔF1, p, 95% interval)")
     p.add_argument("cells", nargs="*", help="cells, e.g. noaug mr rgda@seeds:2096b68 (run: the dataset's PLAN)")
     p.add_argument("--dataset", default="ncbi_disease")
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
@@ -650,6 +666,11 @@ def main(argv: list[str] | None = None) -> int:
         write_results(args.out / f"{proto.name}_seen.json", {**header("protocol200", argv), **out})
         if args.readme:
             write_block(f"protocol200-seen-{proto.name}", block)
+        return 0
+    if args.action == "compare":  # the first cell against each other one: ΔF1, p, 95% interval
+        if len(args.cells) < 2:
+            raise SystemExit("compare: give a cell and the cells to compare it with")
+        report(proto, [(args.cells[0], other) for other in args.cells[1:]])
         return 0
     if args.action == "report":
         print(report(proto))

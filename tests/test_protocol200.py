@@ -332,3 +332,26 @@ def test_spent_entities_counts_the_caps_rejections_and_where_capped_entities_cam
     assert (out["of_them_lost_rows_to_the_cap"], out["rows_they_lost_to_the_cap"]) == (1, 2)
     assert out["at_cap"] == [{"type": "Disease", "text": "lupus", "rows": 3}] and out["of_them_seed_mentions"] == 1
     assert out["distinct_new_entities"] == 2  # lupus and asthma; seed 0's own gout not counted
+
+
+def test_compare_bootstraps_a_pair_of_trained_cells_and_refuses_an_untrained_one(proto, monkeypatch, capsys) -> None:
+    mod, p, _ = proto
+    protocol = importlib.import_module("benchmarks.protocol")
+    gold = [["B-Disease", "O", "O", "O"]] * 8
+    finds = {"noaug": gold, "mr": gold[:6] + [["O"] * 4] * 2}  # mr's runs miss the last two mentions
+    training: list[str] = []
+
+    def train_eval(rows, test, *, steps, run, args):
+        return {"f1": 0.5, "precision": 0.5, "recall": 0.5, "steps": steps, "seconds": 1.0,
+                "predictions": [list(t) for t in finds[training[-1]]]}
+
+    monkeypatch.setattr(protocol, "train_eval", train_eval)
+    monkeypatch.setattr(mod, "write_readme", lambda proto: None)
+    for cell in ("noaug", "mr"):
+        training.append(cell)
+        p.train(cell)
+    mod.report(p, [("mr", "noaug")])
+    assert "mr vs noaug: -" in capsys.readouterr().out
+    assert p.load_results()["bootstrap"]["mr vs noaug"]["delta"] < 0
+    with pytest.raises(SystemExit, match="need training runs"):
+        mod.report(p, [("mr", "eda")])
