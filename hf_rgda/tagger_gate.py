@@ -32,7 +32,7 @@ from typing import Any
 from ._exceptions import ConfigError, InputError, SchemaError
 from ._source import hash_extras
 from .records import SeedTrace
-from .tags import SCHEMES, convert_tags, format_inline, spans_to_tags, tags_to_spans
+from .tags import SCHEMES, convert_tags, format_inline, tags_to_spans
 
 __all__ = ["TaggerGate", "missed_mentions"]
 
@@ -150,8 +150,8 @@ class TaggerGate:
         method fitted on the very same rows (its ``fitted_on.json``): a run resumed does not train it again."""
         from .train import TrainConfig
 
-        folder = Path(output_dir)
-        rows = [seeds[tokens_column][:], seeds[tags_column][:], list(label_names or []), FIT_STEPS, TrainConfig().model]
+        folder, model = Path(output_dir), TrainConfig().model
+        rows = [seeds[tokens_column][:], seeds[tags_column][:], list(label_names or []), FIT_STEPS, model]
         digest = hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()[:16]
         mark = folder / "fitted_on.json"
         if mark.is_file() and json.loads(mark.read_text()).get("seeds") == digest:
@@ -159,8 +159,7 @@ class TaggerGate:
         mark.unlink(missing_ok=True)  # a fit that dies halfway leaves no mark over its weights
         gate = cls.fit(seeds, output_dir=folder, label_names=label_names, tokens_column=tokens_column,
                        tags_column=tags_column)
-        mark.write_text(json.dumps({"seeds": digest, "rows": len(seeds), "steps": FIT_STEPS,
-                                    "model": TrainConfig().model}))
+        mark.write_text(json.dumps({"seeds": digest, "rows": len(seeds), "steps": FIT_STEPS, "model": model}))
         return gate
 
     @classmethod
@@ -223,7 +222,7 @@ class TaggerGate:
         if self.tagger_scheme == "IOB2":
             return rows
         # read leniently: a tagger choosing each word's tag alone writes what its scheme forbids ("B-X O" in BIOES)
-        return [spans_to_tags(tags_to_spans(r, self.tagger_scheme, strict=False), len(r)) for r in rows]
+        return [convert_tags(r, self.tagger_scheme, "IOB2", strict=False) for r in rows]
 
     def predict(self, tokens: Sequence[str]) -> tuple[str, ...]:
         """The tagger's IOB2 tags of one sentence, remembered (the checker reads a sentence again after a repair or

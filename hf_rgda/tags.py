@@ -173,9 +173,10 @@ def spans_to_tags(spans: Iterable[Span], length: int, scheme: str = "IOB2") -> l
     return tags
 
 
-def convert_tags(tags: Sequence[str], source: str, target: str) -> list[str]:
-    """Re-encode ``tags`` from scheme ``source`` to scheme ``target``."""
-    return spans_to_tags(tags_to_spans(tags, source), len(tags), target)
+def convert_tags(tags: Sequence[str], source: str, target: str, *, strict: bool = True) -> list[str]:
+    """Re-encode ``tags`` from scheme ``source`` to scheme ``target`` (``strict=False``: read as
+    :func:`tags_to_spans` reads leniently, e.g. a model's per-word predictions)."""
+    return spans_to_tags(tags_to_spans(tags, source, strict=strict), len(tags), target)
 
 
 def entity_types(labels: Iterable[str]) -> list[str]:
