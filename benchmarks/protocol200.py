@@ -74,8 +74,8 @@ NEW = "f4b6d2f"
 NEXT = "f98157c"
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
                          "rgda@seeds+mr:2096b68", "eda", "mr-train", "rgda@seeds:2096b68/seed_tagger",
-                         f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"rgda@seeds:{NEW}/seed_tagger", "mr@1", "mr@2",
-                         "naive@seeds:2096b68", "gda@seeds:2096b68", f"rgda@seeds:{NEXT}", f"rgda@seeds+mr:{NEXT}",
+                         f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"rgda@seeds:{NEW}/seed_tagger", "mr@1",
+                         "naive@seeds:2096b68", "gda@seeds:2096b68", "mr@2", f"rgda@seeds:{NEXT}", f"rgda@seeds+mr:{NEXT}",
                          f"rgda@seeds+mr:{NEW}/seed_tagger"],
         "fin": ["noaug", "mr", "eda", "mr-train", f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"naive@seeds:{NEW}",
                 f"gda@seeds:{NEW}"]}
