@@ -618,8 +618,9 @@ def _p(p: float, resamples: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("action", choices=["run", "generate", "train", "report", "rows", "seen", "compare"],
+    p.add_argument("action", choices=["run", "generate", "train", "report", "rows", "seen", "compare", "plan"],
                    help="rows: the LLM cells' rows read without training (silver precision and recall, ten quoted); "
+                        "plan: every dataset's PLAN cells not yet complete and their hours left (reads files only); "
                         "seen: each trained cell's recall of the test mentions the seeds hold and of new ones; "
                         "compare: the first cell against each other one (ΔF1, p, 95% interval)")
     p.add_argument("cells", nargs="*", help="cells, e.g. noaug mr rgda@seeds:2096b68 (run: the dataset's PLAN)")
@@ -646,6 +647,16 @@ def main(argv: list[str] | None = None) -> int:
         from hf_rgda import DEFAULT_LLM
 
         args.llm = DEFAULT_LLM
+    if args.action == "plan":
+        from benchmarks.ab_rows import write_readme as write_block
+        from benchmarks.protocol200_plan import plan_report
+
+        block, _ = plan_report(args.out, PLAN, chunks=-(-args.num_seeds // args.chunk_size), runs=args.runs,
+                               full_commit=full_commit, parse_cell=parse_cell, recheck_of=recheck_of)
+        print(block)
+        if args.readme:
+            write_block("protocol200-plan", block)
+        return 0
     proto = Protocol(args)
     cells = args.cells or (PLAN.get(args.dataset, []) if args.action in ("run", "report", "rows") else [])
     if args.action == "rows":

@@ -355,3 +355,42 @@ def test_compare_bootstraps_a_pair_of_trained_cells_and_refuses_an_untrained_one
     assert p.load_results()["bootstrap"]["mr vs noaug"]["delta"] < 0
     with pytest.raises(SystemExit, match="need training runs"):
         mod.report(p, [("mr", "eda")])
+
+
+def test_the_plan_counts_what_is_committed_and_prices_what_is_left(tmp_path: Path) -> None:
+    mod = importlib.import_module("benchmarks.protocol200")
+    from benchmarks.protocol200_plan import plan_report
+
+    out = tmp_path / "out"
+
+    def chunk(dataset: str, method: str, commit: str, k: int, seconds: float) -> None:
+        path = out / dataset / f"{method}@seeds" / commit[:12] / f"chunk-{k:03d}.jsonl.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(gzip.compress(json.dumps({"chunk": k, "seconds": seconds}).encode() + b"\n"))
+
+    for k, s in enumerate((100.0, 300.0, 200.0)):  # rgda:a... complete (3 chunks), median 200 s
+        chunk("toy", "rgda", "a" * 40, k, s)
+    chunk("toy", "rgda", "b" * 40, 0, 900.0)  # rgda:b... one chunk of three made
+    chunk("toy", "naive", "c" * 40, 0, 50.0)  # naive made only on another dataset than "other"
+    runs = [{"f1": 0.5, "seconds": s} for s in (60.0, 120.0, 600.0)]  # median 120 s a run
+    (out / "toy.json").write_text(json.dumps({"cells": {
+        "toy/x/noaug": {"cell": "noaug", "runs": runs[:2]},
+        f"toy/x/rgda@seeds:{'a' * 7}": {"cell": f"rgda@seeds:{'a' * 7}", "runs": runs[:3]}}}))
+    plan = {"toy": ["noaug", f"rgda@seeds:{'a' * 7}", f"rgda@seeds+mr:{'a' * 7}", f"rgda@seeds:{'b' * 7}",
+                    f"rgda@seeds+mr:{'b' * 7}", f"rgda@seeds:{'d' * 7}", f"gda@seeds:{'a' * 7}"],
+            "other": [f"naive@seeds:{'e' * 7}"]}
+    text, data = plan_report(out, plan, chunks=3, runs=3, full_commit=lambda r: r.ljust(40, r[0]),
+                             parse_cell=mod.parse_cell, recheck_of=mod.recheck_of)
+    left = {r["cell"]: r for r in data["datasets"]["toy"]["left"]}
+    assert data["datasets"]["toy"]["complete"] == [f"rgda@seeds:{'a' * 7}"]
+    assert left["noaug"]["hours_left"] == round(120 / 3600, 2)  # one run left, no rows to make
+    assert left[f"rgda@seeds+mr:{'a' * 7}"]["hours_left"] == round(3 * 120 / 3600, 2)  # its rows are made once
+    assert left[f"rgda@seeds:{'b' * 7}"] == {"cell": f"rgda@seeds:{'b' * 7}", "chunks_made": 1, "runs": 0,
+                                            "hours_left": round((2 * 900 + 3 * 120) / 3600, 2), "rate_from": None}
+    assert left[f"rgda@seeds+mr:{'b' * 7}"]["hours_left"] == round(3 * 120 / 3600, 2)  # b's chunks priced once
+    assert left[f"rgda@seeds:{'d' * 7}"]["rate_from"] == "†"  # priced from the other generators' chunks
+    assert left[f"rgda@seeds:{'d' * 7}"]["hours_left"] == round((3 * 250 + 3 * 120) / 3600, 2)
+    assert left[f"gda@seeds:{'a' * 7}"]["hours_left"] is None and "unmeasured" in text
+    other = data["datasets"]["other"]["left"][0]
+    assert other["rate_from"] == "‡" and other["hours_left"] is None  # no runs measured on that dataset yet
+    assert data["datasets"]["toy"]["hours_measured"] == round((600 + 900 + 180 + 780) / 3600, 1)
