@@ -134,7 +134,7 @@ def commit_results(message: str, args: argparse.Namespace, also: tuple[str, ...]
     holds the index."""
     if not args.commit:
         return
-    rel = [str(Path(args.out).resolve().relative_to(ROOT)), *also]
+    rel = [str(Path(args.out).resolve().relative_to(ROOT)), *also, *write_plan(args)]
     for attempt in range(30):
         try:
             git("add", "--", *rel)
@@ -145,6 +145,19 @@ def commit_results(message: str, args: argparse.Namespace, also: tuple[str, ...]
         except subprocess.CalledProcessError as err:
             print(f"commit failed (attempt {attempt + 1}): {err.stderr.strip()[:200]}", flush=True)
             time.sleep(20)
+
+
+def write_plan(args: argparse.Namespace, readme: Path = ROOT / "benchmarks" / "README.md") -> tuple[str, ...]:
+    """The plan's block of ``readme`` rewritten from the committed files (``plan --readme``); the paths it changed."""
+    from benchmarks.ab_rows import write_readme as write_block
+    from benchmarks.protocol200_plan import plan_report
+
+    if "<!-- protocol200-plan:start -->" not in readme.read_text():
+        return ()
+    block, _ = plan_report(Path(args.out), PLAN, chunks=-(-args.num_seeds // args.chunk_size), runs=args.runs,
+                           full_commit=full_commit, parse_cell=parse_cell, recheck_of=recheck_of)
+    write_block("protocol200-plan", block, readme)
+    return (str(readme.relative_to(ROOT)),)
 
 
 class Protocol:
@@ -648,14 +661,13 @@ def main(argv: list[str] | None = None) -> int:
 
         args.llm = DEFAULT_LLM
     if args.action == "plan":
-        from benchmarks.ab_rows import write_readme as write_block
         from benchmarks.protocol200_plan import plan_report
 
         block, _ = plan_report(args.out, PLAN, chunks=-(-args.num_seeds // args.chunk_size), runs=args.runs,
                                full_commit=full_commit, parse_cell=parse_cell, recheck_of=recheck_of)
         print(block)
         if args.readme:
-            write_block("protocol200-plan", block)
+            write_plan(args)
         return 0
     proto = Protocol(args)
     cells = args.cells or (PLAN.get(args.dataset, []) if args.action in ("run", "report", "rows") else [])

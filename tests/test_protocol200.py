@@ -394,3 +394,23 @@ def test_the_plan_counts_what_is_committed_and_prices_what_is_left(tmp_path: Pat
     other = data["datasets"]["other"]["left"][0]
     assert other["rate_from"] == "‡" and other["hours_left"] is None  # no runs measured on that dataset yet
     assert data["datasets"]["toy"]["hours_measured"] == round((600 + 900 + 180 + 780) / 3600, 1)
+
+
+def test_every_committed_chunk_or_run_carries_the_plan_rewritten(proto, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's plan is rewritten from the files in the same commit as each chunk or run (never left stale)."""
+    mod, p, _ = proto
+    readme = tmp_path / "benchmarks" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text("# B\n<!-- protocol200-plan:start -->\nold\n<!-- protocol200-plan:end -->\nrest\n")
+    (tmp_path / "out").mkdir()
+    monkeypatch.setattr(mod, "ROOT", tmp_path)
+    monkeypatch.setattr(mod, "PLAN", {"toy": ["noaug"]})
+    real_write_plan = mod.write_plan
+    monkeypatch.setattr(mod, "write_plan", lambda args: real_write_plan(args, readme))
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(mod, "git", lambda *a, cwd=None: calls.append(a) or "changed")
+    mod.commit_results("a run", argparse.Namespace(**{**vars(p.args), "commit": True}))
+    text = readme.read_text()
+    assert "old" not in text and "| toy | noaug | — | 0/2 |" in text and text.endswith("plan:end -->\nrest\n")
+    assert calls[0] == ("add", "--", "out", "benchmarks/README.md") and calls[-1][:2] == ("commit", "-q")
