@@ -56,8 +56,8 @@ LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "rgda-gated")
 #: from the first generator commit that has it. Each chunk records the tagger's weights digest (a tagger trained
 #: again on another machine may differ in its last bits: recorded, not refused)
 GATED = "-gated"
-#: the order the background job works in, dataset by dataset (``protocol200.sh``: NCBI-disease, then FIN): the rule
-#: cells first (minutes each), then each LLM cell's rows and runs; ``/likely_mention``: 2096b68's rows less those the
+#: the order the background job works in, dataset by dataset (``protocol200.sh``: NCBI-disease, then FIN): the first
+#: rule cells (minutes each), then each LLM cell's rows and runs, with the cells added since where they were queued; ``/likely_mention``: 2096b68's rows less those the
 #: split tagger's rule (session 39) fires on, the lever read first; f4b6d2f is the row-quality issue's generator (the
 #: gates, the top-up asked twice, the split tagger's rule: 6fd8f81's A/B, plus the comma rule and the checker's
 #: speed-ups, whose verdicts are the same), beside 2096b68's (it replaces 08e3407, 794e120 and 6fd8f81, whose cells
@@ -527,7 +527,8 @@ def report(proto: Protocol, pairs: Sequence[tuple[str, str]] = ()) -> str:
             b = versus(cell, other)
             cmp.append(f"{b['delta']:+.4f} ({_p(b['p_value'], b['resamples'])})")
         bs = f"{c['bertscore_vs_seed']:.3f}" if c.get("bertscore_vs_seed") is not None else "—"
-        lines.append(f"| {cell} | {c['f1_mean']:.4f} ± {c['f1_sd']:.4f} ({len(c['runs'])}) | {c['augmented']} | {bs} | "
+        sd = f" ± {c['f1_sd']:.4f}" if len(c["runs"]) > 1 else ""  # one run has no spread to show
+        lines.append(f"| {cell} | {c['f1_mean']:.4f}{sd} ({len(c['runs'])}) | {c['augmented']} | {bs} | "
                      + " | ".join(cmp) + " |")
     if fresh:  # written back at once (the background job may be saving a run: read again, add, write)
         latest = proto.load_results()
