@@ -56,12 +56,12 @@ LLM_METHODS = ("naive", "gda", "rgda", "rgda-no-gr", "rgda-no-ac", "rgda-gated")
 #: from the first generator commit that has it. Each chunk records the tagger's weights digest (a tagger trained
 #: again on another machine may differ in its last bits: recorded, not refused)
 GATED = "-gated"
-#: the order the background job works in, dataset by dataset (``protocol200.sh``: NCBI-disease, then FIN): the first
-#: rule cells (minutes each), then each LLM cell's rows and runs, with the cells added since where they were queued; ``/likely_mention``: 2096b68's rows less those the
-#: split tagger's rule (session 39) fires on, the lever read first; f4b6d2f is the row-quality issue's generator (the
-#: gates, the top-up asked twice, the split tagger's rule: 6fd8f81's A/B, plus the comma rule and the checker's
-#: speed-ups, whose verdicts are the same), beside 2096b68's (it replaces 08e3407, 794e120 and 6fd8f81, whose cells
-#: had not started); FIN's LLM cells come from it alone. Its chunks' variety pass is given the cell's earlier rows
+#: each dataset's cells in the order the background job works in (across datasets: :func:`job_order`): the first rule
+#: cells (minutes each), then each LLM cell's rows and runs, with the cells added since where they were queued;
+#: ``/likely_mention``: 2096b68's rows less those the split tagger's rule (session 39) fires on, the lever read first;
+#: f4b6d2f is the row-quality issue's generator (the gates, the top-up asked twice, the split tagger's rule: 6fd8f81's
+#: A/B, plus the comma rule and the checker's speed-ups, whose verdicts are the same), beside 2096b68's (it replaces
+#: 08e3407, 794e120 and 6fd8f81, whose cells had not started). Its chunks' variety pass is given the cell's earlier rows
 #: (as one map of the 200 seeds would count them: ``protocol200_worker``). ``/seed_tagger``: the rows less those in
 #: which a tagger trained on the seeds finds a mention left untagged (``benchmarks.row_taggers``; the product's
 #: ``TaggerGate``), the lever read after ``/likely_mention``; ``mr@1``, ``mr@2``: MR at 1 and 2 rows a seed, bracketing
@@ -70,15 +70,30 @@ NEW = "f4b6d2f"
 #: the generator after f4b6d2f: the composer's hints skip used-up entities (f98157c), the ``placeholder`` rule's two
 #: type-name cases, the option checks of sessions 41-42, and the tagger gate inside the pipeline (f004868, reviewed in
 #: e9da44b), opt-in: its ``rgda-gated`` cells are not in PLAN since the same gate over f4b6d2f's finished rows lowered
-#: their F1 (-0.0159, p 0.014); run one by hand (``run "rgda-gated@seeds:f98157c" --commit``)
+#: their F1 (-0.0159, p 0.014); run one by hand (``run "rgda-gated@seeds:f98157c" --commit``). FIN's LLM cells
+#: come from it (none had started): FIN measures the generator the library ships, whose changes to the rows over
+#: f4b6d2f are the entities the composer offers once the cap has used them up and the placeholder rule's two cases
 NEXT = "f98157c"
 PLAN = {"ncbi_disease": ["noaug", "mr", "rgda@seeds:2096b68", "rgda@seeds:2096b68/likely_mention",
                          "rgda@seeds+mr:2096b68", "eda", "mr-train", "rgda@seeds:2096b68/seed_tagger",
                          f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"rgda@seeds:{NEW}/seed_tagger", "mr@1",
                          "naive@seeds:2096b68", "gda@seeds:2096b68", "mr@2", f"rgda@seeds:{NEXT}", f"rgda@seeds+mr:{NEXT}",
                          f"rgda@seeds+mr:{NEW}/seed_tagger"],
-        "fin": ["noaug", "mr", "eda", "mr-train", f"rgda@seeds:{NEW}", f"rgda@seeds+mr:{NEW}", f"naive@seeds:{NEW}",
-                f"gda@seeds:{NEW}"]}
+        "fin": ["noaug", "mr", "eda", "mr-train", f"rgda@seeds:{NEXT}", f"rgda@seeds+mr:{NEXT}", f"naive@seeds:{NEXT}",
+                f"gda@seeds:{NEXT}"]}
+#: FIN's first chunks of rows, made before NCBI's next generator cell (the issue asks FIN started with its first
+#: chunks; the whole of FIN waits for NCBI-disease to be complete)
+FIN_FIRST_CHUNKS = 2
+
+
+def job_order() -> list[tuple[str, str, int | None]]:
+    """The background job's steps across datasets (``run`` with neither cells nor ``--dataset``): (dataset, cell,
+    chunks), ``chunks`` making only the cell's first chunks, no training. NCBI-disease's PLAN through its last cell
+    the issue names (``gda@seeds``), FIN's first chunks, the rest of NCBI-disease's, then FIN's."""
+    ncbi = PLAN["ncbi_disease"]
+    cut = ncbi.index("gda@seeds:2096b68") + 1
+    return ([("ncbi_disease", c, None) for c in ncbi[:cut]] + [("fin", f"rgda@seeds:{NEXT}", FIN_FIRST_CHUNKS)]
+            + [("ncbi_disease", c, None) for c in ncbi[cut:]] + [("fin", c, None) for c in PLAN["fin"]])
 
 
 def parse_cell(cell: str) -> tuple[str, str | None, bool]:
@@ -212,9 +227,9 @@ class Protocol:
                 raise SystemExit(f"{path}: its {k} is {head.get(k)!r}, this cell's is {v!r}: refused (not mixed in)")
         return head, rows
 
-    def generate(self, method: str, commit: str) -> list[dict]:
-        """Every chunk of ``method``'s rows from ``commit``'s library: the missing ones are generated, each written and
-        (``--commit``) committed as it lands. Returns the accepted rows of all chunks."""
+    def generate(self, method: str, commit: str, first: int | None = None) -> list[dict]:
+        """Every chunk (or the ``first`` ones) of ``method``'s rows from ``commit``'s library: the missing ones are
+        generated, each written and (``--commit``) committed as it lands. Returns the accepted rows of those chunks."""
         commit = full_commit(commit)
         tree = worktree(commit)
         # a commit with the variety pass is given the cell's earlier rows before each chunk (protocol200_worker)
@@ -223,7 +238,7 @@ class Protocol:
         chunks = self.chunks()
         options: dict[str, Any] | None = None  # a -gated method's: its tagger loaded (or trained) for a chunk to make
         gated: dict[str, Any] = {}
-        for k, span in enumerate(chunks):
+        for k, span in enumerate(chunks[:first]):
             path = self.chunk_path(method, commit, k)
             found = self.read_chunk(path, method, commit, span, variety, len(accepted))
             if found is None:
@@ -638,7 +653,8 @@ def main(argv: list[str] | None = None) -> int:
                         "seen: each trained cell's recall of the test mentions the seeds hold and of new ones; "
                         "compare: the first cell against each other one (ΔF1, p, 95% interval)")
     p.add_argument("cells", nargs="*", help="cells, e.g. noaug mr rgda@seeds:2096b68 (run: the dataset's PLAN)")
-    p.add_argument("--dataset", default="ncbi_disease")
+    p.add_argument("--dataset", default=None, help="default: ncbi_disease; run: the job's order across datasets "
+                                                  "(job_order) unless a dataset or cells are given")
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
     p.add_argument("--num-seeds", type=int, default=200)
     p.add_argument("--ratio", type=int, default=3)
@@ -670,6 +686,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.readme:
             write_plan(args)
         return 0
+    if args.action == "run" and not args.cells and args.dataset is None:
+        protos: dict[str, Protocol] = {}
+        for dataset, cell, first in job_order():
+            if dataset not in protos:
+                protos[dataset] = Protocol(argparse.Namespace(**{**vars(args), "dataset": dataset}))
+            method, generator, _ = parse_cell(cell)
+            if generator is not None:
+                protos[dataset].generate(method, generator, first)
+            if first is None:
+                protos[dataset].train(cell)
+        return 0
+    args.dataset = args.dataset or "ncbi_disease"
     proto = Protocol(args)
     cells = args.cells or (PLAN.get(args.dataset, []) if args.action in ("run", "report", "rows") else [])
     if args.action == "rows":

@@ -10,16 +10,12 @@ mkdir -p benchmarks/.cache
 # nice works within a scheduler autogroup; a job started with setsid gets its own group, which nice alone leaves
 # at an equal share with the session's foreground work: lower the group too where the kernel has autogroups
 [ -w /proc/self/autogroup ] && echo 19 > /proc/self/autogroup 2>/dev/null
-# each dataset of the PLAN in turn (NCBI-disease complete first, then FIN), or only the one given with --dataset;
-# other arguments go to every run. Stop it with `pkill -f benchmarks/protocol200.sh; pkill -f "benchmarks.protocol200 run"`
-# (a stop loses at most the chunk or training run under way). The body is one function, read whole before it runs, so
-# a checkout that changes this file while the job runs cannot feed bash a stray line.
+# the job's order across datasets (protocol200.job_order: NCBI-disease's PLAN, FIN's first chunks at its place, then
+# FIN's PLAN), or only the dataset given with --dataset; other arguments go to the run. Stop it with
+# `pkill -f benchmarks/protocol200.sh; pkill -f "benchmarks.protocol200 run"` (a stop loses at most the chunk or
+# training run under way). The body is one function, read whole before it runs, so a checkout that changes this file
+# while the job runs cannot feed bash a stray line.
 main() {
-  local datasets=(ncbi_disease fin) arg
-  for arg in "$@"; do [[ $arg == --dataset || $arg == --dataset=* ]] && datasets=(""); done
-  for dataset in "${datasets[@]}"; do
-    nice -n 19 .venv/bin/python -u -m benchmarks.protocol200 run --commit ${dataset:+--dataset "$dataset"} "$@" \
-      >> benchmarks/.cache/protocol200.log 2>&1 || return $?
-  done
+  nice -n 19 .venv/bin/python -u -m benchmarks.protocol200 run --commit "$@" >> benchmarks/.cache/protocol200.log 2>&1
 }
 main "$@"; exit $?

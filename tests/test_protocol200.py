@@ -414,3 +414,22 @@ def test_every_committed_chunk_or_run_carries_the_plan_rewritten(proto, tmp_path
     text = readme.read_text()
     assert "old" not in text and "| toy | noaug | — | 0/2 |" in text and text.endswith("plan:end -->\nrest\n")
     assert calls[0] == ("add", "--", "out", "benchmarks/README.md") and calls[-1][:2] == ("commit", "-q")
+
+
+def test_the_jobs_order_makes_fins_first_chunks_after_the_issues_cells_without_training(
+        proto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mod, p, calls = proto
+    assert p.generate("rgda", COMMIT, first=2) and calls == [0, 1]  # the first chunks only
+    assert not p.complete("rgda", COMMIT)
+    order = mod.job_order()
+    ncbi = [c for d, c, _ in order if d == "ncbi_disease"]
+    assert ncbi == mod.PLAN["ncbi_disease"] and [c for d, c, n in order if d == "fin" and n is None] == mod.PLAN["fin"]
+    first = order.index(("fin", f"rgda@seeds:{mod.NEXT}", mod.FIN_FIRST_CHUNKS))
+    assert order[first - 1] == ("ncbi_disease", "gda@seeds:2096b68", None)
+    steps: list[tuple] = []
+    monkeypatch.setattr(mod, "job_order", lambda: [("toy", f"rgda@seeds:{COMMIT}", 1), ("toy", "noaug", None)])
+    monkeypatch.setattr(mod.Protocol, "generate", lambda self, m, g, first=None: steps.append(("gen", m, first)))
+    monkeypatch.setattr(mod.Protocol, "train", lambda self, cell: steps.append(("train", cell)))
+    assert mod.main(["run", "--data-dir", str(tmp_path / "data"), "--num-seeds", "5", "--llm", "scripted:x",
+                     "--out", str(tmp_path / "out")]) == 0
+    assert steps == [("gen", "rgda", 1), ("train", "noaug")]  # a first-chunks step trains nothing
