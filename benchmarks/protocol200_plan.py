@@ -2,9 +2,10 @@
 
 Read from the committed files alone (chunk headers' ``seconds``, the results' runs' ``seconds``); nothing is run. A
 cell's hours left are its missing chunks at the median time of the chunks already made of the same method (the same
-generator where it has any, else another generator's, else another dataset's: marked) and its missing training runs
-at the median time of the dataset's runs so far. Times are those measured by whatever ran them (the chunk headers
-name the machine); a training run beside other work can take several times its time alone.
+generator where it has any, else another generator's, else another dataset's: marked) and its missing training runs at
+the median time of the dataset's runs so far (those of CPU machines, where the job runs). Times are those measured by
+whatever ran them (the chunk headers name the machine); a training run beside other work can take several times its
+time alone.
 
     python -m benchmarks.protocol200 plan [--readme]
 """
@@ -41,7 +42,9 @@ def plan_report(out: Path, plan: dict[str, list[str]], *, chunks: int, runs: int
         results_path = out / f"{dataset}.json"
         results = json.loads(results_path.read_text())["cells"] if results_path.exists() else {}
         by_cell = {c["cell"]: c for c in results.values() if "cell" in c}
-        run_secs = [r["seconds"] for c in by_cell.values() for r in c.get("runs", [])]
+        every = [r for c in by_cell.values() for r in c.get("runs", [])]
+        # the job's runs (a CPU machine's): runs made on a lent GPU (device_protocol200.sh) take seconds
+        run_secs = [r["seconds"] for r in every if "no GPU" in r.get("machine", "no GPU")] or [r["seconds"] for r in every]
         per_run = statistics.median(run_secs) if run_secs else None
         counted: set[tuple[str, str]] = set()  # a generator's chunks are made once for all its cells
         done, spent, rows = [], 0.0, []

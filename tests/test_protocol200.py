@@ -372,10 +372,11 @@ def test_the_plan_counts_what_is_committed_and_prices_what_is_left(tmp_path: Pat
         chunk("toy", "rgda", "a" * 40, k, s)
     chunk("toy", "rgda", "b" * 40, 0, 900.0)  # rgda:b... one chunk of three made
     chunk("toy", "naive", "c" * 40, 0, 50.0)  # naive made only on another dataset than "other"
-    runs = [{"f1": 0.5, "seconds": s} for s in (60.0, 120.0, 600.0)]  # median 120 s a run
+    runs = [{"f1": 0.5, "seconds": s} for s in (60.0, 120.0, 600.0)]  # median 120 s a run (a GPU's run not counted)
     (out / "toy.json").write_text(json.dumps({"cells": {
         "toy/x/noaug": {"cell": "noaug", "runs": runs[:2]},
-        f"toy/x/rgda@seeds:{'a' * 7}": {"cell": f"rgda@seeds:{'a' * 7}", "runs": runs[:3]}}}))
+        f"toy/x/rgda@seeds:{'a' * 7}": {"cell": f"rgda@seeds:{'a' * 7}", "runs": runs[:3]},
+        "toy/x/mr": {"cell": "mr", "runs": [{"f1": 0.5, "seconds": 5.0, "machine": "16 CPU cores, GPU: H200"}]}}}))
     plan = {"toy": ["noaug", f"rgda@seeds:{'a' * 7}", f"rgda@seeds+mr:{'a' * 7}", f"rgda@seeds:{'b' * 7}",
                     f"rgda@seeds+mr:{'b' * 7}", f"rgda@seeds:{'d' * 7}", f"gda@seeds:{'a' * 7}"],
             "other": [f"naive@seeds:{'e' * 7}"]}
@@ -394,6 +395,7 @@ def test_the_plan_counts_what_is_committed_and_prices_what_is_left(tmp_path: Pat
     other = data["datasets"]["other"]["left"][0]
     assert other["rate_from"] == "‡" and other["hours_left"] is None  # no runs measured on that dataset yet
     assert data["datasets"]["toy"]["hours_measured"] == round((600 + 900 + 180 + 780) / 3600, 1)
+    assert data["datasets"]["toy"]["training_run_seconds_median"] == 120
 
 
 def test_every_committed_chunk_or_run_carries_the_plan_rewritten(proto, tmp_path: Path,
