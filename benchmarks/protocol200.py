@@ -641,6 +641,16 @@ def seen_report(proto: Protocol, cells: list[str]) -> tuple[str, dict[str, Any]]
     return "\n".join(lines), out
 
 
+def seen_page(out: Path, dataset: str) -> Path:
+    """The page ``seen --readme`` writes its table into (``<out>/<dataset>_seen.md``), made with its heading if new."""
+    page = Path(out) / f"{dataset}_seen.md"
+    if not page.exists():
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(f"# The 200-seed cells on seen and new test mentions ({dataset})\n\n{' '.join((seen_report.__doc__ or '').split())}\n\n"
+                        f"<!-- protocol200-seen-{dataset}:start -->\n<!-- protocol200-seen-{dataset}:end -->\n")
+    return page
+
+
 def _p(p: float, resamples: int) -> str:
     return f"< {1 / resamples:.4f}" if p == 0 else f"{p:.4f}"
 
@@ -670,7 +680,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-batch", type=int, default=16)
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--out", type=Path, default=OUT, help="the results folder")
-    p.add_argument("--readme", action="store_true", help="report: also write the table into benchmarks/README.md")
+    p.add_argument("--readme", action="store_true", help="report, rows, plan: also write the table into "
+                   "benchmarks/README.md; seen: into the results folder's <dataset>_seen.md")
     p.add_argument("--commit", action="store_true", help="git-commit each chunk and run as it lands")
     args = p.parse_args(argv)
     if args.llm is None:
@@ -718,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
 
         write_results(args.out / f"{proto.name}_seen.json", {**header("protocol200", argv), **out})
         if args.readme:
-            write_block(f"protocol200-seen-{proto.name}", block)
+            write_block(f"protocol200-seen-{proto.name}", block, seen_page(args.out, proto.name))
         return 0
     if args.action == "compare":  # the first cell against each other one: ΔF1, p, 95% interval
         if len(args.cells) < 2:

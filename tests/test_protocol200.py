@@ -435,3 +435,14 @@ def test_the_jobs_order_makes_fins_first_chunks_after_the_issues_cells_without_t
     assert mod.main(["run", "--data-dir", str(tmp_path / "data"), "--num-seeds", "5", "--llm", "scripted:x",
                      "--out", str(tmp_path / "out")]) == 0
     assert steps == [("gen", "rgda", 1), ("train", "noaug")]  # a first-chunks step trains nothing
+
+
+def test_the_seen_table_goes_to_its_own_page_made_once(tmp_path: Path) -> None:
+    mod = importlib.import_module("benchmarks.protocol200")
+    from benchmarks.ab_rows import write_readme as write_block
+
+    page = mod.seen_page(tmp_path / "out", "toy")
+    write_block("protocol200-seen-toy", "| cell |", page)
+    assert mod.seen_page(tmp_path / "out", "toy") == page  # kept as written
+    text = page.read_text()
+    assert text.startswith("# The 200-seed cells on seen and new test mentions (toy)") and "\n| cell |\n" in text
