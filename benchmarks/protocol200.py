@@ -162,16 +162,21 @@ def commit_results(message: str, args: argparse.Namespace, also: tuple[str, ...]
             time.sleep(20)
 
 
+def plan_block(args: argparse.Namespace) -> str:
+    """The plan's table from the committed files (``benchmarks.protocol200_plan``)."""
+    from benchmarks.protocol200_plan import plan_report
+
+    return plan_report(Path(args.out), PLAN, chunks=-(-args.num_seeds // args.chunk_size), runs=args.runs,
+                       full_commit=full_commit, parse_cell=parse_cell, recheck_of=recheck_of)[0]
+
+
 def write_plan(args: argparse.Namespace, readme: Path = ROOT / "benchmarks" / "README.md") -> tuple[str, ...]:
     """The plan's block of ``readme`` rewritten from the committed files (``plan --readme``); the paths it changed."""
     from benchmarks.ab_rows import write_readme as write_block
-    from benchmarks.protocol200_plan import plan_report
 
     if "<!-- protocol200-plan:start -->" not in readme.read_text():
         return ()
-    block, _ = plan_report(Path(args.out), PLAN, chunks=-(-args.num_seeds // args.chunk_size), runs=args.runs,
-                           full_commit=full_commit, parse_cell=parse_cell, recheck_of=recheck_of)
-    write_block("protocol200-plan", block, readme)
+    write_block("protocol200-plan", plan_block(args), readme)
     return (str(readme.relative_to(ROOT)),)
 
 
@@ -646,7 +651,8 @@ def seen_page(out: Path, dataset: str) -> Path:
     page = Path(out) / f"{dataset}_seen.md"
     if not page.exists():
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(f"# The 200-seed cells on seen and new test mentions ({dataset})\n\n{' '.join((seen_report.__doc__ or '').split())}\n\n"
+        what = " ".join((seen_report.__doc__ or "").split())
+        page.write_text(f"# The 200-seed cells on seen and new test mentions ({dataset})\n\n{what}\n\n"
                         f"<!-- protocol200-seen-{dataset}:start -->\n<!-- protocol200-seen-{dataset}:end -->\n")
     return page
 
@@ -662,7 +668,8 @@ def main(argv: list[str] | None = None) -> int:
                         "plan: every dataset's PLAN cells not yet complete and their hours left (reads files only); "
                         "seen: each trained cell's recall of the test mentions the seeds hold and of new ones; "
                         "compare: the first cell against each other one (ΔF1, p, 95% interval)")
-    p.add_argument("cells", nargs="*", help="cells, e.g. noaug mr rgda@seeds:2096b68 (run: the dataset's PLAN)")
+    p.add_argument("cells", nargs="*", help="cells, e.g. noaug mr rgda@seeds:2096b68 (run: the job's order "
+                   "across datasets, or with --dataset that dataset's PLAN)")
     p.add_argument("--dataset", default=None, help="default: ncbi_disease; run: the job's order across datasets "
                                                   "(job_order) unless a dataset or cells are given")
     p.add_argument("--data-dir", type=Path, default=DATA_DIR)
@@ -689,11 +696,7 @@ def main(argv: list[str] | None = None) -> int:
 
         args.llm = DEFAULT_LLM
     if args.action == "plan":
-        from benchmarks.protocol200_plan import plan_report
-
-        block, _ = plan_report(args.out, PLAN, chunks=-(-args.num_seeds // args.chunk_size), runs=args.runs,
-                               full_commit=full_commit, parse_cell=parse_cell, recheck_of=recheck_of)
-        print(block)
+        print(plan_block(args))
         if args.readme:
             write_plan(args)
         return 0
