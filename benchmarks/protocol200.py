@@ -167,16 +167,18 @@ def plan_block(args: argparse.Namespace) -> str:
     from benchmarks.protocol200_plan import plan_report
 
     return plan_report(Path(args.out), PLAN, chunks=-(-args.num_seeds // args.chunk_size), runs=args.runs,
-                       full_commit=full_commit, parse_cell=parse_cell, recheck_of=recheck_of)[0]
+                       full_commit=full_commit, parse_cell=parse_cell)[0]
 
 
-def write_plan(args: argparse.Namespace, readme: Path = ROOT / "benchmarks" / "README.md") -> tuple[str, ...]:
-    """The plan's block of ``readme`` rewritten from the committed files (``plan --readme``); the paths it changed."""
+def write_plan(args: argparse.Namespace, readme: Path = ROOT / "benchmarks" / "README.md",
+               block: str | None = None) -> tuple[str, ...]:
+    """The plan's block of ``readme`` rewritten from the committed files (``plan --readme``; ``block`` where already
+    made); the paths it changed."""
     from benchmarks.ab_rows import write_readme as write_block
 
     if "<!-- protocol200-plan:start -->" not in readme.read_text():
         return ()
-    write_block("protocol200-plan", plan_block(args), readme)
+    write_block("protocol200-plan", block if block is not None else plan_block(args), readme)
     return (str(readme.relative_to(ROOT)),)
 
 
@@ -657,6 +659,22 @@ def seen_page(out: Path, dataset: str) -> Path:
     return page
 
 
+def work(args: argparse.Namespace, steps: Sequence[tuple[str, str, int | None]],
+         protos: dict[str, Protocol] | None = None) -> None:
+    """Each (dataset, cell, first chunks) step: its rows generated (``run``, ``generate``; only the ``first`` chunks
+    where given) and its runs trained (``run``, ``train``; none for a first-chunks step); a dataset's
+    :class:`Protocol` made once."""
+    protos = {} if protos is None else protos
+    for dataset, cell, first in steps:
+        if dataset not in protos:
+            protos[dataset] = Protocol(argparse.Namespace(**{**vars(args), "dataset": dataset}))
+        method, generator, _ = parse_cell(cell)
+        if generator is not None and args.action in ("run", "generate"):
+            protos[dataset].generate(method, generator, first)
+        if first is None and args.action in ("run", "train"):
+            protos[dataset].train(cell)
+
+
 def _p(p: float, resamples: int) -> str:
     return f"< {1 / resamples:.4f}" if p == 0 else f"{p:.4f}"
 
@@ -696,20 +714,13 @@ def main(argv: list[str] | None = None) -> int:
 
         args.llm = DEFAULT_LLM
     if args.action == "plan":
-        print(plan_block(args))
+        block = plan_block(args)
+        print(block)
         if args.readme:
-            write_plan(args)
+            write_plan(args, block=block)
         return 0
     if args.action == "run" and not args.cells and args.dataset is None:
-        protos: dict[str, Protocol] = {}
-        for dataset, cell, first in job_order():
-            if dataset not in protos:
-                protos[dataset] = Protocol(argparse.Namespace(**{**vars(args), "dataset": dataset}))
-            method, generator, _ = parse_cell(cell)
-            if generator is not None:
-                protos[dataset].generate(method, generator, first)
-            if first is None:
-                protos[dataset].train(cell)
+        work(args, job_order())
         return 0
     args.dataset = args.dataset or "ncbi_disease"
     proto = Protocol(args)
@@ -744,12 +755,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.readme:
             write_readme(proto)
         return 0
-    for cell in cells:
-        method, generator, _ = parse_cell(cell)
-        if generator is not None and args.action in ("run", "generate"):
-            proto.generate(method, generator)
-        if args.action in ("run", "train"):
-            proto.train(cell)
+    work(args, [(proto.name, cell, None) for cell in cells], {proto.name: proto})
     return 0
 
 

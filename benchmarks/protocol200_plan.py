@@ -15,25 +15,41 @@ from __future__ import annotations
 import gzip
 import json
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
-def chunk_seconds(out: Path, dataset: str, method: str, commit12: str | None = None) -> list[float]:
-    """The ``seconds`` of every committed chunk of ``method`` on ``dataset`` (of one generator where given)."""
-    folder = out / dataset / f"{method}@seeds"
-    found = []
-    for path in sorted(folder.glob(f"{commit12 or '*'}/chunk-*.jsonl.gz")):
+def chunk_times(out: Path) -> dict[tuple[str, str, str], list[float]]:
+    """The ``seconds`` of every committed chunk, read once, keyed by (dataset, method, generator commit[:12]) (the
+    layout of ``Protocol.chunk_path``)."""
+    found: dict[tuple[str, str, str], list[float]] = {}
+    for path in sorted(out.glob("*/*@seeds/*/chunk-*.jsonl.gz")):
         with gzip.open(path, "rt") as fh:
-            found.append(float(json.loads(fh.readline())["seconds"]))
+            seconds = float(json.loads(fh.readline())["seconds"])
+        dataset, method, commit12 = path.parts[-4], path.parts[-3].removesuffix("@seeds"), path.parts[-2]
+        found.setdefault((dataset, method, commit12), []).append(seconds)
     return found
 
 
+def _rate(times: dict[tuple[str, str, str], list[float]], dataset: str, method: str,
+          commit12: str) -> tuple[float | None, str]:
+    """A chunk's time for a cell: the median of its own chunks, else of the method's other generators' on the dataset
+    (†), else of the method's on other datasets (‡); none where the method has no chunk anywhere."""
+    for mark, keep in (("", lambda d, m, c: (d, m, c) == (dataset, method, commit12)),
+                       ("†", lambda d, m, c: (d, m) == (dataset, method)),
+                       ("‡", lambda d, m, c: m == method and d != dataset)):
+        pooled = [s for key, secs in times.items() if keep(*key) for s in secs]
+        if pooled:
+            return statistics.median(pooled), mark
+    return None, ""
+
+
 def plan_report(out: Path, plan: dict[str, list[str]], *, chunks: int, runs: int,
-                full_commit: Callable[[str], str], parse_cell: Callable[[str], tuple[str, str | None, bool]],
-                recheck_of: Callable[[str], Sequence[str]]) -> tuple[str, dict[str, Any]]:
+                full_commit: Callable[[str], str],
+                parse_cell: Callable[[str], tuple[str, str | None, bool]]) -> tuple[str, dict[str, Any]]:
     """The plan's table (cells not yet complete, in PLAN order, with their hours left) and what it was made of."""
+    times = chunk_times(out)
     lines = ["| dataset | cell | chunks made | runs | hours left (est.) |", "|---|---|---|---|---|"]
     data: dict[str, Any] = {"chunks_per_cell": chunks, "runs_per_cell": runs, "datasets": {}}
     total_left = 0.0
@@ -55,22 +71,17 @@ def plan_report(out: Path, plan: dict[str, list[str]], *, chunks: int, runs: int
             mark = ""
             if generator is not None:
                 commit12 = full_commit(generator)[:12]
-                own = chunk_seconds(out, dataset, method, commit12)
+                own = times.get((dataset, method, commit12), [])
                 made, need = len(own), chunks
                 if (method, commit12) not in counted:
                     counted.add((method, commit12))
                     spent += sum(own)
-                    rate = statistics.median(own) if own else None
-                    if rate is None and (other := chunk_seconds(out, dataset, method)):
-                        rate, mark = statistics.median(other), "†"
-                    if rate is None:
-                        others = [s for d in plan if d != dataset for s in chunk_seconds(out, d, method)]
-                        rate, mark = (statistics.median(others), "‡") if others else (None, "")
+                    rate, mark = _rate(times, dataset, method, commit12)
                     gen_left = (chunks - made) * rate if rate is not None else None
-            have = len(by_cell.get(cell, {}).get("runs", []))
-            spent += sum(r["seconds"] for r in by_cell.get(cell, {}).get("runs", []))
-            train_left = (runs - have) * per_run if per_run is not None else None
-            if made >= need and have >= runs:
+            cell_runs = by_cell.get(cell, {}).get("runs", [])
+            spent += sum(r["seconds"] for r in cell_runs)
+            train_left = (runs - len(cell_runs)) * per_run if per_run is not None else None
+            if made >= need and len(cell_runs) >= runs:
                 done.append(cell)
                 continue
             left = None if gen_left is None or train_left is None else gen_left + train_left
@@ -79,8 +90,8 @@ def plan_report(out: Path, plan: dict[str, list[str]], *, chunks: int, runs: int
             unmeasured += left is None
             shown = f"{made}/{need}" if need else "—"
             hours = f"{left / 3600:.1f}{mark}" if left is not None else "unmeasured"
-            lines.append(f"| {dataset} | {cell} | {shown} | {have}/{runs} | {hours} |")
-            rows.append({"cell": cell, "chunks_made": made if need else None, "runs": have,
+            lines.append(f"| {dataset} | {cell} | {shown} | {len(cell_runs)}/{runs} | {hours} |")
+            rows.append({"cell": cell, "chunks_made": made if need else None, "runs": len(cell_runs),
                          "hours_left": round(left / 3600, 2) if left is not None else None, "rate_from": mark or None})
         data["datasets"][dataset] = {"complete": done, "hours_measured": round(spent / 3600, 1),
                                      "training_run_seconds_median": per_run, "left": rows}

@@ -381,7 +381,7 @@ def test_the_plan_counts_what_is_committed_and_prices_what_is_left(tmp_path: Pat
                     f"rgda@seeds+mr:{'b' * 7}", f"rgda@seeds:{'d' * 7}", f"gda@seeds:{'a' * 7}"],
             "other": [f"naive@seeds:{'e' * 7}"]}
     text, data = plan_report(out, plan, chunks=3, runs=3, full_commit=lambda r: r.ljust(40, r[0]),
-                             parse_cell=mod.parse_cell, recheck_of=mod.recheck_of)
+                             parse_cell=mod.parse_cell)
     left = {r["cell"]: r for r in data["datasets"]["toy"]["left"]}
     assert data["datasets"]["toy"]["complete"] == [f"rgda@seeds:{'a' * 7}"]
     assert left["noaug"]["hours_left"] == round(120 / 3600, 2)  # one run left, no rows to make
